@@ -1,0 +1,55 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A document format Quarry can read, as decided from the file's bytes (magic numbers and container
+/// contents), never from its extension alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Pdf,
+    Docx,
+    Xlsx,
+    Xlsm,
+    Xlsb,
+    /// Legacy Excel 97-2003 (BIFF8 inside an OLE2 compound file).
+    Xls,
+    Ods,
+    Zip,
+    Text,
+    Markdown,
+    Csv,
+    Html,
+    Json,
+}
+
+impl Format {
+    /// The short lowercase name used in reports and the CLI (`pdf`, `docx`, `xlsx`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pdf => "pdf",
+            Format::Docx => "docx",
+            Format::Xlsx => "xlsx",
+            Format::Xlsm => "xlsm",
+            Format::Xlsb => "xlsb",
+            Format::Xls => "xls",
+            Format::Ods => "ods",
+            Format::Zip => "zip",
+            Format::Text => "text",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Html => "html",
+            Format::Json => "json",
+        }
+    }
+
+    /// True for the spreadsheet formats read through calamine.
+    pub fn is_spreadsheet(self) -> bool {
+        matches!(self, Format::Xlsx | Format::Xlsm | Format::Xlsb | Format::Xls | Format::Ods)
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

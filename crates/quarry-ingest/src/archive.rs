@@ -1,0 +1,189 @@
+//! ZIP archives: every member is a document of its own with the virtual path `archive.zip!/dir/file.pdf`;
+//! nested archives are opened up to [`ParseLimits::max_archive_depth`] levels.
+//!
+//! Guards, each reported per member with a clear reason instead of failing the archive: entry count,
+//! declared and actual member size, total unpacked bytes, compression ratio (zip bombs), path traversal
+//! (`..`, absolute paths), symbolic links, encrypted entries. Names without the UTF-8 flag are decoded as
+//! UTF-8 when valid, else as a CJK legacy encoding (GBK, Big5, Shift_JIS) when chardetng is confident, else
+//! as CP437 (the ZIP default).
+
+use crate::parse::{outcome_failed, ParseEvent, ParseLimits};
+use crate::IngestError;
+use std::io::{Cursor, Read};
+
+/// Members bigger than this are only suspicious when their compression ratio is also extreme.
+const RATIO_CHECK_MIN_BYTES: u64 = 1 << 20;
+
+/// Expands an archive's members into `emit`, parsing each (and recursing into nested archives).
+/// `path` is the archive's virtual path, `depth` how many archives enclose it (0 for a file on disk).
+///
+/// Errors: [`IngestError::Malformed`] when the central directory cannot be read, [`IngestError::TooLarge`]
+/// when it lists more entries than allowed. Member problems never abort the archive: they become rows.
+pub(crate) fn expand(
+    path: &str,
+    bytes: &[u8],
+    depth: u32,
+    limits: &ParseLimits,
+    emit: &mut dyn FnMut(ParseEvent),
+) -> Result<usize, IngestError> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| IngestError::malformed("zip", e))?;
+    if archive.len() > limits.max_archive_entries {
+        return Err(IngestError::TooLarge(format!(
+            "archive lists {} entries (limit {})",
+            archive.len(),
+            limits.max_archive_entries
+        )));
+    }
+    let mut unpacked_total: u64 = 0;
+    let mut members = 0;
+    for index in 0..archive.len() {
+        let meta = match archive.by_index_raw(index) {
+            Ok(entry) => EntryMeta::from(&entry),
+            Err(e) => {
+                emit(outcome_failed(format!("{path}!/#{index}"), None, IngestError::malformed("zip", e), 0));
+                continue;
+            }
+        };
+        if meta.is_dir || is_os_metadata(&meta.name) {
+            continue;
+        }
+        members += 1;
+        let member_path = format!("{path}!/{}", meta.name.trim_start_matches('/'));
+        let refuse = |error: IngestError, emit: &mut dyn FnMut(ParseEvent)| {
+            emit(ParseEvent::Started { path: member_path.clone() });
+            emit(outcome_failed(member_path.clone(), None, error, 0));
+        };
+        if let Some(reason) = unsafe_path_reason(&meta.name) {
+            refuse(IngestError::UnsafeArchive(reason), emit);
+            continue;
+        }
+        if meta.is_symlink {
+            refuse(IngestError::UnsafeArchive("symbolic link".into()), emit);
+            continue;
+        }
+        if meta.encrypted {
+            refuse(IngestError::Encrypted("ZIP entry needs a password".into()), emit);
+            continue;
+        }
+        if meta.size > limits.max_member_bytes {
+            refuse(IngestError::TooLarge(format!("member unpacks to {} bytes (limit {})", meta.size, limits.max_member_bytes)), emit);
+            continue;
+        }
+        if meta.size >= RATIO_CHECK_MIN_BYTES && meta.size / meta.compressed_size.max(1) > limits.max_compression_ratio {
+            let ratio = meta.size / meta.compressed_size.max(1);
+            refuse(IngestError::UnsafeArchive(format!("compression ratio {ratio}:1 looks like a zip bomb")), emit);
+            continue;
+        }
+        if unpacked_total.saturating_add(meta.size) > limits.max_archive_total_bytes {
+            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", limits.max_archive_total_bytes)), emit);
+            continue;
+        }
+        // Never trust the declared size: read at most one byte past the limit.
+        let data = match read_member(&mut archive, index, limits.max_member_bytes) {
+            Ok(data) => data,
+            Err(error) => {
+                refuse(error, emit);
+                continue;
+            }
+        };
+        unpacked_total += data.len() as u64;
+        if unpacked_total > limits.max_archive_total_bytes {
+            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", limits.max_archive_total_bytes)), emit);
+            continue;
+        }
+        crate::parse::parse_bytes(&member_path, &data, depth + 1, limits, emit);
+    }
+    Ok(members)
+}
+
+struct EntryMeta {
+    name: String,
+    is_dir: bool,
+    is_symlink: bool,
+    encrypted: bool,
+    size: u64,
+    compressed_size: u64,
+}
+
+impl<R: Read> From<&zip::read::ZipFile<'_, R>> for EntryMeta {
+    fn from(entry: &zip::read::ZipFile<'_, R>) -> Self {
+        EntryMeta {
+            name: decode_name(entry.name_raw(), entry.name()),
+            is_dir: entry.is_dir(),
+            is_symlink: entry.is_symlink(),
+            encrypted: entry.encrypted(),
+            size: entry.size(),
+            compressed_size: entry.compressed_size(),
+        }
+    }
+}
+
+fn read_member(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, index: usize, limit: u64) -> Result<Vec<u8>, IngestError> {
+    let entry = archive.by_index(index).map_err(|e| match e {
+        zip::result::ZipError::UnsupportedArchive(m) if m == zip::result::ZipError::PASSWORD_REQUIRED => {
+            IngestError::Encrypted("ZIP entry needs a password".into())
+        }
+        other => IngestError::malformed("zip", other),
+    })?;
+    let mut data = Vec::new();
+    entry.take(limit + 1).read_to_end(&mut data).map_err(|e| IngestError::malformed("zip", e))?;
+    if data.len() as u64 > limit {
+        return Err(IngestError::TooLarge(format!("member unpacks to more than {limit} bytes")));
+    }
+    Ok(data)
+}
+
+/// Decodes a member name. `fallback` is the zip crate's decoding (UTF-8 when flagged, else CP437).
+fn decode_name(raw: &[u8], fallback: &str) -> String {
+    if let Ok(utf8) = std::str::from_utf8(raw) {
+        return utf8.to_string();
+    }
+    let mut detector = chardetng::EncodingDetector::new();
+    detector.feed(raw, true);
+    let (encoding, confident) = detector.guess_assess(None, false);
+    let cjk = [encoding_rs::GBK, encoding_rs::GB18030, encoding_rs::BIG5, encoding_rs::SHIFT_JIS, encoding_rs::EUC_KR];
+    if confident && cjk.contains(&encoding) {
+        let (text, _, had_errors) = encoding.decode(raw);
+        if !had_errors {
+            return text.into_owned();
+        }
+    }
+    fallback.to_string()
+}
+
+/// Why a member name is unsafe to treat as a path inside the archive, if it is.
+fn unsafe_path_reason(name: &str) -> Option<String> {
+    let normalised = name.replace('\\', "/");
+    if normalised.starts_with('/') || normalised.as_bytes().get(1) == Some(&b':') {
+        return Some(format!("absolute path {name:?}"));
+    }
+    if normalised.split('/').any(|c| c == "..") {
+        return Some(format!("path escapes the archive: {name:?}"));
+    }
+    None
+}
+
+/// macOS resource forks and Finder files: noise, not documents.
+fn is_os_metadata(name: &str) -> bool {
+    name.starts_with("__MACOSX/") || name.ends_with(".DS_Store") || name.rsplit('/').next() == Some("Thumbs.db")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traversal_and_absolute_names_are_refused() {
+        assert!(unsafe_path_reason("../../etc/passwd").is_some());
+        assert!(unsafe_path_reason("a/../../b").is_some());
+        assert!(unsafe_path_reason("/etc/passwd").is_some());
+        assert!(unsafe_path_reason("C:\\windows\\x").is_some());
+        assert!(unsafe_path_reason("dir/file..name.pdf").is_none());
+    }
+
+    #[test]
+    fn gbk_names_are_decoded() {
+        let (raw, _, _) = encoding_rs::GBK.encode("中国移动年度报告.txt");
+        assert_eq!(decode_name(&raw, "garbled"), "中国移动年度报告.txt");
+    }
+}

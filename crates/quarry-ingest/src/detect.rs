@@ -1,0 +1,195 @@
+//! Format detection from a file's bytes. Extensions are only used to tell apart formats whose bytes are
+//! the same kind of thing (Markdown, CSV and plain text are all text).
+
+use crate::IngestError;
+use quarry_core::Format;
+use std::io::{Cursor, Read};
+
+const OLE2_MAGIC: &[u8] = &[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
+
+/// Decides the format of `bytes`; `name` (a file name or virtual path) only breaks ties between text kinds.
+///
+/// Errors: [`IngestError::Unsupported`] naming what the file is (legacy Word, image, RTF, …) when Quarry
+/// cannot read it; [`IngestError::Encrypted`] for password-protected Office files.
+pub fn detect_format(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
+    let head = &bytes[..bytes.len().min(1024)];
+    if find(head, b"%PDF-").is_some() {
+        return Ok(Format::Pdf);
+    }
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") || bytes.starts_with(b"PK\x07\x08") {
+        return Ok(detect_zip_container(bytes));
+    }
+    if bytes.starts_with(OLE2_MAGIC) {
+        return detect_ole2(bytes);
+    }
+    if let Some(kind) = known_binary(bytes) {
+        return Err(IngestError::Unsupported(kind.to_string()));
+    }
+    if crate::text::looks_like_text(bytes) {
+        return detect_text_kind(name, bytes);
+    }
+    Err(IngestError::Unsupported(format!("binary file of unknown type{}", extension_hint(name))))
+}
+
+fn extension_hint(name: &str) -> String {
+    match extension(name) {
+        Some(ext) => format!(" (.{ext})"),
+        None => String::new(),
+    }
+}
+
+pub(crate) fn extension(name: &str) -> Option<String> {
+    let file = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    let (stem, ext) = file.rsplit_once('.')?;
+    (!stem.is_empty()).then(|| ext.to_ascii_lowercase())
+}
+
+/// OOXML, OpenDocument and EPUB are ZIP files; look inside to tell which.
+fn detect_zip_container(bytes: &[u8]) -> Format {
+    let Ok(mut archive) = zip::ZipArchive::new(Cursor::new(bytes)) else {
+        // A damaged archive: the ZIP loader reports what is wrong with it.
+        return Format::Zip;
+    };
+    let has = |archive: &zip::ZipArchive<Cursor<&[u8]>>, name: &str| archive.index_for_name(name).is_some();
+    if has(&archive, "word/document.xml") || has(&archive, "word/document2.xml") {
+        return Format::Docx;
+    }
+    if has(&archive, "xl/workbook.bin") {
+        return Format::Xlsb;
+    }
+    if has(&archive, "xl/workbook.xml") {
+        let macro_enabled = read_small_member(&mut archive, "[Content_Types].xml")
+            .map(|t| t.contains("macroEnabled"))
+            .unwrap_or(false);
+        return if macro_enabled { Format::Xlsm } else { Format::Xlsx };
+    }
+    if let Some(mime) = read_small_member(&mut archive, "mimetype") {
+        if mime.trim() == "application/vnd.oasis.opendocument.spreadsheet" {
+            return Format::Ods;
+        }
+    }
+    Format::Zip
+}
+
+/// Names of OOXML/OpenDocument packages Quarry does not read yet, so the ZIP loader can say so instead of
+/// unpacking their XML parts as if they were the user's files.
+pub(crate) fn unsupported_package_kind(bytes: &[u8]) -> Option<&'static str> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
+    if archive.index_for_name("ppt/presentation.xml").is_some() {
+        return Some("PowerPoint presentation (.pptx)");
+    }
+    if let Some(mime) = read_small_member(&mut archive, "mimetype") {
+        return match mime.trim() {
+            "application/epub+zip" => Some("EPUB e-book"),
+            "application/vnd.oasis.opendocument.text" => Some("OpenDocument text (.odt)"),
+            "application/vnd.oasis.opendocument.presentation" => Some("OpenDocument presentation (.odp)"),
+            m if m.starts_with("application/vnd.oasis.opendocument") => Some("OpenDocument file"),
+            _ => None,
+        };
+    }
+    None
+}
+
+fn read_small_member(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Option<String> {
+    let file = archive.by_name(name).ok()?;
+    let mut text = String::new();
+    file.take(64 * 1024).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// OLE2 compound files hold legacy Office documents, Outlook messages and password-protected OOXML.
+/// Stream names sit in the directory as UTF-16LE, which is enough to tell them apart.
+fn detect_ole2(bytes: &[u8]) -> Result<Format, IngestError> {
+    let has = |name: &str| {
+        let utf16: Vec<u8> = name.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+        find(bytes, &utf16).is_some()
+    };
+    if has("EncryptedPackage") {
+        return Err(IngestError::Encrypted("password-protected Office document".into()));
+    }
+    if has("Workbook") || has("Book") {
+        return Ok(Format::Xls);
+    }
+    let kind = if has("WordDocument") {
+        "legacy Word 97-2003 document (.doc); save it as .docx"
+    } else if has("PowerPoint Document") {
+        "legacy PowerPoint presentation (.ppt); save it as .pptx"
+    } else if has("__substg1.0_") {
+        "Outlook message (.msg)"
+    } else {
+        "OLE2 compound file of unknown kind"
+    };
+    Err(IngestError::Unsupported(kind.into()))
+}
+
+fn known_binary(bytes: &[u8]) -> Option<&'static str> {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"\x89PNG\r\n\x1a\n", "PNG image (needs OCR)"),
+        (b"\xFF\xD8\xFF", "JPEG image (needs OCR)"),
+        (b"GIF87a", "GIF image"),
+        (b"GIF89a", "GIF image"),
+        (b"II*\x00", "TIFF image (needs OCR)"),
+        (b"MM\x00*", "TIFF image (needs OCR)"),
+        (b"{\\rtf", "RTF document; save it as .docx"),
+        (b"\x1F\x8B", "gzip archive"),
+        (b"7z\xBC\xAF\x27\x1C", "7-Zip archive"),
+        (b"Rar!\x1A\x07", "RAR archive"),
+        (b"\x7FELF", "executable"),
+        (b"MZ", "Windows executable"),
+    ];
+    SIGNATURES.iter().find(|(magic, _)| bytes.starts_with(magic)).map(|(_, kind)| *kind)
+}
+
+fn detect_text_kind(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
+    let ext = extension(name);
+    match ext.as_deref() {
+        Some("md" | "markdown" | "mdown" | "mkd") => return Ok(Format::Markdown),
+        Some("csv" | "tsv") => return Ok(Format::Csv),
+        Some("html" | "htm" | "xhtml") => return Ok(Format::Html),
+        Some("json" | "jsonl" | "ndjson") => return Ok(Format::Json),
+        Some("eml") => return Err(IngestError::Unsupported("e-mail message (.eml)".into())),
+        Some("xml" | "svg") => return Err(IngestError::Unsupported("XML data".into())),
+        _ => {}
+    }
+    let start = crate::text::decode_prefix(bytes, 2048);
+    let trimmed = start.trim_start().to_ascii_lowercase();
+    if trimmed.starts_with("<!doctype html") || trimmed.starts_with("<html") {
+        return Ok(Format::Html);
+    }
+    Ok(Format::Text)
+}
+
+pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || haystack.len() < needle.len() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_kinds_follow_the_extension_and_html_is_sniffed() {
+        assert_eq!(detect_format("a.md", b"# Title\n").unwrap(), Format::Markdown);
+        assert_eq!(detect_format("a.csv", b"a,b\n1,2\n").unwrap(), Format::Csv);
+        assert_eq!(detect_format("page", b"<!DOCTYPE html><p>x</p>").unwrap(), Format::Html);
+        assert_eq!(detect_format("notes", b"plain words").unwrap(), Format::Text);
+    }
+
+    #[test]
+    fn binary_kinds_are_named_in_the_error() {
+        let err = detect_format("x.png", b"\x89PNG\r\n\x1a\n....").unwrap_err();
+        assert_eq!(err, IngestError::Unsupported("PNG image (needs OCR)".into()));
+        let err = detect_format("x.bin", &[0u8, 1, 2, 3, 0, 0, 0, 9, 200, 0]).unwrap_err();
+        assert!(matches!(err, IngestError::Unsupported(m) if m.contains("unknown type (.bin)")));
+    }
+
+    #[test]
+    fn extension_ignores_dot_files_and_folders() {
+        assert_eq!(extension("dir.v2/README"), None);
+        assert_eq!(extension(".bashrc"), None);
+        assert_eq!(extension("a.zip!/x/Report.PDF").as_deref(), Some("pdf"));
+    }
+}

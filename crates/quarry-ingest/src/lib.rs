@@ -1,0 +1,42 @@
+//! Quarry ingestion: turns a person's files into clean, located text and then into chunks.
+//!
+//! - [`detect_format`] decides the format from the bytes (magic numbers, container contents).
+//! - [`parse_file`] / [`parse_bytes`] read one file (a ZIP: each member too) into [`ParsedDocument`]s,
+//!   reporting a [`FileOutcome`] per document through [`ParseEvent`]s. Loaders: PDF (lopdf + pdf-extract),
+//!   DOCX (docx-rs), spreadsheets (calamine), ZIP (zip), text/Markdown/CSV/HTML/JSON.
+//! - [`isolate`] runs parsing in worker processes with a per-document time budget and a memory cap, so a
+//!   parser that hangs, balloons or aborts costs one document, never the batch.
+//! - [`Chunker`] splits a parsed document into token-sized [`quarry_core::Chunk`]s that keep page spans.
+//! - [`collect_inputs`] walks the paths a user gave; [`report`] writes the per-file TSV report.
+
+mod archive;
+mod chunk;
+mod detect;
+mod docx;
+mod error;
+pub mod isolate;
+mod parse;
+mod pdf;
+pub mod report;
+mod spreadsheet;
+mod text;
+mod walk;
+
+pub use chunk::{ChunkSizer, Chunker, ChunkerConfig};
+pub use detect::detect_format;
+pub use error::IngestError;
+pub use parse::{parse_bytes, parse_file, FileOutcome, ParseEvent, ParseLimits, Status};
+pub use quarry_core::{Block, Chunk, Format, Location, ParsedDocument};
+pub use text::decode_text;
+pub use walk::{collect_inputs, InputFile};
+
+/// The message of a caught panic payload (`&str` or `String`), or a placeholder.
+pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        error::one_line(s)
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        error::one_line(s)
+    } else {
+        "unknown panic".to_string()
+    }
+}

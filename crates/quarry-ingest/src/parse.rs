@@ -1,0 +1,212 @@
+//! One entry point for every format: detect, load under a panic guard, and report one [`FileOutcome`] per
+//! document (a ZIP yields one for itself and one per member).
+
+use crate::{detect, IngestError};
+use quarry_core::{Format, ParsedDocument};
+use serde::{Deserialize, Serialize};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::time::Instant;
+
+/// Size and safety limits for parsing. Defaults suit a desktop with a few GiB to spare.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParseLimits {
+    /// Files larger than this are reported `too_large` without being read (bytes; default 512 MiB).
+    pub max_file_bytes: u64,
+    /// Archives listing more entries are refused (default 10,000).
+    pub max_archive_entries: usize,
+    /// A single ZIP member may unpack to at most this many bytes (default 512 MiB).
+    pub max_member_bytes: u64,
+    /// All members of one archive together may unpack to at most this many bytes (default 2 GiB).
+    pub max_archive_total_bytes: u64,
+    /// Members over 1 MiB whose unpacked/packed ratio exceeds this are refused as zip bombs (default 200).
+    pub max_compression_ratio: u64,
+    /// Archives nested deeper than this are refused (default 3: `a.zip!/b.zip!/c.zip!/doc.pdf`).
+    pub max_archive_depth: u32,
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        ParseLimits {
+            max_file_bytes: 512 << 20,
+            max_archive_entries: 10_000,
+            max_member_bytes: 512 << 20,
+            max_archive_total_bytes: 2 << 30,
+            max_compression_ratio: 200,
+            max_archive_depth: 3,
+        }
+    }
+}
+
+/// How parsing one document ended, as written to the report's `status` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Failed,
+    Timeout,
+    TooLarge,
+    Crashed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+            Status::TooLarge => "too_large",
+            Status::Crashed => "crashed",
+        }
+    }
+}
+
+/// The result for one document: a report row, plus the parsed text when it succeeded and was asked for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileOutcome {
+    /// Virtual path (see [`ParsedDocument::path`]).
+    pub path: String,
+    pub format: Option<Format>,
+    pub status: Status,
+    /// Pages (PDF) or sheets (spreadsheets); `None` for formats without either.
+    pub pages: Option<u32>,
+    /// Characters (Unicode scalar values) of extracted text.
+    pub chars: u64,
+    pub cjk_chars: u64,
+    /// Wall-clock milliseconds spent on this document.
+    pub ms: u64,
+    pub error: Option<IngestError>,
+    pub warnings: Vec<String>,
+    pub document: Option<ParsedDocument>,
+}
+
+/// What parsing reports as it goes: `Started` before a document is read (so a supervisor that sees the
+/// process die knows which document did it), `Finished` with its outcome.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ParseEvent {
+    Started { path: String },
+    Finished(Box<FileOutcome>),
+}
+
+pub(crate) fn outcome_failed(path: String, format: Option<Format>, error: IngestError, ms: u64) -> ParseEvent {
+    ParseEvent::Finished(Box::new(FileOutcome {
+        path,
+        format,
+        status: error.status(),
+        pages: None,
+        chars: 0,
+        cjk_chars: 0,
+        ms,
+        error: Some(error),
+        warnings: Vec::new(),
+        document: None,
+    }))
+}
+
+/// Reads and parses the file at `path`, reporting under the virtual path `display`.
+/// Never panics and never returns early: every problem becomes a `Finished` event with an error.
+pub fn parse_file(path: &Path, display: &str, limits: &ParseLimits, emit: &mut dyn FnMut(ParseEvent)) {
+    emit(ParseEvent::Started { path: display.to_string() });
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > limits.max_file_bytes => {
+            let error = IngestError::TooLarge(format!("{} bytes (limit {})", meta.len(), limits.max_file_bytes));
+            return emit(outcome_failed(display.to_string(), None, error, 0));
+        }
+        Ok(_) => {}
+        Err(e) => return emit(outcome_failed(display.to_string(), None, IngestError::Io(e.to_string()), 0)),
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => parse_bytes(display, &bytes, 0, limits, emit),
+        Err(e) => emit(outcome_failed(display.to_string(), None, IngestError::Io(e.to_string()), 0)),
+    }
+}
+
+/// Parses in-memory bytes named `path` (a virtual path), `depth` archives deep. ZIP archives emit a row for
+/// themselves and then one per member.
+pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, limits: &ParseLimits, emit: &mut dyn FnMut(ParseEvent)) {
+    let start = Instant::now();
+    let ms = |start: Instant| start.elapsed().as_millis() as u64;
+    if depth > 0 {
+        emit(ParseEvent::Started { path: path.to_string() });
+    }
+    let format = match detect::detect_format(path, bytes) {
+        Ok(format) => format,
+        Err(error) => return emit(outcome_failed(path.to_string(), None, error, ms(start))),
+    };
+    if format == Format::Zip {
+        if let Some(kind) = detect::unsupported_package_kind(bytes) {
+            return emit(outcome_failed(path.to_string(), Some(format), IngestError::Unsupported(kind.into()), ms(start)));
+        }
+        if depth >= limits.max_archive_depth {
+            let error = IngestError::UnsafeArchive(format!("archives nested more than {} deep", limits.max_archive_depth));
+            return emit(outcome_failed(path.to_string(), Some(format), error, ms(start)));
+        }
+        // The archive's own row comes first, so a report lists it before its members.
+        let mut member_events = Vec::new();
+        let result = crate::archive::expand(path, bytes, depth, limits, &mut |e| member_events.push(e));
+        match result {
+            Ok(members) => emit(ParseEvent::Finished(Box::new(FileOutcome {
+                path: path.to_string(),
+                format: Some(format),
+                status: Status::Ok,
+                pages: None,
+                chars: 0,
+                cjk_chars: 0,
+                ms: ms(start),
+                error: None,
+                warnings: if members == 0 { vec!["archive holds no files".into()] } else { Vec::new() },
+                document: None,
+            }))),
+            Err(error) => emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
+        }
+        member_events.into_iter().for_each(|e| emit(e));
+        return;
+    }
+    let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes)));
+    let (blocks, page_count, warnings) = match loaded {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(error)) => return emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
+        Err(panic) => {
+            let error = IngestError::Crashed(format!("{format} parser panicked: {}", crate::panic_message(&panic)));
+            return emit(outcome_failed(path.to_string(), Some(format), error, ms(start)));
+        }
+    };
+    let document = ParsedDocument {
+        path: path.to_string(),
+        format,
+        content_hash: blake3::hash(bytes).to_hex().to_string(),
+        byte_len: bytes.len() as u64,
+        page_count,
+        blocks,
+        warnings: warnings.clone(),
+    };
+    if document.blocks.iter().all(|b| b.text.trim().is_empty()) {
+        return emit(outcome_failed(path.to_string(), Some(format), IngestError::Empty, ms(start)));
+    }
+    emit(ParseEvent::Finished(Box::new(FileOutcome {
+        path: path.to_string(),
+        format: Some(format),
+        status: Status::Ok,
+        pages: page_count,
+        chars: document.char_count() as u64,
+        cjk_chars: document.cjk_char_count() as u64,
+        ms: ms(start),
+        error: None,
+        warnings,
+        document: Some(document),
+    })));
+}
+
+type Loaded = (Vec<quarry_core::Block>, Option<u32>, Vec<String>);
+
+fn load_document(format: Format, bytes: &[u8]) -> Result<Loaded, IngestError> {
+    match format {
+        Format::Pdf => crate::pdf::load(bytes).map(|(b, pages, w)| (b, Some(pages), w)),
+        Format::Docx => crate::docx::load(bytes).map(|(b, w)| (b, None, w)),
+        f if f.is_spreadsheet() => crate::spreadsheet::load(f, bytes).map(|(b, sheets, w)| (b, Some(sheets), w)),
+        Format::Text | Format::Markdown | Format::Csv | Format::Html | Format::Json => {
+            crate::text::load(format, bytes).map(|b| (b, None, Vec::new()))
+        }
+        other => Err(IngestError::Unsupported(other.to_string())),
+    }
+}

