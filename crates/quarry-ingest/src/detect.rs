@@ -19,6 +19,11 @@ pub fn detect_format(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") || bytes.starts_with(b"PK\x07\x08") {
         return Ok(detect_zip_container(bytes));
     }
+    if has_zip_end_record(bytes) {
+        // The local header is damaged but the end-of-central-directory record is there: a broken ZIP,
+        // which the ZIP loader names precisely.
+        return Ok(Format::Zip);
+    }
     if bytes.starts_with(OLE2_MAGIC) {
         return detect_ole2(bytes);
     }
@@ -29,6 +34,12 @@ pub fn detect_format(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
         return detect_text_kind(name, bytes);
     }
     Err(IngestError::Unsupported(format!("binary file of unknown type{}", extension_hint(name))))
+}
+
+/// The end-of-central-directory record sits in the last 22 bytes + up to 64 KiB of comment.
+fn has_zip_end_record(bytes: &[u8]) -> bool {
+    let tail = &bytes[bytes.len().saturating_sub((64 << 10) + 22)..];
+    find(tail, b"PK\x05\x06").is_some()
 }
 
 fn extension_hint(name: &str) -> String {

@@ -1,5 +1,7 @@
 //! DOCX through docx-rs: paragraphs in reading order with their heading path (H1 > H2 > …), list items,
 //! tables rendered as Markdown tables, footnotes, and page headers/footers (once each, at the end).
+//! Text boxes and equations, which docx-rs does not read, come from [`crate::docx_extras`] as blocks of
+//! their own after the body.
 //!
 //! Headings are recognised by paragraph outline level or by style ("Heading N", "Title", or a style based
 //! on one), as Word itself does for its navigation pane.
@@ -26,6 +28,13 @@ pub(crate) fn load(bytes: &[u8]) -> Result<(Vec<Block>, Vec<String>), IngestErro
     if !writer.footnotes.is_empty() {
         let text = writer.footnotes.join("\n");
         writer.blocks.push(Block { text, location: Location { heading_path: vec!["Footnotes".into()], ..Default::default() } });
+    }
+    let (text_boxes, equations) = crate::docx_extras::text_boxes_and_equations(bytes);
+    for (title, items) in [("Text boxes", text_boxes), ("Equations", equations)] {
+        if !items.is_empty() {
+            let location = Location { heading_path: vec![title.to_string()], ..Default::default() };
+            writer.blocks.push(Block { text: items.join("\n\n"), location });
+        }
     }
     let margins = header_footer_text(&docx.document.section_property);
     if !margins.is_empty() {

@@ -13,6 +13,7 @@ mod archive;
 mod chunk;
 mod detect;
 mod docx;
+mod docx_extras;
 mod error;
 pub mod isolate;
 mod parse;

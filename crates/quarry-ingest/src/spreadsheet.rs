@@ -43,6 +43,8 @@ where
             }
         };
         let location = Location { sheet: Some(sheet.clone()), ..Default::default() };
+        // Every block names its sheet, so keyword search finds "Q3 budget" in a sheet called that.
+        let title = format!("Sheet: {sheet}\n");
         let rows: Vec<Vec<String>> = range
             .rows()
             .map(|row| row.iter().map(cell_text).collect::<Vec<_>>())
@@ -51,12 +53,12 @@ where
         let Some((header, body)) = rows.split_first() else { continue };
         let header = column_names(header);
         if body.is_empty() {
-            blocks.push(Block { text: header.join(" | "), location });
+            blocks.push(Block { text: format!("{title}{}", header.join(" | ")), location });
             continue;
         }
         for group in body.chunks(ROWS_PER_BLOCK) {
             let text: Vec<String> = group.iter().map(|row| render_row(&header, row)).collect();
-            blocks.push(Block { text: text.join("\n"), location: location.clone() });
+            blocks.push(Block { text: format!("{title}{}", text.join("\n")), location: location.clone() });
         }
     }
     Ok((blocks, names.len() as u32, warnings))
