@@ -29,8 +29,8 @@ pub enum IngestError {
     /// The parser panicked or its worker process died.
     #[error("parser crashed: {0}")]
     Crashed(String),
-    /// Parsing took longer than the per-document time budget.
-    #[error("timed out after {0} s")]
+    /// Parsing took longer than the per-document time budget (milliseconds).
+    #[error("timed out after {:.1} s", *.0 as f64 / 1000.0)]
     Timeout(u64),
     /// The file could not be read from disk.
     #[error("cannot read file: {0}")]

@@ -263,7 +263,7 @@ impl Supervisor<'_> {
                 },
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill();
-                    let error = IngestError::Timeout(self.config.document_timeout.as_secs());
+                    let error = IngestError::Timeout(self.config.document_timeout.as_millis() as u64);
                     return report_unfinished(open, &file.display, error, emit);
                 }
                 Err(RecvTimeoutError::Disconnected) => {

@@ -78,3 +78,12 @@ pub fn word_recall(reference: &str, extracted: &str) -> f64 {
     }
     reference.iter().filter(|w| extracted.contains(*w)).count() as f64 / reference.len() as f64
 }
+
+/// The model files `scripts/setup.sh` unpacks (`assets/models/`), or `QUARRY_MODELS_DIR`.
+pub fn models_dir() -> PathBuf {
+    let dir = std::env::var_os("QUARRY_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/models"));
+    assert!(dir.is_dir(), "model files not found at {}: run scripts/setup.sh", dir.display());
+    dir
+}

@@ -1,0 +1,113 @@
+//! `quarry parse` end to end: the real binary, real documents, isolated workers, the TSV report.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn eval_dir() -> PathBuf {
+    let dir = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"));
+    assert!(dir.is_dir(), "evaluation documents not found at {} (set QUARRY_EVAL_DIR)", dir.display());
+    dir
+}
+
+fn quarry() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+}
+
+/// Runs `quarry parse` with `args` and returns the report's rows as maps, after checking the header.
+fn parse_report(args: &[&str]) -> Vec<HashMap<String, String>> {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.tsv");
+    let output = quarry().arg("parse").args(args).arg("--report").arg(&report).output().unwrap();
+    assert!(output.status.success(), "quarry parse failed: {}", String::from_utf8_lossy(&output.stderr));
+    let text = std::fs::read_to_string(&report).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert_eq!(header, "path\tformat\tstatus\tpages\tchars\tcjk_chars\tms\terror");
+    let columns: Vec<&str> = header.split('\t').collect();
+    lines
+        .map(|l| {
+            let fields: Vec<&str> = l.split('\t').collect();
+            assert_eq!(fields.len(), columns.len(), "row {l:?}");
+            columns.iter().map(|c| c.to_string()).zip(fields.iter().map(|f| f.to_string())).collect()
+        })
+        .collect()
+}
+
+fn manifest_paths(set: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(set.join("manifest.tsv")).unwrap();
+    text.lines().skip(1).filter(|l| !l.is_empty()).map(|l| l.split('\t').next().unwrap().to_string()).collect()
+}
+
+#[test]
+fn every_real_document_ends_in_a_row_and_the_batch_finishes() {
+    let b = eval_dir().join("B_documents");
+    let b_arg = b.to_string_lossy().into_owned();
+    let rows = parse_report(&[&b_arg, "--timeout-secs", "60"]);
+    let by_path: HashMap<&str, &HashMap<String, String>> = rows.iter().map(|r| (r["path"].as_str(), r)).collect();
+    let allowed: HashSet<&str> = ["ok", "failed", "timeout", "too_large", "crashed"].into();
+    let mut files = 0;
+    for set in std::fs::read_dir(&b).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("manifest.tsv").exists()) {
+        let set_name = set.file_name().unwrap().to_string_lossy().into_owned();
+        for path in manifest_paths(&set) {
+            files += 1;
+            let key = format!("{set_name}/{path}");
+            let row = by_path.get(key.as_str()).unwrap_or_else(|| panic!("no report row for {key}"));
+            assert!(allowed.contains(row["status"].as_str()), "{key}: status {}", row["status"]);
+            if row["status"] != "ok" {
+                assert!(!row["error"].is_empty(), "{key}: not ok without a reason");
+            }
+        }
+    }
+    assert!(files > 1000, "only {files} manifest files");
+    // ZIP members are reported with virtual paths.
+    assert!(rows.iter().any(|r| r["path"] == "markitdown_test_files/test_files.zip!/test.docx" && r["status"] == "ok"));
+    // Nothing took the process down: no row is `crashed` for a file another parser run reads fine.
+    let crashed: Vec<_> = rows.iter().filter(|r| r["status"] == "crashed").map(|r| (&r["path"], &r["error"])).collect();
+    eprintln!("crashed rows: {crashed:?}");
+}
+
+#[test]
+fn the_private_library_parses_with_cjk_text_intact() {
+    let docs = eval_dir().join("C_private_library/docs");
+    let rows = parse_report(&[&docs.to_string_lossy()]);
+    let ok = rows.iter().filter(|r| r["status"] == "ok").count();
+    assert!(ok * 100 >= rows.len() * 95, "{ok} of {} ok", rows.len());
+    let cjk: u64 = rows.iter().map(|r| r["cjk_chars"].parse::<u64>().unwrap()).sum();
+    assert!(cjk > 1_000_000, "only {cjk} CJK characters from the Chinese reports");
+}
+
+#[test]
+fn a_document_over_the_memory_cap_is_too_large_and_the_rest_still_parse() {
+    let folder = eval_dir().join("C_private_library/docs/en_misc_office");
+    let rows = parse_report(&[&folder.to_string_lossy(), "--memory-limit-mb", "110", "--workers", "1"]);
+    let status: HashMap<&str, &str> = rows.iter().map(|r| (r["path"].as_str(), r["status"].as_str())).collect();
+    assert_eq!(status["handbook-872p.docx"], "too_large", "{rows:?}");
+    let row = rows.iter().find(|r| r["path"] == "handbook-872p.docx").unwrap();
+    assert!(row["error"].contains("memory cap"), "{}", row["error"]);
+    for (path, s) in &status {
+        if *path != "handbook-872p.docx" {
+            assert_eq!(*s, "ok", "{path} should parse under the cap");
+        }
+    }
+}
+
+#[test]
+fn json_summary_counts_formats() {
+    let folder = eval_dir().join("B_documents/markitdown_test_files");
+    let output = quarry().args(["parse", "--json"]).arg(&folder).output().unwrap();
+    assert!(output.status.success());
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(summary["formats"]["pdf"]["documents"].as_u64().unwrap() >= 5);
+    assert!(summary["formats"]["docx"]["status"]["ok"].as_u64().unwrap() >= 3);
+}
+
+#[test]
+fn a_missing_path_is_a_clear_error() {
+    let output = quarry().args(["parse", "/no/such/folder"]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("/no/such/folder") && stderr.contains("No such file"), "{stderr}");
+}

@@ -1,0 +1,99 @@
+//! Chunking real documents with the embedding model's own tokenizer (all-MiniLM-L6-v2, from set-up).
+
+mod common;
+use common::*;
+use quarry_ingest::{ChunkSizer, Chunker, ChunkerConfig};
+
+fn minilm_chunker(config: ChunkerConfig) -> Chunker {
+    let sizer = ChunkSizer::from_tokenizer_file(&models_dir().join("all-minilm-l6-v2/tokenizer.json")).unwrap();
+    Chunker::new(sizer, config).unwrap()
+}
+
+#[test]
+fn pdf_chunks_fit_the_token_budget_and_cite_pages() {
+    let library = eval_dir().join("C_private_library");
+    // The PDF with the most text: many pages, many chunks.
+    let row = manifest(&library)
+        .into_iter()
+        .filter(|r| r["magic"] == "pdf")
+        .max_by_key(|r| r["text_chars"].parse::<u64>().unwrap_or(0))
+        .expect("PDFs in the private library");
+    let outcome = parse_one(&library.join(&row["path"]));
+    let doc = outcome.document.expect("parsed");
+    let chunker = minilm_chunker(ChunkerConfig::default());
+    assert!(chunker.counts_tokens());
+    let chunks = chunker.chunk(&doc);
+    assert!(chunks.len() > 20, "{} chunks", chunks.len());
+    let full: Vec<char> = doc.full_text().chars().collect();
+    let pages = doc.page_count.unwrap();
+    for (i, c) in chunks.iter().enumerate() {
+        assert_eq!(c.index as usize, i);
+        assert!(c.token_count <= 512, "chunk {i} has {} tokens", c.token_count);
+        assert!(c.token_count > 0);
+        let (start, end) = (c.page_start.unwrap(), c.page_end.unwrap());
+        assert!(1 <= start && start <= end && end <= pages, "chunk {i} pages {start}-{end} of {pages}");
+        let slice: String = full[c.char_start as usize..c.char_end as usize].iter().collect();
+        assert_eq!(slice, c.text, "offsets of chunk {i}");
+        assert_eq!(c.document_id, doc.content_hash);
+    }
+    // Every page with text is covered by some chunk.
+    for block in &doc.blocks {
+        let page = block.location.page.unwrap();
+        assert!(chunks.iter().any(|c| c.page_start.unwrap() <= page && page <= c.page_end.unwrap()), "page {page} uncovered");
+    }
+}
+
+#[test]
+fn overlap_repeats_text_between_neighbours_within_budget() {
+    // text-splitter overlaps in whole semantic units (sentences, paragraphs) that fit the overlap budget,
+    // so some neighbours share text and none shares more than the budget.
+    let outcome = parse_one(&b_docs("unstructured_example-docs/book-war-and-peace-1p.txt"));
+    let doc = outcome.document.unwrap();
+    let chunker = minilm_chunker(ChunkerConfig { max_size: 96, overlap: 32 });
+    let sizer = ChunkSizer::from_tokenizer_file(&models_dir().join("all-minilm-l6-v2/tokenizer.json")).unwrap();
+    let chunks = chunker.chunk(&doc);
+    assert!(chunks.len() >= 5, "{} chunks", chunks.len());
+    let full: Vec<char> = doc.full_text().chars().collect();
+    let mut overlaps = 0;
+    for pair in chunks.windows(2) {
+        if pair[1].char_start < pair[0].char_end {
+            overlaps += 1;
+            let shared: String = full[pair[1].char_start as usize..pair[0].char_end as usize].iter().collect();
+            assert!(pair[0].text.ends_with(shared.trim_end()) || pair[0].text.contains(shared.trim()));
+            let tokens = text_splitter::ChunkSizer::size(&sizer, &shared);
+            assert!(tokens <= 32 + 2, "overlap of {tokens} tokens: {shared:?}");
+        }
+    }
+    assert!(overlaps > 0, "no overlap in {} chunks", chunks.len());
+}
+
+#[test]
+fn chinese_markdown_chunks_keep_heading_paths() {
+    let dir = c_docs("");
+    let md = walk_first(&dir, |p| p.extension().is_some_and(|e| e == "md") && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\n## ")))
+        .expect("a Chinese Markdown report with sections");
+    let outcome = parse_one(&md);
+    assert!(outcome.cjk_chars > 100, "{}: {} CJK chars", md.display(), outcome.cjk_chars);
+    let chunks = minilm_chunker(ChunkerConfig::default()).chunk(outcome.document.as_ref().unwrap());
+    assert!(chunks.iter().any(|c| !c.heading_path.is_empty()));
+    for c in &chunks {
+        assert!(c.token_count <= 512);
+    }
+}
+
+fn walk_first(dir: &std::path::Path, pred: impl Fn(&std::path::Path) -> bool) -> Option<std::path::PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut found = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()? {
+            let p = e.ok()?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if pred(&p) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().next()
+}

@@ -1,0 +1,64 @@
+//! The supervisor's handling of workers that hang or die. The workers here are shell one-liners that read
+//! a request and then misbehave, which exercises exactly the supervisor's paths (the real worker is
+//! tested through the `quarry` binary in quarry-cli's tests, including the memory cap).
+
+use quarry_ingest::isolate::{parse_isolated, IsolationConfig, WorkerCommand};
+use quarry_ingest::{IngestError, InputFile, Status};
+use std::time::{Duration, Instant};
+
+fn shell_worker(script: &str) -> IsolationConfig {
+    let mut config = IsolationConfig::new(WorkerCommand { program: "sh".into(), args: vec!["-c".into(), script.into()] });
+    config.workers = 1;
+    config.document_timeout = Duration::from_millis(500);
+    config
+}
+
+fn inputs(n: usize) -> Vec<InputFile> {
+    (0..n).map(|i| InputFile { path: format!("/tmp/file{i}.pdf").into(), display: format!("file{i}.pdf") }).collect()
+}
+
+#[test]
+fn a_hanging_parser_times_out_and_the_batch_goes_on() {
+    let config = shell_worker("read line; sleep 30");
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(3), &config, |i, o| outcomes.push((i, o)));
+    assert_eq!(outcomes.len(), 3, "one row per input");
+    for (_, o) in &outcomes {
+        assert_eq!(o.status, Status::Timeout);
+        assert_eq!(o.error, Some(IngestError::Timeout(500)));
+        assert_eq!(o.error.as_ref().unwrap().to_string(), "timed out after 0.5 s");
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "timeouts must not wait for the sleeping worker");
+}
+
+#[test]
+fn a_crashing_parser_is_reported_with_its_signal_and_the_next_file_gets_a_new_worker() {
+    let config = shell_worker("read line; echo 'thread main has overflowed its stack' >&2; kill -SEGV $$");
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(2), &config, |i, o| outcomes.push((i, o)));
+    assert_eq!(outcomes.len(), 2);
+    for (_, o) in &outcomes {
+        assert_eq!(o.status, Status::Crashed);
+        let message = o.error.as_ref().unwrap().to_string();
+        assert!(message.contains("SIGSEGV") && message.contains("overflowed its stack"), "{message}");
+    }
+}
+
+#[test]
+fn an_allocation_failure_is_reported_as_too_large() {
+    let config = shell_worker("read line; echo 'memory allocation of 4294967296 bytes failed' >&2; kill -ABRT $$");
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(1), &config, |i, o| outcomes.push((i, o)));
+    assert_eq!(outcomes[0].1.status, Status::TooLarge);
+}
+
+#[test]
+fn a_worker_that_cannot_start_gives_crashed_rows_not_a_panic() {
+    let config = IsolationConfig::new(WorkerCommand { program: "/no/such/quarry".into(), args: vec![] });
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(2), &config, |i, o| outcomes.push((i, o)));
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes.iter().all(|(_, o)| o.status == Status::Crashed));
+    assert!(outcomes[0].1.error.as_ref().unwrap().to_string().contains("cannot start parser worker"));
+}
