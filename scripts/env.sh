@@ -1,0 +1,7 @@
+# Sourced by the other scripts: where builds and caches go.
+# CARGO_TARGET_DIR defaults to a cache folder outside the checkout, so fresh clones (and CI runs on the
+# same machine) reuse one build instead of compiling lancedb & co. again.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Spinning OpenMP threads collapse throughput on a busy 2-core machine (see shared MODELS.md).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
