@@ -97,7 +97,9 @@ log "model files in ${models_dir#$root/}: $(du -sh "$models_dir" | cut -f1)"
 if [ -f ui/package.json ]; then
   if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
     log "installing npm packages for ui/"
-    (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+    # `npm install`, not `npm ci`: npm 11 writes lockfiles without the other platforms' optional packages
+    # of @tauri-apps/cli and rollup, which `npm ci` then rejects; `npm install` honours the same lock.
+    (cd ui && npm install --no-audit --no-fund --loglevel=error)
   else
     log "npm packages: up to date"
   fi
