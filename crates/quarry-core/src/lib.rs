@@ -6,6 +6,7 @@
 
 mod document;
 mod format;
+pub mod models;
 mod text_stats;
 
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};

@@ -4,7 +4,7 @@
 //! (default FOLDER: ../shared/eval/C_private_library/docs). Parses in this process, one file at a time,
 //! so the figures are the parsers' own, without worker start-up; prints Markdown tables.
 
-use quarry_ingest::{collect_inputs, parse_bytes, ChunkSizer, Chunker, ChunkerConfig, ParseEvent, ParseLimits, ParsedDocument, Status};
+use quarry_ingest::{collect_inputs, parse_bytes, ChunkSizer, Chunker, ChunkerConfig, ParseEvent, ParseOptions, ParsedDocument, Status};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ fn main() {
     let (inputs, _) = collect_inputs(std::slice::from_ref(&folder));
     assert!(!inputs.is_empty(), "no files under {}", folder.display());
 
-    let limits = ParseLimits::default();
+    let limits = ParseOptions::default();
     let mut by_format: BTreeMap<String, Totals> = BTreeMap::new();
     let mut documents: Vec<ParsedDocument> = Vec::new();
     let started = Instant::now();

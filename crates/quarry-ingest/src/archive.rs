@@ -1,5 +1,5 @@
 //! ZIP archives: every member is a document of its own with the virtual path `archive.zip!/dir/file.pdf`;
-//! nested archives are opened up to [`ParseLimits::max_archive_depth`] levels.
+//! nested archives are opened up to [`ParseOptions::max_archive_depth`] levels.
 //!
 //! Guards, each reported per member with a clear reason instead of failing the archive: entry count,
 //! declared and actual member size, total unpacked bytes, compression ratio (zip bombs), path traversal
@@ -7,7 +7,7 @@
 //! UTF-8 when valid, else as a CJK legacy encoding (GBK, Big5, Shift_JIS) when chardetng is confident, else
 //! as CP437 (the ZIP default).
 
-use crate::parse::{outcome_failed, ParseEvent, ParseLimits};
+use crate::parse::{outcome_failed, ParseEvent, ParseOptions};
 use crate::IngestError;
 use std::io::{Cursor, Read};
 
@@ -23,15 +23,15 @@ pub(crate) fn expand(
     path: &str,
     bytes: &[u8],
     depth: u32,
-    limits: &ParseLimits,
+    options: &ParseOptions,
     emit: &mut dyn FnMut(ParseEvent),
 ) -> Result<usize, IngestError> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| IngestError::malformed("zip", e))?;
-    if archive.len() > limits.max_archive_entries {
+    if archive.len() > options.max_archive_entries {
         return Err(IngestError::TooLarge(format!(
             "archive lists {} entries (limit {})",
             archive.len(),
-            limits.max_archive_entries
+            options.max_archive_entries
         )));
     }
     let mut unpacked_total: u64 = 0;
@@ -65,21 +65,21 @@ pub(crate) fn expand(
             refuse(IngestError::Encrypted("ZIP entry needs a password".into()), emit);
             continue;
         }
-        if meta.size > limits.max_member_bytes {
-            refuse(IngestError::TooLarge(format!("member unpacks to {} bytes (limit {})", meta.size, limits.max_member_bytes)), emit);
+        if meta.size > options.max_member_bytes {
+            refuse(IngestError::TooLarge(format!("member unpacks to {} bytes (limit {})", meta.size, options.max_member_bytes)), emit);
             continue;
         }
-        if meta.size >= RATIO_CHECK_MIN_BYTES && meta.size / meta.compressed_size.max(1) > limits.max_compression_ratio {
+        if meta.size >= RATIO_CHECK_MIN_BYTES && meta.size / meta.compressed_size.max(1) > options.max_compression_ratio {
             let ratio = meta.size / meta.compressed_size.max(1);
             refuse(IngestError::UnsafeArchive(format!("compression ratio {ratio}:1 looks like a zip bomb")), emit);
             continue;
         }
-        if unpacked_total.saturating_add(meta.size) > limits.max_archive_total_bytes {
-            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", limits.max_archive_total_bytes)), emit);
+        if unpacked_total.saturating_add(meta.size) > options.max_archive_total_bytes {
+            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", options.max_archive_total_bytes)), emit);
             continue;
         }
         // Never trust the declared size: read at most one byte past the limit.
-        let data = match read_member(&mut archive, index, limits.max_member_bytes) {
+        let data = match read_member(&mut archive, index, options.max_member_bytes) {
             Ok(data) => data,
             Err(error) => {
                 refuse(error, emit);
@@ -87,11 +87,11 @@ pub(crate) fn expand(
             }
         };
         unpacked_total += data.len() as u64;
-        if unpacked_total > limits.max_archive_total_bytes {
-            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", limits.max_archive_total_bytes)), emit);
+        if unpacked_total > options.max_archive_total_bytes {
+            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", options.max_archive_total_bytes)), emit);
             continue;
         }
-        crate::parse::parse_bytes(&member_path, &data, depth + 1, limits, emit);
+        crate::parse::parse_bytes(&member_path, &data, depth + 1, options, emit);
     }
     Ok(members)
 }

@@ -19,16 +19,16 @@ pub fn detect_format(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") || bytes.starts_with(b"PK\x07\x08") {
         return Ok(detect_zip_container(bytes));
     }
-    if has_zip_end_record(bytes) {
-        // The local header is damaged but the end-of-central-directory record is there: a broken ZIP,
-        // which the ZIP loader names precisely.
-        return Ok(Format::Zip);
-    }
     if bytes.starts_with(OLE2_MAGIC) {
         return detect_ole2(bytes);
     }
     if let Some(kind) = known_binary(bytes) {
         return Err(IngestError::Unsupported(kind.to_string()));
+    }
+    if has_zip_end_record(bytes) && !crate::text::looks_like_text(bytes) {
+        // The local header is damaged but the end-of-central-directory record is there: a broken ZIP,
+        // which the ZIP loader names precisely. (Checked after OLE2: legacy Office files embed ZIP parts.)
+        return Ok(Format::Zip);
     }
     if crate::text::looks_like_text(bytes) {
         return detect_text_kind(name, bytes);

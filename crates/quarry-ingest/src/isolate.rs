@@ -9,7 +9,7 @@
 //! worker dies it reports `too_large` (the allocator hit the memory cap) or `crashed` (any other death,
 //! e.g. a stack overflow), and starts a fresh worker for the next file.
 
-use crate::{parse_file, FileOutcome, IngestError, InputFile, ParseEvent, ParseLimits};
+use crate::{parse_file, FileOutcome, IngestError, InputFile, ParseEvent, ParseOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -46,7 +46,7 @@ pub struct IsolationConfig {
     pub document_timeout: Duration,
     /// Address-space cap of each worker, in bytes (default 3 GiB).
     pub memory_limit_bytes: u64,
-    pub limits: ParseLimits,
+    pub options: ParseOptions,
     /// Send the parsed text back (for ingestion) or only the report figures (for `quarry parse`).
     pub include_documents: bool,
 }
@@ -58,7 +58,7 @@ impl IsolationConfig {
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             document_timeout: Duration::from_secs(60),
             memory_limit_bytes: 3 << 30,
-            limits: ParseLimits::default(),
+            options: ParseOptions::default(),
             include_documents: true,
         }
     }
@@ -68,7 +68,7 @@ impl IsolationConfig {
 #[derive(Debug, Serialize, Deserialize)]
 struct Request {
     file: InputFile,
-    limits: ParseLimits,
+    options: ParseOptions,
     include_documents: bool,
 }
 
@@ -110,7 +110,7 @@ fn worker_loop() -> std::io::Result<()> {
         let mut out = stdout.lock();
         let mut io_error = None;
         let include = request.include_documents;
-        parse_file(&request.file.path, &request.file.display, &request.limits, &mut |mut event| {
+        parse_file(&request.file.path, &request.file.display, &request.options, &mut |mut event| {
             if !include {
                 if let ParseEvent::Finished(outcome) = &mut event {
                     outcome.document = None;
@@ -219,7 +219,7 @@ impl Supervisor<'_> {
     fn parse(&mut self, file: &InputFile, emit: &mut dyn FnMut(FileOutcome)) {
         let request = Request {
             file: file.clone(),
-            limits: self.config.limits.clone(),
+            options: self.config.options.clone(),
             include_documents: self.config.include_documents,
         };
         let line = match serde_json::to_string(&request) {

@@ -8,9 +8,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Instant;
 
-/// Size and safety limits for parsing. Defaults suit a desktop with a few GiB to spare.
+/// Size and safety limits for parsing, and the optional PDFium fallback. Defaults suit a desktop with a few
+/// GiB to spare.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ParseLimits {
+pub struct ParseOptions {
+    /// Path of the PDFium shared library (`libpdfium.so`), used for PDFs that lopdf cannot open and pages
+    /// where neither pdf-extract nor lopdf finds text. `None` turns the fallback off.
+    pub pdfium_library: Option<std::path::PathBuf>,
     /// Files larger than this are reported `too_large` without being read (bytes; default 512 MiB).
     pub max_file_bytes: u64,
     /// Archives listing more entries are refused (default 10,000).
@@ -25,9 +29,10 @@ pub struct ParseLimits {
     pub max_archive_depth: u32,
 }
 
-impl Default for ParseLimits {
+impl Default for ParseOptions {
     fn default() -> Self {
-        ParseLimits {
+        ParseOptions {
+            pdfium_library: quarry_core::models::find_model_file(crate::pdf_fallback::LIBRARY_FILE).ok(),
             max_file_bytes: 512 << 20,
             max_archive_entries: 10_000,
             max_member_bytes: 512 << 20,
@@ -105,25 +110,25 @@ pub(crate) fn outcome_failed(path: String, format: Option<Format>, error: Ingest
 
 /// Reads and parses the file at `path`, reporting under the virtual path `display`.
 /// Never panics and never returns early: every problem becomes a `Finished` event with an error.
-pub fn parse_file(path: &Path, display: &str, limits: &ParseLimits, emit: &mut dyn FnMut(ParseEvent)) {
+pub fn parse_file(path: &Path, display: &str, options: &ParseOptions, emit: &mut dyn FnMut(ParseEvent)) {
     emit(ParseEvent::Started { path: display.to_string() });
     match std::fs::metadata(path) {
-        Ok(meta) if meta.len() > limits.max_file_bytes => {
-            let error = IngestError::TooLarge(format!("{} bytes (limit {})", meta.len(), limits.max_file_bytes));
+        Ok(meta) if meta.len() > options.max_file_bytes => {
+            let error = IngestError::TooLarge(format!("{} bytes (limit {})", meta.len(), options.max_file_bytes));
             return emit(outcome_failed(display.to_string(), None, error, 0));
         }
         Ok(_) => {}
         Err(e) => return emit(outcome_failed(display.to_string(), None, IngestError::Io(e.to_string()), 0)),
     }
     match std::fs::read(path) {
-        Ok(bytes) => parse_bytes(display, &bytes, 0, limits, emit),
+        Ok(bytes) => parse_bytes(display, &bytes, 0, options, emit),
         Err(e) => emit(outcome_failed(display.to_string(), None, IngestError::Io(e.to_string()), 0)),
     }
 }
 
 /// Parses in-memory bytes named `path` (a virtual path), `depth` archives deep. ZIP archives emit a row for
 /// themselves and then one per member.
-pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, limits: &ParseLimits, emit: &mut dyn FnMut(ParseEvent)) {
+pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions, emit: &mut dyn FnMut(ParseEvent)) {
     let start = Instant::now();
     let ms = |start: Instant| start.elapsed().as_millis() as u64;
     if depth > 0 {
@@ -137,13 +142,13 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, limits: &ParseLimits, e
         if let Some(kind) = detect::unsupported_package_kind(bytes) {
             return emit(outcome_failed(path.to_string(), Some(format), IngestError::Unsupported(kind.into()), ms(start)));
         }
-        if depth >= limits.max_archive_depth {
-            let error = IngestError::UnsafeArchive(format!("archives nested more than {} deep", limits.max_archive_depth));
+        if depth >= options.max_archive_depth {
+            let error = IngestError::UnsafeArchive(format!("archives nested more than {} deep", options.max_archive_depth));
             return emit(outcome_failed(path.to_string(), Some(format), error, ms(start)));
         }
         // The archive's own row comes first, so a report lists it before its members.
         let mut member_events = Vec::new();
-        let result = crate::archive::expand(path, bytes, depth, limits, &mut |e| member_events.push(e));
+        let result = crate::archive::expand(path, bytes, depth, options, &mut |e| member_events.push(e));
         match result {
             Ok(members) => emit(ParseEvent::Finished(Box::new(FileOutcome {
                 path: path.to_string(),
@@ -162,7 +167,7 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, limits: &ParseLimits, e
         member_events.into_iter().for_each(|e| emit(e));
         return;
     }
-    let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes)));
+    let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes, options)));
     let (blocks, page_count, warnings) = match loaded {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(error)) => return emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
@@ -199,9 +204,9 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, limits: &ParseLimits, e
 
 type Loaded = (Vec<quarry_core::Block>, Option<u32>, Vec<String>);
 
-fn load_document(format: Format, bytes: &[u8]) -> Result<Loaded, IngestError> {
+fn load_document(format: Format, bytes: &[u8], options: &ParseOptions) -> Result<Loaded, IngestError> {
     match format {
-        Format::Pdf => crate::pdf::load(bytes).map(|(b, pages, w)| (b, Some(pages), w)),
+        Format::Pdf => crate::pdf::load(bytes, options.pdfium_library.as_deref()).map(|(b, pages, w)| (b, Some(pages), w)),
         Format::Docx => crate::docx::load(bytes).map(|(b, w)| (b, None, w)),
         f if f.is_spreadsheet() => crate::spreadsheet::load(f, bytes).map(|(b, sheets, w)| (b, Some(sheets), w)),
         Format::Text | Format::Markdown | Format::Csv | Format::Html | Format::Json => {

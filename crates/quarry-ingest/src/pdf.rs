@@ -1,6 +1,8 @@
 //! PDF text per page, through lopdf (parsing, decryption) and pdf-extract (text layout from content
 //! streams, font encodings, ToUnicode maps).
 //!
+//! Where both give up, PDFium takes over (see [`crate::pdf_fallback`]).
+//!
 //! When pdf-extract yields nothing for a page (or panics on it), lopdf's own extractor is tried on that page.
 //!
 //! pdf-extract's own `extract_text_by_pages` stops at the first page that fails; here every page is tried
@@ -9,6 +11,7 @@
 use crate::IngestError;
 use quarry_core::{Block, Location};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 
 /// A page with fewer non-whitespace characters than this counts as "no text" when judging whether the
 /// document has a text layer at all.
@@ -18,21 +21,32 @@ const MIN_PAGE_CHARS: usize = 1;
 ///
 /// Errors: [`IngestError::Encrypted`] when the PDF needs a non-empty password; [`IngestError::NoTextLayer`]
 /// when no page has text (a scan); [`IngestError::Malformed`] when lopdf cannot parse the file.
-pub(crate) fn load(bytes: &[u8]) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
-    let mut doc = lopdf::Document::load_mem(bytes).map_err(|e| match e {
-        lopdf::Error::Decryption(_) | lopdf::Error::InvalidPassword => {
-            IngestError::Encrypted("PDF needs a password".into())
+///
+/// `pdfium` is the path of the PDFium library for the fallback (see [`crate::pdf_fallback`]); `None`
+/// disables it.
+pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+    let mut doc = match lopdf::Document::load_mem(bytes) {
+        Ok(doc) => doc,
+        Err(lopdf::Error::Decryption(_) | lopdf::Error::InvalidPassword) => {
+            return Err(IngestError::Encrypted("PDF needs a password".into()))
         }
-        other => IngestError::malformed("pdf", other),
-    })?;
+        Err(error) => {
+            // lopdf cannot read the file structure (often a broken cross-reference table): PDFium rebuilds it.
+            let error = IngestError::malformed("pdf", error);
+            let Some(library) = pdfium else { return Err(error) };
+            return read_whole_with_pdfium(library, bytes, error);
+        }
+    };
     if doc.is_encrypted() {
         // Many PDFs are "encrypted" only to set permissions, with an empty user password.
         doc.decrypt("").map_err(|_| IngestError::Encrypted("PDF needs a password".into()))?;
     }
     let pages = doc.get_pages();
     let page_count = pages.len() as u32;
-    let mut blocks = Vec::new();
+    let mut texts: Vec<(u32, String)> = Vec::new();
     let mut warnings = Vec::new();
+    // Pages where pdf-extract returned an error or panicked.
+    let mut primary_failed: Vec<u32> = Vec::new();
     for &page_num in pages.keys() {
         let mut text = String::new();
         let result = catch_unwind(AssertUnwindSafe(|| {
@@ -41,8 +55,14 @@ pub(crate) fn load(bytes: &[u8]) -> Result<(Vec<Block>, u32, Vec<String>), Inges
         }));
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => warnings.push(format!("page {page_num}: {}", crate::error::one_line(&e.to_string()))),
-            Err(panic) => warnings.push(format!("page {page_num}: text extraction panicked: {}", crate::panic_message(&panic))),
+            Ok(Err(e)) => {
+                primary_failed.push(page_num);
+                warnings.push(format!("page {page_num}: {}", crate::error::one_line(&e.to_string())));
+            }
+            Err(panic) => {
+                primary_failed.push(page_num);
+                warnings.push(format!("page {page_num}: text extraction panicked: {}", crate::panic_message(&panic)));
+            }
         }
         let mut text = tidy_page_text(&text);
         if text.trim().is_empty() {
@@ -51,17 +71,132 @@ pub(crate) fn load(bytes: &[u8]) -> Result<(Vec<Block>, u32, Vec<String>), Inges
                 text = tidy_page_text(&fallback);
             }
         }
-        if text.chars().filter(|c| !c.is_whitespace()).count() >= MIN_PAGE_CHARS {
-            blocks.push(Block { text, location: Location { page: Some(page_num), ..Default::default() } });
+        texts.push((page_num, text));
+    }
+    // Ask PDFium for pages the primary path may have read badly: pages still without text, pages where
+    // pdf-extract failed, every page of a form (field values live in annotations, not in the content),
+    // and every page of a document with CID-keyed CJK fonts (whose glyphs pdf-extract drops silently).
+    // Per page, the reading with more text wins; form values are added to what the page already has.
+    let has_form = has_form_fields(&doc);
+    let whole_document = has_form || uses_cjk_cid_fonts(&doc);
+    let wanted: Vec<u32> = texts
+        .iter()
+        .filter(|(n, t)| whole_document || !has_text(t) || primary_failed.contains(n))
+        .map(|(n, _)| *n)
+        .collect();
+    if let (Some(library), false) = (pdfium, wanted.is_empty()) {
+        if let Ok((recovered, _)) = crate::pdf_fallback::extract_pages(library, bytes, Some(&wanted)) {
+            let mut used = 0;
+            for page in recovered {
+                let Some(slot) = texts.iter_mut().find(|(n, _)| *n == page.number) else { continue };
+                let pdfium_text = tidy_page_text(&page.text);
+                let mut best = if text_len(&pdfium_text) > text_len(&slot.1) { pdfium_text } else { slot.1.clone() };
+                let annotations = tidy_page_text(&page.annotations);
+                if has_text(&annotations) && !best.contains(annotations.as_str()) {
+                    best = join_nonempty(&best, &annotations);
+                }
+                if best != slot.1 {
+                    slot.1 = best;
+                    used += 1;
+                }
+            }
+            if used > 0 {
+                warnings.push(format!("{used} page(s) completed with PDFium"));
+            }
         }
     }
     if page_count == 0 {
-        return Err(IngestError::malformed("pdf", "no pages found"));
+        let error = IngestError::malformed("pdf", "no pages found");
+        return match pdfium {
+            Some(library) => read_whole_with_pdfium(library, bytes, error),
+            None => Err(error),
+        };
     }
-    if blocks.is_empty() {
-        if warnings.len() as u32 == page_count {
-            return Err(IngestError::malformed("pdf", format!("no page could be decoded; first error: {}", warnings[0])));
+    let failed_pages = warnings.iter().filter(|w| w.starts_with("page ")).count() as u32;
+    if !texts.iter().any(|(_, t)| has_text(t)) && failed_pages == page_count {
+        return Err(IngestError::malformed("pdf", format!("no page could be decoded; first error: {}", warnings[0])));
+    }
+    finish(texts, page_count, warnings)
+}
+
+/// The whole document through PDFium, for files the primary reader cannot open; `error` is the primary
+/// reader's verdict, returned when PDFium cannot read the file either.
+fn read_whole_with_pdfium(library: &Path, bytes: &[u8], error: IngestError) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+    match crate::pdf_fallback::extract_pages(library, bytes, None) {
+        Ok((pages, count)) if count > 0 => {
+            let warning = format!("read with PDFium: lopdf could not read the file ({error})");
+            let texts = pages.into_iter().map(|p| (p.number, join_nonempty(&p.text, &p.annotations))).collect();
+            finish(texts, count, vec![warning])
         }
+        Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
+        _ => Err(error),
+    }
+}
+
+fn join_nonempty(a: &str, b: &str) -> String {
+    match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}\n{b}"),
+    }
+}
+
+/// True when the catalog's AcroForm lists at least one field.
+fn has_form_fields(doc: &lopdf::Document) -> bool {
+    let Ok(catalog) = doc.catalog() else { return false };
+    let Ok(form) = catalog.get(b"AcroForm") else { return false };
+    let form = match form {
+        lopdf::Object::Reference(id) => doc.get_dictionary(*id).ok(),
+        lopdf::Object::Dictionary(d) => Some(d),
+        _ => None,
+    };
+    let Some(fields) = form.and_then(|f| f.get(b"Fields").ok()) else { return false };
+    let fields = match fields {
+        lopdf::Object::Reference(id) => doc.get_object(*id).ok(),
+        other => Some(other),
+    };
+    matches!(fields, Some(lopdf::Object::Array(a)) if !a.is_empty())
+}
+
+/// Non-whitespace characters: how much text a reading of a page found.
+fn text_len(text: &str) -> usize {
+    text.chars().filter(|c| !c.is_whitespace()).count()
+}
+
+/// True when a font declares a CJK character collection (Adobe-GB1, -CNS1, -Japan1, -Korea1).
+fn uses_cjk_cid_fonts(doc: &lopdf::Document) -> bool {
+    let resolve = |object: &lopdf::Object| -> Option<lopdf::Object> {
+        match object {
+            lopdf::Object::Reference(id) => doc.get_object(*id).ok().cloned(),
+            other => Some(other.clone()),
+        }
+    };
+    doc.objects.values().any(|object| {
+        let lopdf::Object::Dictionary(dict) = object else { return false };
+        let Some(info) = dict.get(b"CIDSystemInfo").ok().and_then(resolve) else { return false };
+        let lopdf::Object::Dictionary(info) = info else { return false };
+        match info.get(b"Ordering").ok().and_then(resolve) {
+            Some(lopdf::Object::String(ordering, _)) => {
+                [&b"GB1"[..], b"CNS1", b"Japan1", b"Korea1"].iter().any(|o| ordering.as_slice() == *o)
+            }
+            _ => false,
+        }
+    })
+}
+
+fn has_text(text: &str) -> bool {
+    text.chars().filter(|c| !c.is_whitespace()).count() >= MIN_PAGE_CHARS
+}
+
+/// Blocks from (page, text) pairs, dropping pages without text; `NoTextLayer` when none has any.
+fn finish(pages: Vec<(u32, String)>, page_count: u32, warnings: Vec<String>) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+    let blocks: Vec<Block> = pages
+        .into_iter()
+        .map(|(page, text)| (page, tidy_page_text(&text)))
+        .filter(|(_, text)| has_text(text))
+        .map(|(page, text)| Block { text, location: Location { page: Some(page), ..Default::default() } })
+        .collect();
+    if blocks.is_empty() {
         return Err(IngestError::NoTextLayer);
     }
     Ok((blocks, page_count, warnings))

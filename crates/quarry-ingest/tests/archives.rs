@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use quarry_ingest::{IngestError, ParseLimits, Status};
+use quarry_ingest::{IngestError, ParseOptions, Status};
 use std::io::Write;
 
 #[test]
@@ -107,7 +107,7 @@ fn total_unpacked_size_and_depth_are_capped() {
     let outcomes = parse(&dir.path().join("l2.zip"));
     assert!(outcomes.iter().any(|o| o.path == "l2.zip!/l3.zip!/inner.zip!/test.docx" && o.status == Status::Ok), "{:#?}", outcomes.iter().map(|o| (&o.path, o.status)).collect::<Vec<_>>());
 
-    let limits = ParseLimits { max_archive_total_bytes: 1000, ..ParseLimits::default() };
+    let limits = ParseOptions { max_archive_total_bytes: 1000, ..ParseOptions::default() };
     let big = dir.path().join("big.zip");
     write_zip(&big, &[("a.txt", vec![b'a'; 800]), ("b.txt", vec![b'b'; 800])]);
     let outcomes = parse_with(&big, &limits);

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: where the real evaluation documents are, and small readers.
 #![allow(dead_code)]
 
-use quarry_ingest::{parse_file, FileOutcome, ParseEvent, ParseLimits};
+use quarry_ingest::{parse_file, FileOutcome, ParseEvent, ParseOptions};
 use std::path::{Path, PathBuf};
 
 /// `../shared/eval` beside the checkout, or `QUARRY_EVAL_DIR`. Panics with a clear message when missing:
@@ -24,13 +24,13 @@ pub fn c_docs(rel: &str) -> PathBuf {
 
 /// Parses one file in-process and returns every outcome (one, or several for a ZIP).
 pub fn parse(path: &Path) -> Vec<FileOutcome> {
-    parse_with(path, &ParseLimits::default())
+    parse_with(path, &ParseOptions::default())
 }
 
-pub fn parse_with(path: &Path, limits: &ParseLimits) -> Vec<FileOutcome> {
+pub fn parse_with(path: &Path, options: &ParseOptions) -> Vec<FileOutcome> {
     let display = path.file_name().unwrap().to_string_lossy().into_owned();
     let mut outcomes = Vec::new();
-    parse_file(path, &display, limits, &mut |event| {
+    parse_file(path, &display, options, &mut |event| {
         if let ParseEvent::Finished(outcome) = event {
             outcomes.push(*outcome);
         }
