@@ -146,9 +146,9 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
             let error = IngestError::UnsafeArchive(format!("archives nested more than {} deep", options.max_archive_depth));
             return emit(outcome_failed(path.to_string(), Some(format), error, ms(start)));
         }
-        // The archive's own row comes first, so a report lists it before its members.
-        let mut member_events = Vec::new();
-        let result = crate::archive::expand(path, bytes, depth, options, &mut |e| member_events.push(e));
+        // Members are emitted as they finish (a supervisor that must kill this worker keeps them); the
+        // archive's own row follows them.
+        let result = crate::archive::expand(path, bytes, depth, options, emit);
         match result {
             Ok(members) => emit(ParseEvent::Finished(Box::new(FileOutcome {
                 path: path.to_string(),
@@ -164,7 +164,6 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
             }))),
             Err(error) => emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
         }
-        member_events.into_iter().for_each(|e| emit(e));
         return;
     }
     let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes, options)));

@@ -177,7 +177,7 @@ fn uses_cjk_cid_fonts(doc: &lopdf::Document) -> bool {
         let lopdf::Object::Dictionary(info) = info else { return false };
         match info.get(b"Ordering").ok().and_then(resolve) {
             Some(lopdf::Object::String(ordering, _)) => {
-                [&b"GB1"[..], b"CNS1", b"Japan1", b"Korea1"].iter().any(|o| ordering.as_slice() == *o)
+                [&b"GB1"[..], b"CNS1", b"Japan1", b"Korea1"].contains(&ordering.as_slice())
             }
             _ => false,
         }

@@ -1,5 +1,5 @@
-//! The per-file parse report: one TSV row per document, with the header
-//! `path	format	status	pages	chars	cjk_chars	ms	error`.
+//! The per-file parse report: one TSV row per document, with the columns path, format, status, pages,
+//! chars, cjk_chars, ms and error (see [`HEADER`]).
 
 use crate::FileOutcome;
 use std::io::Write;

@@ -114,3 +114,12 @@ fn total_unpacked_size_and_depth_are_capped() {
     assert_eq!(outcomes.iter().find(|o| o.path.ends_with("a.txt")).unwrap().status, Status::Ok);
     assert_eq!(outcomes.iter().find(|o| o.path.ends_with("b.txt")).unwrap().status, Status::TooLarge);
 }
+
+#[test]
+fn members_are_emitted_as_they_finish_before_the_archive_row() {
+    // A supervisor that has to kill a worker mid-archive keeps what was already emitted, so members
+    // must not be held back until the archive is done.
+    let outcomes = parse(&b_docs("markitdown_test_files/test_files.zip"));
+    let archive_at = outcomes.iter().position(|o| o.path == "test_files.zip").unwrap();
+    assert_eq!(archive_at, outcomes.len() - 1, "archive row last: {:?}", outcomes.iter().map(|o| &o.path).collect::<Vec<_>>());
+}

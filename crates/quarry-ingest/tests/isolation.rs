@@ -62,3 +62,20 @@ fn a_worker_that_cannot_start_gives_crashed_rows_not_a_panic() {
     assert!(outcomes.iter().all(|(_, o)| o.status == Status::Crashed));
     assert!(outcomes[0].1.error.as_ref().unwrap().to_string().contains("cannot start parser worker"));
 }
+
+#[test]
+fn members_finished_before_a_hang_are_kept_and_the_hanging_member_is_named() {
+    // A worker that reads a ZIP, finishes its first member and hangs in the second.
+    let script = r#"read line
+echo '{"Event":{"Started":{"path":"a.zip"}}}'
+echo '{"Event":{"Started":{"path":"a.zip!/one.txt"}}}'
+echo '{"Event":{"Finished":{"path":"a.zip!/one.txt","format":"text","status":"ok","pages":null,"chars":3,"cjk_chars":0,"ms":1,"error":null,"warnings":[],"document":null}}}'
+echo '{"Event":{"Started":{"path":"a.zip!/two.pdf"}}}'
+sleep 30"#;
+    let config = shell_worker(script);
+    let mut outcomes = Vec::new();
+    let input = vec![InputFile { path: "/tmp/a.zip".into(), display: "a.zip".into() }];
+    parse_isolated(&input, &config, |_, o| outcomes.push(o));
+    let status: Vec<(&str, Status)> = outcomes.iter().map(|o| (o.path.as_str(), o.status)).collect();
+    assert_eq!(status, vec![("a.zip!/one.txt", Status::Ok), ("a.zip!/two.pdf", Status::Timeout), ("a.zip", Status::Timeout)]);
+}
