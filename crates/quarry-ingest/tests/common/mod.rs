@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 /// `../shared/eval` beside the checkout, or `QUARRY_EVAL_DIR`. Panics with a clear message when missing:
 /// these tests are about real documents and must not pass without them.
 pub fn eval_dir() -> PathBuf {
-    let dir = std::env::var_os("QUARRY_EVAL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"));
-    assert!(dir.is_dir(), "evaluation documents not found at {} (set QUARRY_EVAL_DIR)", dir.display());
+    existing_dir("QUARRY_EVAL_DIR", "../../../shared/eval", "evaluation documents", "set QUARRY_EVAL_DIR")
+}
+
+/// `$var`, or `default` relative to this crate; panics naming `what` and `hint` when it is not a folder.
+fn existing_dir(var: &str, default: &str, what: &str, hint: &str) -> PathBuf {
+    let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(default));
+    assert!(dir.is_dir(), "{what} not found at {} ({hint})", dir.display());
     dir
 }
 
@@ -81,9 +84,5 @@ pub fn word_recall(reference: &str, extracted: &str) -> f64 {
 
 /// The model files `scripts/setup.sh` unpacks (`assets/models/`), or `QUARRY_MODELS_DIR`.
 pub fn models_dir() -> PathBuf {
-    let dir = std::env::var_os("QUARRY_MODELS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/models"));
-    assert!(dir.is_dir(), "model files not found at {}: run scripts/setup.sh", dir.display());
-    dir
+    existing_dir("QUARRY_MODELS_DIR", "../../assets/models", "model files", "run scripts/setup.sh")
 }
