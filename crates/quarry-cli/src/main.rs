@@ -19,6 +19,9 @@ struct Cli {
 enum Command {
     /// Read files, folders and ZIP archives and report, per file, what text could be extracted.
     Parse(commands::parse::ParseArgs),
+    /// Measure retrieval (and later answer) quality on evaluation sets.
+    #[command(subcommand)]
+    Eval(commands::eval::EvalCommand),
     /// Internal: the isolated parser process that `parse` and `add` start. Speaks JSON lines on stdin/stdout.
     #[command(hide = true)]
     ParseWorker,
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Parse(args) => commands::parse::run(args),
+        Command::Eval(command) => commands::eval::run(command),
         Command::ParseWorker => commands::parse::run_worker(),
     };
     match result {

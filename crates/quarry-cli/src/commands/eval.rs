@@ -1,0 +1,76 @@
+//! `quarry eval`: measurements that decide between designs. `retrieval` scores bm25, dense and hybrid
+//! search on a BEIR-style set (see `quarry_index::eval`).
+
+use anyhow::Context;
+use quarry_index::eval::{evaluate_retrieval, load_set, RetrievalReport};
+use quarry_index::{Embedder, EmbedderConfig};
+use std::path::PathBuf;
+
+#[derive(clap::Subcommand)]
+pub enum EvalCommand {
+    /// Recall@2/5/10, nDCG@10 and MRR@10 of bm25, dense and hybrid search on a set with corpus.jsonl,
+    /// queries.jsonl and qrels.tsv (one passage = one chunk).
+    Retrieval(RetrievalArgs),
+}
+
+#[derive(clap::Args)]
+pub struct RetrievalArgs {
+    /// Folder of the set (e.g. ../shared/eval/A_benchmarks/hotpotqa_rpt_dev300).
+    #[arg(long)]
+    pub set: PathBuf,
+    /// Only the first N queries (the whole corpus is still indexed).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// BM25 only: skip embedding (no model files needed).
+    #[arg(long)]
+    pub bm25_only: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: EvalCommand) -> anyhow::Result<()> {
+    match command {
+        EvalCommand::Retrieval(args) => retrieval(args),
+    }
+}
+
+fn retrieval(args: RetrievalArgs) -> anyhow::Result<()> {
+    let set = load_set(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
+    let mut embedder = if args.bm25_only {
+        None
+    } else {
+        let config = EmbedderConfig::default_model()?;
+        Some(Embedder::new(&config).context("loading the embedding model")?)
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    let report = evaluate_retrieval(&set, embedder.as_mut(), &mut |step, done, total| {
+        bar.set_message(step.to_string());
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    if args.json {
+        let model = embedder.as_ref().map(|e| e.model_id().to_string());
+        let mut value = serde_json::to_value(&report)?;
+        value["embedding_model"] = serde_json::json!(model);
+        println!("{}", serde_json::to_string(&value)?);
+    } else {
+        print!("{}", table(&report));
+    }
+    Ok(())
+}
+
+fn table(report: &RetrievalReport) -> String {
+    let mut out = format!("## {} ({} queries, {} passages)\n\n", report.set, report.queries, report.passages);
+    out.push_str("| mode | Recall@2 | Recall@5 | Recall@10 | nDCG@10 | MRR@10 | query s |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (mode, m) in &report.results {
+        let secs = report.seconds.get(&format!("query_{mode}")).copied().unwrap_or(0.0);
+        out.push_str(&format!(
+            "| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {secs:.1} |\n",
+            m.recall_at_2, m.recall_at_5, m.recall_at_10, m.ndcg_at_10, m.mrr_at_10
+        ));
+    }
+    out
+}

@@ -1,0 +1,124 @@
+//! Local text embeddings through fastembed and ONNX Runtime, from plain files: no model hub, no network.
+//!
+//! The default model is all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling) with the ONNX Runtime
+//! library from the `onnxruntime` wheel, both unpacked by `scripts/setup.sh`; any ONNX sentence-embedding
+//! model with a Hugging Face `tokenizer.json` can replace it.
+
+use crate::IndexError;
+use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+use quarry_core::models::find_model_file;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Which files make up an embedding model and how to run it.
+#[derive(Debug, Clone)]
+pub struct EmbedderConfig {
+    /// The ONNX Runtime shared library (`libonnxruntime.so`, version ≥ 1.24).
+    pub onnx_runtime: PathBuf,
+    /// Folder with `model.onnx`, `tokenizer.json`, `config.json`, `special_tokens_map.json`,
+    /// `tokenizer_config.json`.
+    pub model_dir: PathBuf,
+    /// Recorded with every library so a different model is never mixed in (e.g. `all-minilm-l6-v2-int8`).
+    pub model_id: String,
+    /// Longest input in tokens; longer texts are truncated by the tokenizer.
+    pub max_length: usize,
+    /// ONNX Runtime intra-op threads (default: available cores).
+    pub threads: usize,
+    /// Texts per inference call.
+    pub batch_size: usize,
+}
+
+impl EmbedderConfig {
+    /// The set-up script's default model, found under the model folders (see `quarry_core::models`).
+    ///
+    /// Errors: a file is missing; the message says where it looked and to run `scripts/setup.sh`.
+    pub fn default_model() -> Result<Self, IndexError> {
+        let onnx_runtime = find_model_file("onnxruntime/libonnxruntime.so").map_err(IndexError::ModelFiles)?;
+        let model = find_model_file("all-minilm-l6-v2/model.onnx").map_err(IndexError::ModelFiles)?;
+        Ok(EmbedderConfig {
+            onnx_runtime,
+            model_dir: model.parent().map(Path::to_path_buf).unwrap_or_default(),
+            model_id: "all-minilm-l6-v2-int8".into(),
+            max_length: 512,
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            batch_size: 32,
+        })
+    }
+}
+
+/// A loaded embedding model. Not `Sync`: one per thread, or behind a lock.
+pub struct Embedder {
+    model: TextEmbedding,
+    model_id: String,
+    dimension: usize,
+    batch_size: usize,
+}
+
+/// ONNX Runtime binds once per process; the first library path wins.
+static ORT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+/// Loads ONNX Runtime from `library`, checking the file first: ort panics on a missing library.
+fn onnx_runtime(library: &Path) -> Result<ort::environment::Environment, IndexError> {
+    ORT.get_or_init(|| {
+        if !library.is_file() {
+            return Err(format!("ONNX Runtime library not found at {} (run scripts/setup.sh)", library.display()));
+        }
+        ort::init_from(library)
+            .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
+            .with_name("quarry")
+            .build()
+            .map_err(|e| format!("cannot start ONNX Runtime from {}: {e}", library.display()))
+    })
+    .clone()
+    .map_err(IndexError::ModelFiles)
+}
+
+impl Embedder {
+    /// Loads the model. Errors: a missing or unreadable file (named in the message), an ONNX Runtime that
+    /// cannot be loaded, or a model ONNX Runtime rejects.
+    pub fn new(config: &EmbedderConfig) -> Result<Self, IndexError> {
+        let environment = onnx_runtime(&config.onnx_runtime)?;
+        let read = |name: &str| -> Result<Vec<u8>, IndexError> {
+            let path = config.model_dir.join(name);
+            std::fs::read(&path).map_err(|e| IndexError::ModelFiles(format!("cannot read {}: {e}", path.display())))
+        };
+        let tokenizer_files = TokenizerFiles {
+            tokenizer_file: read("tokenizer.json")?,
+            config_file: read("config.json")?,
+            special_tokens_map_file: read("special_tokens_map.json")?,
+            tokenizer_config_file: read("tokenizer_config.json")?,
+        };
+        let model = UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer_files).with_pooling(Pooling::Mean);
+        let options = InitOptionsUserDefined::new()
+            .with_environment(environment)
+            .with_max_length(config.max_length).with_intra_threads(config.threads.max(1));
+        let mut model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| IndexError::Embedding(e.to_string()))?;
+        let probe = model.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
+        let dimension = probe.first().map(Vec::len).unwrap_or(0);
+        Ok(Embedder { model, model_id: config.model_id.clone(), dimension, batch_size: config.batch_size.max(1) })
+    }
+
+    /// One vector of [`Embedder::dimension`] floats per text, in the order given.
+    ///
+    /// Texts are embedded in order of length, so each batch pads to similar lengths (a batch is padded
+    /// to its longest text), then put back in the caller's order.
+    pub fn embed<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].as_ref().len());
+        let sorted: Vec<&str> = order.iter().map(|&i| texts[i].as_ref()).collect();
+        let vectors = self.model.embed(&sorted, Some(self.batch_size)).map_err(|e| IndexError::Embedding(e.to_string()))?;
+        let mut out = vec![Vec::new(); texts.len()];
+        for (vector, &i) in vectors.into_iter().zip(&order) {
+            out[i] = vector;
+        }
+        Ok(out)
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+}

@@ -1,0 +1,16 @@
+/// Errors of indexing and search. Messages name the file or setting involved.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// A model file or native library is missing or unreadable.
+    #[error("{0}")]
+    ModelFiles(String),
+    /// ONNX Runtime or the embedding model failed.
+    #[error("embedding failed: {0}")]
+    Embedding(String),
+    /// The keyword index failed.
+    #[error("keyword index: {0}")]
+    Keyword(#[from] tantivy::TantivyError),
+    /// An evaluation set is missing a file or has a malformed line.
+    #[error("evaluation set: {0}")]
+    EvalSet(String),
+}

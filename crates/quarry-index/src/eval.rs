@@ -1,0 +1,220 @@
+//! Retrieval evaluation on BEIR-style sets: `corpus.jsonl` (`_id`, `title`?, `text`), `queries.jsonl`
+//! (`_id`, `text`), `qrels.tsv` (`query-id	corpus-id	score`, header line). One passage = one chunk (as
+//! deep-searcher loads its evaluation corpora), so hits map straight back to qrels.
+//!
+//! Metrics, averaged over queries that have at least one relevant passage:
+//! - Recall@k = |relevant ∩ top k| / |relevant| (deep-searcher's `evaluation/evaluate.py`), k = 2, 5, 10;
+//! - nDCG@10 with binary gains (Järvelin & Kekäläinen 2002);
+//! - MRR@10 = 1 / rank of the first relevant passage within the top 10, else 0.
+
+use crate::{reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, SearchMode, VectorIndex, RRF_K};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+/// Candidates each retriever contributes before fusion.
+const FUSION_DEPTH: usize = 100;
+
+/// A loaded evaluation set.
+pub struct EvalSet {
+    pub name: String,
+    /// (passage id, text to index: title and text).
+    pub passages: Vec<(String, String)>,
+    /// (query id, query text), only queries with qrels.
+    pub queries: Vec<(String, String)>,
+    pub relevant: HashMap<String, HashSet<String>>,
+}
+
+/// Loads a set from `dir`. `limit` keeps the first N queries (the corpus stays whole).
+///
+/// Errors: a missing file or a line that is not the expected JSON/TSV, naming file and line.
+pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name)).map_err(|e| IndexError::EvalSet(format!("{}: {e}", dir.join(name).display())))
+    };
+    let json_lines = |name: &str| -> Result<Vec<serde_json::Value>, IndexError> {
+        read(name)?
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| serde_json::from_str(l).map_err(|e| IndexError::EvalSet(format!("{name} line {}: {e}", i + 1))))
+            .collect()
+    };
+    let field = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).unwrap_or("").to_string();
+    let passages: Vec<(String, String)> = json_lines("corpus.jsonl")?
+        .iter()
+        .map(|v| {
+            let (title, text) = (field(v, "title"), field(v, "text"));
+            (field(v, "_id"), if title.is_empty() { text } else { format!("{title}\n{text}") })
+        })
+        .collect();
+    let mut relevant: HashMap<String, HashSet<String>> = HashMap::new();
+    for (i, line) in read("qrels.tsv")?.lines().enumerate().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 2 {
+            continue;
+        }
+        let score: f64 = cols.get(2).and_then(|s| s.trim().parse().ok()).unwrap_or(1.0);
+        if cols[0].is_empty() || cols[1].is_empty() {
+            return Err(IndexError::EvalSet(format!("qrels.tsv line {}: empty id", i + 1)));
+        }
+        if score > 0.0 {
+            relevant.entry(cols[0].to_string()).or_default().insert(cols[1].to_string());
+        }
+    }
+    let mut queries: Vec<(String, String)> = json_lines("queries.jsonl")?
+        .iter()
+        .map(|v| (field(v, "_id"), field(v, "text")))
+        .filter(|(id, _)| relevant.contains_key(id))
+        .collect();
+    if let Some(limit) = limit {
+        queries.truncate(limit);
+    }
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(EvalSet { name, passages, queries, relevant })
+}
+
+/// Averages of the metrics over a set's queries.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Metrics {
+    #[serde(rename = "recall@2")]
+    pub recall_at_2: f64,
+    #[serde(rename = "recall@5")]
+    pub recall_at_5: f64,
+    #[serde(rename = "recall@10")]
+    pub recall_at_10: f64,
+    #[serde(rename = "ndcg@10")]
+    pub ndcg_at_10: f64,
+    #[serde(rename = "mrr@10")]
+    pub mrr_at_10: f64,
+}
+
+/// Metrics of one ranking (passage ids, best first) against the relevant ids.
+pub fn score_ranking(ranking: &[String], relevant: &HashSet<String>) -> Metrics {
+    let recall = |k: usize| {
+        let found = ranking.iter().take(k).filter(|id| relevant.contains(*id)).count();
+        found as f64 / relevant.len().max(1) as f64
+    };
+    let dcg: f64 = ranking.iter().take(10).enumerate().filter(|(_, id)| relevant.contains(*id)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let ideal: f64 = (0..relevant.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let mrr = ranking.iter().take(10).position(|id| relevant.contains(id)).map(|p| 1.0 / (p as f64 + 1.0)).unwrap_or(0.0);
+    Metrics {
+        recall_at_2: recall(2),
+        recall_at_5: recall(5),
+        recall_at_10: recall(10),
+        ndcg_at_10: if ideal > 0.0 { dcg / ideal } else { 0.0 },
+        mrr_at_10: mrr,
+    }
+}
+
+fn mean(all: &[Metrics]) -> Metrics {
+    let n = all.len().max(1) as f64;
+    let sum = |f: fn(&Metrics) -> f64| all.iter().map(f).sum::<f64>() / n;
+    Metrics {
+        recall_at_2: sum(|m| m.recall_at_2),
+        recall_at_5: sum(|m| m.recall_at_5),
+        recall_at_10: sum(|m| m.recall_at_10),
+        ndcg_at_10: sum(|m| m.ndcg_at_10),
+        mrr_at_10: sum(|m| m.mrr_at_10),
+    }
+}
+
+/// The result of [`evaluate_retrieval`], shaped as `quarry eval retrieval --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetrievalReport {
+    pub set: String,
+    pub queries: usize,
+    pub passages: usize,
+    pub results: BTreeMap<String, Metrics>,
+    /// Seconds spent indexing (embedding included) and answering all queries, per mode.
+    pub seconds: BTreeMap<String, f64>,
+}
+
+/// Indexes the set's passages (BM25, and embeddings when `embedder` is given) and scores each mode.
+/// Without an embedder only `bm25` is reported. `progress(step, done, total)` is called as work advances.
+pub fn evaluate_retrieval(
+    set: &EvalSet,
+    mut embedder: Option<&mut Embedder>,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<RetrievalReport, IndexError> {
+    let mut seconds = BTreeMap::new();
+    let started = std::time::Instant::now();
+    let mut keyword = KeywordIndex::in_memory()?;
+    for (i, (_, text)) in set.passages.iter().enumerate() {
+        keyword.add(i as u64, text)?;
+    }
+    keyword.commit()?;
+    seconds.insert("index_bm25".to_string(), started.elapsed().as_secs_f64());
+
+    let mut vectors = None;
+    let mut query_vectors = Vec::new();
+    if let Some(embedder) = embedder.as_deref_mut() {
+        let started = std::time::Instant::now();
+        let mut index = VectorIndex::new(embedder.dimension());
+        // Large slices, so that sorting by length (see `Embedder::embed`) has room to work.
+        for (batch_no, batch) in set.passages.chunks(1024).enumerate() {
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            for (j, v) in embedder.embed(&texts)?.into_iter().enumerate() {
+                index.add((batch_no * 1024 + j) as u64, &v);
+            }
+            progress("embedding passages", (batch_no * 1024 + batch.len()).min(set.passages.len()), set.passages.len());
+        }
+        let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
+        query_vectors = embedder.embed(&texts)?;
+        seconds.insert("index_dense".to_string(), started.elapsed().as_secs_f64());
+        vectors = Some(index);
+    }
+
+    let id_of = |i: u64| set.passages[i as usize].0.clone();
+    let mut per_mode: BTreeMap<String, Vec<Metrics>> = BTreeMap::new();
+    for mode in SearchMode::ALL {
+        if mode != SearchMode::Bm25 && vectors.is_none() {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let mut all = Vec::with_capacity(set.queries.len());
+        for (qi, (qid, text)) in set.queries.iter().enumerate() {
+            let bm25 = || keyword.search(text, FUSION_DEPTH).map(|hits| hits.into_iter().map(|(id, _)| id).collect::<Vec<_>>());
+            let dense = || vectors.as_ref().map(|v| v.search(&query_vectors[qi], FUSION_DEPTH).into_iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
+            let ranked: Vec<u64> = match mode {
+                SearchMode::Bm25 => bm25()?,
+                SearchMode::Dense => dense(),
+                SearchMode::Hybrid => reciprocal_rank_fusion(&[bm25()?, dense()], RRF_K).into_iter().map(|(id, _)| id).collect(),
+            };
+            let ranking: Vec<String> = ranked.into_iter().take(10).map(id_of).collect();
+            all.push(score_ranking(&ranking, &set.relevant[qid]));
+        }
+        seconds.insert(format!("query_{}", mode.name()), started.elapsed().as_secs_f64());
+        per_mode.insert(mode.name().to_string(), all);
+        progress("queries", set.queries.len(), set.queries.len());
+    }
+    Ok(RetrievalReport {
+        set: set.name.clone(),
+        queries: set.queries.len(),
+        passages: set.passages.len(),
+        results: per_mode.iter().map(|(mode, all)| (mode.clone(), mean(all))).collect(),
+        seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn metrics_on_a_known_ranking() {
+        let relevant: HashSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let m = score_ranking(&ids(&["x", "a", "y", "z", "w", "b"]), &relevant);
+        assert_eq!(m.recall_at_2, 0.5);
+        assert_eq!(m.recall_at_5, 0.5);
+        assert_eq!(m.recall_at_10, 1.0);
+        assert_eq!(m.mrr_at_10, 0.5);
+        let dcg = 1.0 / 3f64.log2() + 1.0 / 7f64.log2();
+        let ideal = 1.0 + 1.0 / 3f64.log2();
+        assert!((m.ndcg_at_10 - dcg / ideal).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,149 @@
+//! BM25 keyword search over tantivy, with [`crate::MixedTokenizer`] for Chinese and English text.
+//!
+//! Queries are never parsed as tantivy query syntax: the user's words are analysed like the documents and
+//! OR-ed as term queries, so text such as `AND (` or `title:` cannot cause a syntax error.
+
+use crate::tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
+use crate::IndexError;
+use std::path::Path;
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED};
+use tantivy::tokenizer::{Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+/// Memory budget of the tantivy writer, in bytes.
+const WRITER_MEMORY: usize = 64 << 20;
+
+/// A BM25 index of (chunk id, text) pairs.
+pub struct KeywordIndex {
+    index: Index,
+    reader: IndexReader,
+    writer: Option<IndexWriter>,
+    id: Field,
+    text: Field,
+}
+
+impl KeywordIndex {
+    /// An index held in memory (evaluation, tests).
+    pub fn in_memory() -> Result<Self, IndexError> {
+        Self::with_index(Index::create_in_ram(schema()))
+    }
+
+    /// Opens the index in `dir`, creating it (and the folder) when missing.
+    ///
+    /// Errors: the folder cannot be created, or holds an index with another schema.
+    pub fn open_or_create(dir: &Path) -> Result<Self, IndexError> {
+        std::fs::create_dir_all(dir).map_err(|e| IndexError::Keyword(tantivy::TantivyError::IoError(e.into())))?;
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| IndexError::Keyword(e.into()))?;
+        Self::with_index(Index::open_or_create(directory, schema())?)
+    }
+
+    fn with_index(index: Index) -> Result<Self, IndexError> {
+        index.tokenizers().register(MIXED_TOKENIZER, analyzer());
+        let schema = index.schema();
+        let id = schema.get_field("chunk_id")?;
+        let text = schema.get_field("text")?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok(KeywordIndex { index, reader, writer: None, id, text })
+    }
+
+    /// Adds one chunk. Visible to searches after [`KeywordIndex::commit`].
+    pub fn add(&mut self, chunk_id: u64, text: &str) -> Result<(), IndexError> {
+        if self.writer.is_none() {
+            self.writer = Some(self.index.writer(WRITER_MEMORY)?);
+        }
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(self.id, chunk_id);
+        doc.add_text(self.text, text);
+        if let Some(writer) = self.writer.as_mut() {
+            writer.add_document(doc)?;
+        }
+        Ok(())
+    }
+
+    /// Makes added chunks durable and searchable.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        if let Some(writer) = self.writer.as_mut() {
+            writer.commit()?;
+        }
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
+    pub fn search(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        let mut analyzer = self.index.tokenizer_for_field(self.text)?;
+        let mut terms: Vec<Term> = Vec::new();
+        let mut stream = analyzer.token_stream(query);
+        while let Some(token) = stream.next() {
+            let term = Term::from_field_text(self.text, &token.text);
+            if !terms.contains(&term) {
+                terms.push(term);
+            }
+        }
+        if terms.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+            .collect();
+        let searcher = self.reader.searcher();
+        let hits = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(k).order_by_score())?;
+        let mut results = Vec::with_capacity(hits.len());
+        for (score, address) in hits {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            if let Some(id) = doc.get_first(self.id).and_then(|v| v.as_u64()) {
+                results.push((id, score));
+            }
+        }
+        Ok(results)
+    }
+
+    /// Number of committed chunks.
+    pub fn len(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn schema() -> Schema {
+    let mut builder = Schema::builder();
+    builder.add_u64_field("chunk_id", INDEXED | STORED | FAST);
+    let indexing = TextFieldIndexing::default().set_tokenizer(MIXED_TOKENIZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
+    builder.build()
+}
+
+/// Mixed tokenizer → lowercase → English stop words → English (Snowball) stemming. CJK tokens pass the
+/// last two steps unchanged.
+fn analyzer() -> TextAnalyzer {
+    let builder = TextAnalyzer::builder(MixedTokenizer::default()).filter(LowerCaser);
+    match StopWordFilter::new(Language::English) {
+        Some(stop_words) => builder.filter(stop_words).filter(Stemmer::new(Language::English)).build(),
+        None => builder.filter(Stemmer::new(Language::English)).build(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bm25_finds_chinese_and_english_with_stemming() {
+        let mut index = KeywordIndex::in_memory().unwrap();
+        index.add(1, "中国联通2022年资本开支为742亿元").unwrap();
+        index.add(2, "Apple reported increasing revenues from iPhone sales").unwrap();
+        index.add(3, "The weather was calm and the flight landed safely").unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.len(), 3);
+        assert_eq!(index.search("联通的资本开支", 2).unwrap()[0].0, 1);
+        assert_eq!(index.search("revenue increased", 2).unwrap()[0].0, 2, "stemming joins revenue(s)/increas(ed|ing)");
+        assert!(index.search("the and", 5).unwrap().is_empty(), "stop words alone match nothing");
+        assert!(index.search("title:(AND", 5).is_ok(), "no query syntax errors");
+    }
+}

@@ -1,0 +1,57 @@
+//! Quarry indexing and retrieval.
+//!
+//! - [`Embedder`]: text → vectors with a local ONNX model through fastembed, loaded from plain files
+//!   (ONNX Runtime library, `model.onnx`, tokenizer files); nothing is downloaded.
+//! - [`KeywordIndex`]: BM25 over tantivy with [`MixedTokenizer`], which handles Chinese (jieba words plus
+//!   character bigrams) and English (stop words, stemming) in one field.
+//! - [`VectorIndex`]: exact cosine search over normalised embeddings, in memory.
+//! - [`reciprocal_rank_fusion`]: hybrid search as in Cormack, Clarke & Büttcher (SIGIR 2009), k = 60.
+//! - [`eval`]: Recall@k, nDCG@10 and MRR@10 over BEIR-style sets (corpus.jsonl, queries.jsonl, qrels.tsv).
+
+mod embed;
+mod error;
+pub mod eval;
+mod fusion;
+mod keyword;
+mod tokenizer;
+mod vector;
+
+pub use embed::{Embedder, EmbedderConfig};
+pub use error::IndexError;
+pub use fusion::{reciprocal_rank_fusion, RRF_K};
+pub use keyword::KeywordIndex;
+pub use tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
+pub use vector::VectorIndex;
+
+/// How a query is answered: keywords only, embeddings only, or both fused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    Bm25,
+    Dense,
+    Hybrid,
+}
+
+impl SearchMode {
+    pub const ALL: [SearchMode; 3] = [SearchMode::Bm25, SearchMode::Dense, SearchMode::Hybrid];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Dense => "dense",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "bm25" => Ok(SearchMode::Bm25),
+            "dense" => Ok(SearchMode::Dense),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => Err(format!("unknown search mode {other:?} (bm25, dense or hybrid)")),
+        }
+    }
+}
