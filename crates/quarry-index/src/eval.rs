@@ -1,5 +1,5 @@
 //! Retrieval evaluation on BEIR-style sets: `corpus.jsonl` (`_id`, `title`?, `text`), `queries.jsonl`
-//! (`_id`, `text`), `qrels.tsv` (`query-id	corpus-id	score`, header line). One passage = one chunk (as
+//! (`_id`, `text`), `qrels.tsv` (query-id, corpus-id, score; tab-separated, header line). One passage = one chunk (as
 //! deep-searcher loads its evaluation corpora), so hits map straight back to qrels.
 //!
 //! Metrics, averaged over queries that have at least one relevant passage:
@@ -134,7 +134,7 @@ pub struct RetrievalReport {
 /// Without an embedder only `bm25` is reported. `progress(step, done, total)` is called as work advances.
 pub fn evaluate_retrieval(
     set: &EvalSet,
-    mut embedder: Option<&mut Embedder>,
+    embedder: Option<&mut Embedder>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<RetrievalReport, IndexError> {
     let mut seconds = BTreeMap::new();
@@ -148,7 +148,7 @@ pub fn evaluate_retrieval(
 
     let mut vectors = None;
     let mut query_vectors = Vec::new();
-    if let Some(embedder) = embedder.as_deref_mut() {
+    if let Some(embedder) = embedder {
         let started = std::time::Instant::now();
         let mut index = VectorIndex::new(embedder.dimension());
         // Large slices, so that sorting by length (see `Embedder::embed`) has room to work.
