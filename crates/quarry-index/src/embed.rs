@@ -26,6 +26,9 @@ pub struct EmbedderConfig {
     pub threads: usize,
     /// Texts per inference call.
     pub batch_size: usize,
+    /// Languages the model was trained on (ISO 639-1: `en`, `zh`, …); hybrid search leaves the dense
+    /// ranking out for queries in other scripts (see [`crate::embedder_covers`]).
+    pub languages: Vec<String>,
 }
 
 impl EmbedderConfig {
@@ -42,6 +45,7 @@ impl EmbedderConfig {
             max_length: 512,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             batch_size: 32,
+            languages: vec!["en".into()],
         })
     }
 }
@@ -52,6 +56,7 @@ pub struct Embedder {
     model_id: String,
     dimension: usize,
     batch_size: usize,
+    languages: Vec<String>,
 }
 
 /// ONNX Runtime binds once per process; the first library path wins.
@@ -95,7 +100,13 @@ impl Embedder {
         let mut model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let probe = model.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
-        Ok(Embedder { model, model_id: config.model_id.clone(), dimension, batch_size: config.batch_size.max(1) })
+        Ok(Embedder {
+            model,
+            model_id: config.model_id.clone(),
+            dimension,
+            batch_size: config.batch_size.max(1),
+            languages: config.languages.clone(),
+        })
     }
 
     /// One vector of [`Embedder::dimension`] floats per text, in the order given.
@@ -120,5 +131,10 @@ impl Embedder {
 
     pub fn model_id(&self) -> &str {
         &self.model_id
+    }
+
+    /// Languages the model was trained on (see [`EmbedderConfig::languages`]).
+    pub fn languages(&self) -> &[String] {
+        &self.languages
     }
 }

@@ -6,8 +6,11 @@
 //! - Recall@k = |relevant ∩ top k| / |relevant| (deep-searcher's `evaluation/evaluate.py`), k = 2, 5, 10;
 //! - nDCG@10 with binary gains (Järvelin & Kekäläinen 2002);
 //! - MRR@10 = 1 / rank of the first relevant passage within the top 10, else 0.
+//!
+//! Hybrid is what search will do: reciprocal rank fusion of BM25 and dense rankings, or BM25 alone for
+//! queries in a script the embedding model does not cover (see [`crate::embedder_covers`]).
 
-use crate::{reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, SearchMode, VectorIndex, RRF_K};
+use crate::{embedder_covers, reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, SearchMode, VectorIndex, RRF_K};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -148,7 +151,9 @@ pub fn evaluate_retrieval(
 
     let mut vectors = None;
     let mut query_vectors = Vec::new();
+    let mut languages: Vec<String> = Vec::new();
     if let Some(embedder) = embedder {
+        languages = embedder.languages().to_vec();
         let started = std::time::Instant::now();
         let mut index = VectorIndex::new(embedder.dimension());
         // Large slices, so that sorting by length (see `Embedder::embed`) has room to work.
@@ -179,7 +184,10 @@ pub fn evaluate_retrieval(
             let ranked: Vec<u64> = match mode {
                 SearchMode::Bm25 => bm25()?,
                 SearchMode::Dense => dense(),
-                SearchMode::Hybrid => reciprocal_rank_fusion(&[bm25()?, dense()], RRF_K).into_iter().map(|(id, _)| id).collect(),
+                SearchMode::Hybrid if embedder_covers(&languages, text) => {
+                    reciprocal_rank_fusion(&[bm25()?, dense()], RRF_K).into_iter().map(|(id, _)| id).collect()
+                }
+                SearchMode::Hybrid => bm25()?,
             };
             let ranking: Vec<String> = ranked.into_iter().take(10).map(id_of).collect();
             all.push(score_ranking(&ranking, &set.relevant[qid]));

@@ -27,9 +27,30 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
     fused.into_iter().map(|(id, s, _)| (id, s)).collect()
 }
 
+/// Whether an embedding model trained on `languages` (ISO 639-1 codes) should rank `query`: false when
+/// most of the query's letters are Chinese, Japanese or Korean and the model covers none of those
+/// languages. Hybrid search then fuses only the keyword ranking, because an English-only model's
+/// neighbours for a Chinese query are noise that fusion would mix in (measured on CMRC 2018: Recall@10
+/// 0.997 for BM25, 0.79 when fused with such noise).
+pub fn embedder_covers(languages: &[String], query: &str) -> bool {
+    let letters = query.chars().filter(|c| c.is_alphanumeric()).count();
+    let cjk = quarry_core::count_cjk_chars(query);
+    let mostly_cjk = letters > 0 && cjk * 2 > letters;
+    !mostly_cjk || languages.iter().any(|l| matches!(l.as_str(), "zh" | "ja" | "ko" | "multilingual"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn english_models_do_not_rank_chinese_queries() {
+        let english = vec!["en".to_string()];
+        assert!(!embedder_covers(&english, "中国联通2022年的资本开支是多少？"));
+        assert!(embedder_covers(&english, "What was Apple's revenue in 2023 Q3?"));
+        assert!(embedder_covers(&english, "iPhone 在中国 sales"), "mixed, mostly Latin letters");
+        assert!(embedder_covers(&["zh".to_string()], "资本开支"));
+    }
 
     #[test]
     fn agreement_beats_a_single_first_place() {

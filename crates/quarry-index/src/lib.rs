@@ -18,7 +18,7 @@ mod vector;
 
 pub use embed::{Embedder, EmbedderConfig};
 pub use error::IndexError;
-pub use fusion::{reciprocal_rank_fusion, RRF_K};
+pub use fusion::{embedder_covers, reciprocal_rank_fusion, RRF_K};
 pub use keyword::KeywordIndex;
 pub use tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
 pub use vector::VectorIndex;
