@@ -12,8 +12,8 @@ use std::time::Instant;
 /// GiB to spare.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParseOptions {
-    /// Path of the PDFium shared library (`libpdfium.so`), used for PDFs that lopdf cannot open and pages
-    /// where neither pdf-extract nor lopdf finds text. `None` turns the fallback off.
+    /// Path of the PDFium shared library (`libpdfium.so`), the second PDF reader (see
+    /// `crate::pdf_fallback` for when it is used). `None` turns it off.
     pub pdfium_library: Option<std::path::PathBuf>,
     /// Files larger than this are reported `too_large` without being read (bytes; default 512 MiB).
     pub max_file_bytes: u64,

@@ -1,9 +1,9 @@
 //! PDF text per page, through lopdf (parsing, decryption) and pdf-extract (text layout from content
 //! streams, font encodings, ToUnicode maps).
 //!
-//! Where both give up, PDFium takes over (see [`crate::pdf_fallback`]).
-//!
 //! When pdf-extract yields nothing for a page (or panics on it), lopdf's own extractor is tried on that page.
+//! PDFium (see [`crate::pdf_fallback`]) then reads what these may have missed: files lopdf cannot open,
+//! pages still empty or where pdf-extract failed, form-field values, and documents with CJK CID fonts.
 //!
 //! pdf-extract's own `extract_text_by_pages` stops at the first page that fails; here every page is tried
 //! on its own, under a panic guard, so one broken page costs one page, not the document.
@@ -112,8 +112,7 @@ pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u
             None => Err(error),
         };
     }
-    let failed_pages = warnings.iter().filter(|w| w.starts_with("page ")).count() as u32;
-    if !texts.iter().any(|(_, t)| has_text(t)) && failed_pages == page_count {
+    if !texts.iter().any(|(_, t)| has_text(t)) && primary_failed.len() as u32 == page_count {
         return Err(IngestError::malformed("pdf", format!("no page could be decoded; first error: {}", warnings[0])));
     }
     finish(texts, page_count, warnings)
@@ -125,7 +124,7 @@ fn read_whole_with_pdfium(library: &Path, bytes: &[u8], error: IngestError) -> R
     match crate::pdf_fallback::extract_pages(library, bytes, None) {
         Ok((pages, count)) if count > 0 => {
             let warning = format!("read with PDFium: lopdf could not read the file ({error})");
-            let texts = pages.into_iter().map(|p| (p.number, join_nonempty(&p.text, &p.annotations))).collect();
+            let texts = pages.into_iter().map(|p| (p.number, tidy_page_text(&join_nonempty(&p.text, &p.annotations)))).collect();
             finish(texts, count, vec![warning])
         }
         Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
@@ -185,14 +184,13 @@ fn uses_cjk_cid_fonts(doc: &lopdf::Document) -> bool {
 }
 
 fn has_text(text: &str) -> bool {
-    text.chars().filter(|c| !c.is_whitespace()).count() >= MIN_PAGE_CHARS
+    text_len(text) >= MIN_PAGE_CHARS
 }
 
-/// Blocks from (page, text) pairs, dropping pages without text; `NoTextLayer` when none has any.
+/// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any.
 fn finish(pages: Vec<(u32, String)>, page_count: u32, warnings: Vec<String>) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     let blocks: Vec<Block> = pages
         .into_iter()
-        .map(|(page, text)| (page, tidy_page_text(&text)))
         .filter(|(_, text)| has_text(text))
         .map(|(page, text)| Block { text, location: Location { page: Some(page), ..Default::default() } })
         .collect();

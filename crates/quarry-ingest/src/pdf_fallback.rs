@@ -1,9 +1,10 @@
 //! PDFium (Chromium's PDF engine) as a second PDF reader, through pdfium-render with the shared library
 //! loaded from a path (`libpdfium.so` from the PyPI package `pypdfium2`, unpacked by `scripts/setup.sh`).
 //!
-//! Used only where the primary path (lopdf + pdf-extract) gives up: PDFs whose cross-reference table
-//! lopdf cannot read (PDFium rebuilds it), and pages where neither pdf-extract nor lopdf finds text
-//! (form-field and free-text annotations, unusual font encodings).
+//! Used where the primary path (lopdf + pdf-extract) falls short: PDFs whose structure lopdf cannot read
+//! (PDFium rebuilds broken cross-reference tables), pages with no text or where pdf-extract failed, the
+//! pages of forms (field values live in annotations), and documents with CJK CID fonts, whose glyphs
+//! pdf-extract drops without an error. `crate::pdf` keeps, per page, the fuller of the two readings.
 
 use pdfium_render::prelude::*;
 use std::path::Path;
