@@ -17,6 +17,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 apt_packages=(
   build-essential pkg-config libssl-dev curl
   protobuf-compiler                 # lance / lancedb
+  libprotobuf-dev                   # google/protobuf/*.proto that lance's protos import
   cmake libclang-dev                # llama.cpp (embedded GGUF)
   libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev  # Tauri v2
   xvfb webkit2gtk-driver            # app end-to-end tests

@@ -11,6 +11,10 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "quarry", version, about = "Quarry: a private research assistant over your own documents")]
 struct Cli {
+    /// Where libraries are kept (default: $QUARRY_DATA_DIR, else the platform data folder,
+    /// ~/.local/share/quarry on Linux).
+    #[arg(long, global = true, env = "QUARRY_DATA_DIR")]
+    data_dir: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -19,6 +23,22 @@ struct Cli {
 enum Command {
     /// Read files, folders and ZIP archives and report, per file, what text could be extracted.
     Parse(commands::parse::ParseArgs),
+    /// Create, list, rename, delete or re-index libraries (named collections of documents).
+    #[command(subcommand)]
+    Library(commands::library::LibraryCommand),
+    /// Add files, folders and ZIP archives to a library: read, chunk, embed and index them.
+    Add(commands::library::AddArgs),
+    /// Bring a library in step with the files and folders it was given: read new and changed files,
+    /// drop vanished ones.
+    Sync(commands::library::SyncArgs),
+    /// Keep a library in step with its folders as they change, until Ctrl-C.
+    Watch(commands::library::WatchArgs),
+    /// Documents by state, chunks, and failures with their reasons.
+    Status(commands::library::StatusArgs),
+    /// Search a library: ranked chunks with path, page and score.
+    Search(commands::library::SearchArgs),
+    /// Ask a question: a research agent searches the libraries and writes a cited answer.
+    Ask(commands::ask::AskArgs),
     /// Measure retrieval (and later answer) quality on evaluation sets.
     #[command(subcommand)]
     Eval(commands::eval::EvalCommand),
@@ -32,8 +52,16 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::ParseWorker) {
         init_logging();
     }
+    let data = || quarry_store::DataDir::resolve(cli.data_dir.clone());
     let result = match cli.command {
         Command::Parse(args) => commands::parse::run(args),
+        Command::Library(command) => data().map_err(Into::into).and_then(|d| commands::library::library(d, command)),
+        Command::Add(args) => data().map_err(Into::into).and_then(|d| commands::library::add(d, args)),
+        Command::Sync(args) => data().map_err(Into::into).and_then(|d| commands::library::sync(d, args)),
+        Command::Watch(args) => data().map_err(Into::into).and_then(|d| commands::library::watch(d, args)),
+        Command::Status(args) => data().map_err(Into::into).and_then(|d| commands::library::status(d, args)),
+        Command::Search(args) => data().map_err(Into::into).and_then(|d| commands::library::search(d, args)),
+        Command::Ask(args) => data().map_err(Into::into).and_then(|d| commands::ask::ask(d, args)),
         Command::Eval(command) => commands::eval::run(command),
         Command::ParseWorker => commands::parse::run_worker(),
     };

@@ -4,11 +4,15 @@
 //! This crate has no heavy dependencies on purpose: agents, the CLI and the desktop shell all depend on it,
 //! and it must compile in seconds.
 
+pub mod chat;
 mod document;
 mod format;
 pub mod models;
+pub mod retrieval;
 mod text_stats;
 
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
+pub use chat::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Role, TokenSink, TokenUsage};
 pub use format::Format;
+pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
 pub use text_stats::{count_cjk_chars, is_cjk_char};

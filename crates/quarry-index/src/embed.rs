@@ -36,23 +36,38 @@ impl EmbedderConfig {
     ///
     /// Errors: a file is missing; the message says where it looked and to run `scripts/setup.sh`.
     pub fn default_model() -> Result<Self, IndexError> {
-        let onnx_runtime = find_model_file("onnxruntime/libonnxruntime.so").map_err(IndexError::ModelFiles)?;
         let model = find_model_file("all-minilm-l6-v2/model.onnx").map_err(IndexError::ModelFiles)?;
-        Ok(EmbedderConfig {
+        Ok(EmbedderConfig::with_files(
+            Self::default_onnx_runtime()?,
+            model.parent().map(Path::to_path_buf).unwrap_or_default(),
+            "all-minilm-l6-v2-int8",
+        ))
+    }
+
+    /// The set-up script's ONNX Runtime library. Errors: not found (the message says where it looked).
+    pub fn default_onnx_runtime() -> Result<PathBuf, IndexError> {
+        find_model_file("onnxruntime/libonnxruntime.so").map_err(IndexError::ModelFiles)
+    }
+
+    /// A model in `model_dir` (see [`EmbedderConfig::model_dir`]) run by the ONNX Runtime at
+    /// `onnx_runtime`, with default settings: 512 tokens, all cores, batches of 32, English.
+    pub fn with_files(onnx_runtime: PathBuf, model_dir: PathBuf, model_id: &str) -> Self {
+        EmbedderConfig {
             onnx_runtime,
-            model_dir: model.parent().map(Path::to_path_buf).unwrap_or_default(),
-            model_id: "all-minilm-l6-v2-int8".into(),
+            model_dir,
+            model_id: model_id.to_string(),
             max_length: 512,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             batch_size: 32,
             languages: vec!["en".into()],
-        })
+        }
     }
 }
 
 /// A loaded embedding model. Not `Sync`: one per thread, or behind a lock.
 pub struct Embedder {
     model: TextEmbedding,
+    model_dir: PathBuf,
     model_id: String,
     dimension: usize,
     batch_size: usize,
@@ -102,6 +117,7 @@ impl Embedder {
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
         Ok(Embedder {
             model,
+            model_dir: config.model_dir.clone(),
             model_id: config.model_id.clone(),
             dimension,
             batch_size: config.batch_size.max(1),
@@ -123,6 +139,11 @@ impl Embedder {
             out[i] = vector;
         }
         Ok(out)
+    }
+
+    /// The model's `tokenizer.json` (the chunker sizes chunks in its tokens).
+    pub fn tokenizer_file(&self) -> PathBuf {
+        self.model_dir.join("tokenizer.json")
     }
 
     pub fn dimension(&self) -> usize {

@@ -10,13 +10,15 @@
 //! Hybrid is what search will do: reciprocal rank fusion of BM25 and dense rankings, or BM25 alone for
 //! queries in a script the embedding model does not cover (see [`crate::embedder_covers`]).
 
-use crate::{embedder_covers, reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, SearchMode, VectorIndex, RRF_K};
+use crate::{embedder_covers, fusion_depth, reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, SearchMode, VectorIndex, RRF_K};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-/// Candidates each retriever contributes before fusion.
-const FUSION_DEPTH: usize = 100;
+/// Candidates each retriever contributes before fusion: the same depth `Library::search` uses for k = 10.
+fn eval_fusion_depth() -> usize {
+    fusion_depth(10)
+}
 
 /// A loaded evaluation set.
 pub struct EvalSet {
@@ -144,7 +146,7 @@ pub fn evaluate_retrieval(
     let started = std::time::Instant::now();
     let mut keyword = KeywordIndex::in_memory()?;
     for (i, (_, text)) in set.passages.iter().enumerate() {
-        keyword.add(i as u64, text)?;
+        keyword.add(i as u64, "", text)?;
     }
     keyword.commit()?;
     seconds.insert("index_bm25".to_string(), started.elapsed().as_secs_f64());
@@ -179,8 +181,8 @@ pub fn evaluate_retrieval(
         let started = std::time::Instant::now();
         let mut all = Vec::with_capacity(set.queries.len());
         for (qi, (qid, text)) in set.queries.iter().enumerate() {
-            let bm25 = || keyword.search(text, FUSION_DEPTH).map(|hits| hits.into_iter().map(|(id, _)| id).collect::<Vec<_>>());
-            let dense = || vectors.as_ref().map(|v| v.search(&query_vectors[qi], FUSION_DEPTH).into_iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
+            let bm25 = || keyword.search(text, eval_fusion_depth()).map(|hits| hits.into_iter().map(|(id, _)| id).collect::<Vec<_>>());
+            let dense = || vectors.as_ref().map(|v| v.search(&query_vectors[qi], eval_fusion_depth()).into_iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
             let ranked: Vec<u64> = match mode {
                 SearchMode::Bm25 => bm25()?,
                 SearchMode::Dense => dense(),

@@ -8,6 +8,14 @@ use std::collections::HashMap;
 /// The constant of the original paper, also the default of Elasticsearch, OpenSearch and Milvus.
 pub const RRF_K: f32 = 60.0;
 
+/// How many candidates each ranking contributes to hybrid fusion when `k` results are wanted:
+/// `max(5·k, 50)`. Measured with `quarry eval retrieval` (k = 10): depth 50 gives hybrid Recall@10 0.698 on
+/// MuSiQue and 0.888 on HotpotQA, depth 100 gives 0.693 / 0.892; deeper lists let passages that one ranking
+/// puts at 60–100 outvote the other ranking's top 10.
+pub fn fusion_depth(k: usize) -> usize {
+    (k * 5).max(50)
+}
+
 /// Fuses ranked lists of ids (best first) into one ranking of (id, fused score), best first.
 /// Ties keep the order in which ids were first seen.
 pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {

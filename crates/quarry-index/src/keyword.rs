@@ -8,19 +8,21 @@ use crate::IndexError;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING};
 use tantivy::tokenizer::{Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 /// Memory budget of the tantivy writer, in bytes.
 const WRITER_MEMORY: usize = 64 << 20;
 
-/// A BM25 index of (chunk id, text) pairs.
+/// A BM25 index of chunks: (chunk id, document id, text). On disk it records, as its commit payload, which
+/// version of the LanceDB `chunks` table it mirrors (see `crate::library`).
 pub struct KeywordIndex {
     index: Index,
     reader: IndexReader,
     writer: Option<IndexWriter>,
     id: Field,
+    document: Field,
     text: Field,
 }
 
@@ -39,36 +41,93 @@ impl KeywordIndex {
         Self::with_index(Index::open_or_create(directory, schema())?)
     }
 
+    /// Opens an existing index in `dir` for searching only: no writer lock is taken, so it works while
+    /// another process writes. Call [`KeywordIndex::reload`] to see newer commits.
+    ///
+    /// Errors: no index in `dir`, or one with another schema.
+    pub fn open_read_only(dir: &Path) -> Result<Self, IndexError> {
+        let index = Index::open_in_dir(dir)?;
+        if index.schema() != schema() {
+            return Err(IndexError::Keyword(tantivy::TantivyError::SchemaError(format!("{} has another schema", dir.display()))));
+        }
+        Self::with_index(index)
+    }
+
     fn with_index(index: Index) -> Result<Self, IndexError> {
         index.tokenizers().register(MIXED_TOKENIZER, analyzer());
         let schema = index.schema();
         let id = schema.get_field("chunk_id")?;
+        let document = schema.get_field("document_id")?;
         let text = schema.get_field("text")?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(KeywordIndex { index, reader, writer: None, id, text })
+        Ok(KeywordIndex { index, reader, writer: None, id, document, text })
     }
 
-    /// Adds one chunk. Visible to searches after [`KeywordIndex::commit`].
-    pub fn add(&mut self, chunk_id: u64, text: &str) -> Result<(), IndexError> {
+    fn writer(&mut self) -> Result<&mut IndexWriter, IndexError> {
         if self.writer.is_none() {
             self.writer = Some(self.index.writer(WRITER_MEMORY)?);
         }
+        self.writer.as_mut().ok_or_else(|| IndexError::Keyword(tantivy::TantivyError::InternalError("no writer".into())))
+    }
+
+    /// Adds one chunk of `document_id`. Visible to searches after [`KeywordIndex::commit`].
+    pub fn add(&mut self, chunk_id: u64, document_id: &str, text: &str) -> Result<(), IndexError> {
         let mut doc = TantivyDocument::default();
         doc.add_u64(self.id, chunk_id);
+        doc.add_text(self.document, document_id);
         doc.add_text(self.text, text);
-        if let Some(writer) = self.writer.as_mut() {
-            writer.add_document(doc)?;
-        }
+        self.writer()?.add_document(doc)?;
         Ok(())
     }
 
-    /// Makes added chunks durable and searchable.
+    /// Removes every chunk of `document_id` (at the next commit).
+    pub fn delete_document(&mut self, document_id: &str) -> Result<(), IndexError> {
+        let term = Term::from_field_text(self.document, document_id);
+        self.writer()?.delete_term(term);
+        Ok(())
+    }
+
+    /// Removes everything (at the next commit), before a rebuild.
+    pub fn clear(&mut self) -> Result<(), IndexError> {
+        self.writer()?.delete_all_documents()?;
+        Ok(())
+    }
+
+    /// Makes added and deleted chunks durable and searchable.
     pub fn commit(&mut self) -> Result<(), IndexError> {
         if let Some(writer) = self.writer.as_mut() {
             writer.commit()?;
         }
         self.reader.reload()?;
         Ok(())
+    }
+
+    /// Commits like [`KeywordIndex::commit`], storing `payload` with the commit (atomically: a crash leaves
+    /// the previous commit and its payload).
+    pub fn commit_with_payload(&mut self, payload: &str) -> Result<(), IndexError> {
+        let writer = self.writer()?;
+        let mut prepared = writer.prepare_commit()?;
+        prepared.set_payload(payload);
+        prepared.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// The payload of the last commit, if it stored one.
+    pub fn payload(&self) -> Result<Option<String>, IndexError> {
+        Ok(self.index.load_metas()?.payload)
+    }
+
+    /// Sees commits made since opening (by this or another process).
+    pub fn reload(&self) -> Result<(), IndexError> {
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Number of committed chunks of `document_id`.
+    pub fn count_document(&self, document_id: &str) -> Result<usize, IndexError> {
+        let query = TermQuery::new(Term::from_field_text(self.document, document_id), IndexRecordOption::Basic);
+        Ok(self.reader.searcher().search(&query, &tantivy::collector::Count)?)
     }
 
     /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
@@ -114,6 +173,7 @@ impl KeywordIndex {
 fn schema() -> Schema {
     let mut builder = Schema::builder();
     builder.add_u64_field("chunk_id", INDEXED | STORED | FAST);
+    builder.add_text_field("document_id", STRING);
     let indexing = TextFieldIndexing::default().set_tokenizer(MIXED_TOKENIZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
     builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
     builder.build()
@@ -136,14 +196,20 @@ mod tests {
     #[test]
     fn bm25_finds_chinese_and_english_with_stemming() {
         let mut index = KeywordIndex::in_memory().unwrap();
-        index.add(1, "中国联通2022年资本开支为742亿元").unwrap();
-        index.add(2, "Apple reported increasing revenues from iPhone sales").unwrap();
-        index.add(3, "The weather was calm and the flight landed safely").unwrap();
+        index.add(1, "d1", "中国联通2022年资本开支为742亿元").unwrap();
+        index.add(2, "d2", "Apple reported increasing revenues from iPhone sales").unwrap();
+        index.add(3, "d3", "The weather was calm and the flight landed safely").unwrap();
         index.commit().unwrap();
         assert_eq!(index.len(), 3);
         assert_eq!(index.search("联通的资本开支", 2).unwrap()[0].0, 1);
         assert_eq!(index.search("revenue increased", 2).unwrap()[0].0, 2, "stemming joins revenue(s)/increas(ed|ing)");
         assert!(index.search("the and", 5).unwrap().is_empty(), "stop words alone match nothing");
         assert!(index.search("title:(AND", 5).is_ok(), "no query syntax errors");
+        index.delete_document("d2").unwrap();
+        index.commit_with_payload("{\"chunks_version\":7}").unwrap();
+        assert_eq!(index.len(), 2);
+        assert_eq!(index.count_document("d2").unwrap(), 0);
+        assert_eq!(index.count_document("d1").unwrap(), 1);
+        assert_eq!(index.payload().unwrap().as_deref(), Some("{\"chunks_version\":7}"));
     }
 }

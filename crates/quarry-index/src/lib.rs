@@ -7,6 +7,8 @@
 //! - [`VectorIndex`]: exact cosine search over normalised embeddings, in memory.
 //! - [`reciprocal_rank_fusion`]: hybrid search as in Cormack, Clarke & Büttcher (SIGIR 2009), k = 60.
 //! - [`eval`]: Recall@k, nDCG@10 and MRR@10 over BEIR-style sets (corpus.jsonl, queries.jsonl, qrels.tsv).
+//!
+//! No LanceDB here: libraries on disk live in `quarry-store`, so this crate and its tests build in seconds.
 
 mod embed;
 mod error;
@@ -18,7 +20,7 @@ mod vector;
 
 pub use embed::{Embedder, EmbedderConfig};
 pub use error::IndexError;
-pub use fusion::{embedder_covers, reciprocal_rank_fusion, RRF_K};
+pub use fusion::{embedder_covers, fusion_depth, reciprocal_rank_fusion, RRF_K};
 pub use keyword::KeywordIndex;
 pub use tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
 pub use vector::VectorIndex;

@@ -44,7 +44,7 @@ pub struct IsolationConfig {
     pub workers: usize,
     /// Longest wait for a single document (default 60 s).
     pub document_timeout: Duration,
-    /// Address-space cap of each worker, in bytes (default 3 GiB).
+    /// Address space each worker may add to its start-up size, in bytes (default 3 GiB); see [`run_worker`].
     pub memory_limit_bytes: u64,
     pub options: ParseOptions,
     /// Send the parsed text back (for ingestion) or only the report figures (for `quarry parse`).
@@ -79,15 +79,18 @@ enum Reply {
     End,
 }
 
-/// The worker's main loop: caps the address space at `memory_limit_bytes` (0 = no cap), then answers
-/// requests from stdin until it closes. Parsing runs on a thread with a 64 MiB stack, because PDF and XML
+/// The worker's main loop: caps the address space at its size at start-up plus `memory_limit_bytes`
+/// (0 = no cap), then answers requests from stdin until it closes. The cap is counted from the start-up
+/// size because that depends on the executable (the `quarry` binary maps LanceDB and more, several
+/// hundred MiB of address space in a debug build), not on the document. Parsing runs on a thread with a 64 MiB stack, because PDF and XML
 /// parsers recurse deeply on hostile input.
 ///
 /// Errors: stdin/stdout failures (the supervisor went away).
 pub fn run_worker(memory_limit_bytes: u64) -> std::io::Result<()> {
     if memory_limit_bytes > 0 {
         // Failing to set the cap is not fatal: the worker still isolates crashes and hangs.
-        let _ = rlimit::setrlimit(rlimit::Resource::AS, memory_limit_bytes, memory_limit_bytes);
+        let cap = address_space_bytes().unwrap_or(0).saturating_add(memory_limit_bytes);
+        let _ = rlimit::setrlimit(rlimit::Resource::AS, cap, cap);
     }
     // Panics are caught per document and reported in its row; keep stderr to one line each.
     std::panic::set_hook(Box::new(|info| {
@@ -96,6 +99,14 @@ pub fn run_worker(memory_limit_bytes: u64) -> std::io::Result<()> {
     }));
     let handle = std::thread::Builder::new().stack_size(64 << 20).spawn(worker_loop)?;
     handle.join().unwrap_or_else(|_| Err(std::io::Error::other("worker thread panicked")))
+}
+
+/// This process's virtual address space in bytes (`VmSize` of /proc/self/status); `None` off Linux.
+fn address_space_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 fn worker_loop() -> std::io::Result<()> {

@@ -11,6 +11,9 @@ pub enum EvalCommand {
     /// Recall@2/5/10, nDCG@10 and MRR@10 of bm25, dense and hybrid search on a set with corpus.jsonl,
     /// queries.jsonl and qrels.tsv (one passage = one chunk).
     Retrieval(RetrievalArgs),
+    /// Query latency (p50/p95 per mode, exact and ANN) of libraries of given sizes built from sets'
+    /// passages, and the embedding throughput.
+    Latency(super::latency::LatencyArgs),
 }
 
 #[derive(clap::Args)]
@@ -32,6 +35,7 @@ pub struct RetrievalArgs {
 pub fn run(command: EvalCommand) -> anyhow::Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args),
+        EvalCommand::Latency(args) => super::latency::latency(args),
     }
 }
 

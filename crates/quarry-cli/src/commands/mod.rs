@@ -1,2 +1,6 @@
+pub mod ask;
 pub mod eval;
+pub mod latency;
+pub mod library;
 pub mod parse;
+pub mod progress;

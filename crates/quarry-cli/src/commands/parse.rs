@@ -16,18 +16,38 @@ pub struct ParseArgs {
     /// Write one row per document here (TSV: path, format, status, pages, chars, cjk_chars, ms, error).
     #[arg(long)]
     pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+    /// Print the summary as one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parser worker settings shared by `parse`, `add`, `sync`, `watch` and `library reindex`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorkerArgs {
     /// Parser worker processes run at once (default: number of cores).
     #[arg(long)]
     pub workers: Option<usize>,
     /// Longest time one document may take, in seconds, before it is reported as `timeout`.
     #[arg(long, default_value_t = 60)]
     pub timeout_secs: u64,
-    /// Memory cap of each parser worker, in MiB; a document that needs more is reported as `too_large`.
+    /// Memory each parser worker may use beyond its start-up size, in MiB; a document that needs more is reported as `too_large`.
     #[arg(long, default_value_t = 3072)]
     pub memory_limit_mb: u64,
-    /// Print the summary as one JSON object instead of a table.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl WorkerArgs {
+    /// Worker isolation settings that run this executable's hidden `parse-worker` command.
+    pub fn isolation(&self) -> anyhow::Result<IsolationConfig> {
+        let mut config = IsolationConfig::new(WorkerCommand::current_exe(&["parse-worker"]).context("locating the quarry executable")?);
+        if let Some(workers) = self.workers {
+            config.workers = workers.max(1);
+        }
+        config.document_timeout = Duration::from_secs(self.timeout_secs.max(1));
+        config.memory_limit_bytes = self.memory_limit_mb << 20;
+        Ok(config)
+    }
 }
 
 pub fn run(args: ParseArgs) -> anyhow::Result<()> {
@@ -38,12 +58,7 @@ pub fn run(args: ParseArgs) -> anyhow::Result<()> {
     if inputs.is_empty() {
         anyhow::bail!("no files found in the given paths");
     }
-    let mut config = IsolationConfig::new(WorkerCommand::current_exe(&["parse-worker"]).context("locating the quarry executable")?);
-    if let Some(workers) = args.workers {
-        config.workers = workers.max(1);
-    }
-    config.document_timeout = Duration::from_secs(args.timeout_secs.max(1));
-    config.memory_limit_bytes = args.memory_limit_mb << 20;
+    let mut config = args.worker.isolation()?;
     config.include_documents = false;
 
     let progress = indicatif::ProgressBar::new(inputs.len() as u64);

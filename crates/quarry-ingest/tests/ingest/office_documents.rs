@@ -1,8 +1,7 @@
 //! DOCX and spreadsheet extraction checked against docling's ground-truth Markdown and against known
 //! content of real files.
 
-mod common;
-use common::*;
+use crate::common::*;
 use quarry_ingest::{Format, Status};
 
 /// Recall of docling's ground-truth words for every DOCX/XLSX that has ground truth.

@@ -1,7 +1,6 @@
 //! PDF extraction on real files: encrypted-with-empty-password PDFs, CJK text, scans, passwords, pages.
 
-mod common;
-use common::*;
+use crate::common::*;
 use quarry_ingest::{IngestError, Status};
 
 #[test]

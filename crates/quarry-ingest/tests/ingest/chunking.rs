@@ -1,7 +1,6 @@
 //! Chunking real documents with the embedding model's own tokenizer (all-MiniLM-L6-v2, from set-up).
 
-mod common;
-use common::*;
+use crate::common::*;
 use quarry_ingest::{ChunkSizer, Chunker, ChunkerConfig};
 
 fn minilm_chunker(config: ChunkerConfig) -> Chunker {

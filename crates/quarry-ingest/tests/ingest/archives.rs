@@ -1,8 +1,7 @@
 //! ZIP archives on real files from zip2's and markitdown's test sets, plus the guards (bombs, traversal,
 //! depth) on archives built here, since no real hostile archive of those kinds is in the eval set.
 
-mod common;
-use common::*;
+use crate::common::*;
 use quarry_ingest::{IngestError, ParseOptions, Status};
 use std::io::Write;
 

@@ -1,0 +1,143 @@
+//! DeepSearch, after Zilliz's deep-searcher: split the question into sub-queries, retrieve for each in
+//! parallel, keep only the passages that help, reflect on what is missing and search again, then write a
+//! cited answer from the kept passages.
+//!
+//! Where it differs from deep-searcher: relevance is judged for a batch of passages per model call (not one
+//! call per passage); passages are deduplicated by chunk id across queries and rounds, so none is judged
+//! twice; and a round that adds no new relevant passage ends the search.
+
+use crate::answer::{number_passages, passage_ref, Answer};
+use crate::events::AgentEvent;
+use crate::prompts;
+use crate::run::{AgentError, Run};
+use crate::structured::{number_list, string_list, numbers_schema, strings_schema};
+use quarry_core::Passage;
+use std::collections::HashSet;
+
+/// Runs DeepSearch for `question` (see the module docs). Model calls: 1 (sub-queries) + ⌈new passages /
+/// batch⌉ per round (relevance) + 1 per round but the last (reflection) + 1 (answer).
+pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError> {
+    let config = run.config.clone();
+    run.emit(AgentEvent::Started { agent: "deep".into(), question: question.into() });
+
+    // Round 1's queries: the sub-queries (the question itself if the model gives none).
+    let max = config.max_sub_queries.max(1).to_string();
+    let request = prompts::SUB_QUERIES
+        .request(&[("question", question), ("max", &max)], 256)
+        .with_schema(strings_schema("queries", config.max_sub_queries.max(1)));
+    let mut queries = match run.call_structured(&request, "the question as the only query").await? {
+        Some(text) => match string_list(&text, "queries", config.max_sub_queries.max(1)) {
+            Some(list) if !list.is_empty() => list,
+            _ => {
+                run.degraded("sub_queries", &format!("no query list in {:?}", excerpt(&text)), "the question as the only query");
+                vec![]
+            }
+        },
+        None => vec![],
+    };
+    if queries.is_empty() {
+        queries.push(question.to_string());
+    }
+
+    let mut asked: Vec<Vec<String>> = Vec::new();
+    let mut seen: HashSet<(String, u64)> = HashSet::new();
+    let mut kept: Vec<Passage> = Vec::new();
+    let mut retrieved = 0;
+    for round in 1..=config.max_rounds.max(1) {
+        run.emit(AgentEvent::Queries { round, queries: queries.clone() });
+        asked.push(queries.clone());
+
+        // Parallel retrieval, one search per query.
+        let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
+        let mut fresh: Vec<Passage> = Vec::new();
+        for (query, result) in queries.iter().zip(results) {
+            let passages = result?;
+            let hits = passages.len();
+            let mut new = 0;
+            for p in passages {
+                if seen.insert(p.key()) {
+                    new += 1;
+                    fresh.push(p);
+                }
+            }
+            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new });
+        }
+        retrieved += fresh.len();
+
+        // Relevance filter, a batch of passages per call.
+        let mut round_kept = Vec::new();
+        let mut rejected = Vec::new();
+        let all_queries = asked.concat().join("; ");
+        for batch in fresh.chunks(config.relevance_batch.max(1)) {
+            let (text, used) = number_passages(batch, config.judge_chars, usize::MAX);
+            let request = prompts::RELEVANCE
+                .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
+                .with_schema(numbers_schema("relevant"));
+            let verdict = run.call_structured(&request, "keep the whole batch").await?;
+            let relevant = match verdict.as_deref().map(|t| (t, number_list(t, "relevant", used))) {
+                Some((_, Some(numbers))) => numbers,
+                Some((t, None)) => {
+                    run.degraded("relevance", &format!("no passage numbers in {:?}", excerpt(t)), "keep the whole batch");
+                    (1..=used).collect()
+                }
+                None => (1..=used).collect(),
+            };
+            for (i, p) in batch.iter().enumerate() {
+                if relevant.contains(&(i + 1)) { round_kept.push(p.clone()) } else { rejected.push(p.clone()) }
+            }
+        }
+        run.emit(AgentEvent::Judged {
+            round,
+            kept: round_kept.iter().map(passage_ref).collect(),
+            rejected: rejected.iter().map(passage_ref).collect(),
+        });
+        let added = round_kept.len();
+        kept.extend(round_kept);
+        if added == 0 {
+            run.emit(AgentEvent::Stopped { round, reason: "no new relevant passages".into() });
+            break;
+        }
+        if round == config.max_rounds.max(1) {
+            run.emit(AgentEvent::Stopped { round, reason: "max rounds".into() });
+            break;
+        }
+
+        // Reflection: what is still missing?
+        let (text, _) = number_passages(&kept, config.judge_chars, config.context_chars);
+        let history = asked.iter().flatten().map(|q| format!("- {q}")).collect::<Vec<_>>().join("\n");
+        let max = config.max_gap_queries.to_string();
+        let request = prompts::REFLECTION
+            .request(&[("question", question), ("queries", &history), ("passages", &text), ("max", &max)], 256)
+            .with_schema(strings_schema("queries", config.max_gap_queries));
+        let gaps = match run.call_structured(&request, "stop searching").await? {
+            Some(text) => match string_list(&text, "queries", config.max_gap_queries) {
+                Some(list) => list,
+                None => {
+                    run.degraded("reflection", &format!("no query list in {:?}", excerpt(&text)), "stop searching");
+                    vec![]
+                }
+            },
+            None => vec![],
+        };
+        let previous: HashSet<String> = asked.iter().flatten().map(|q| normalise(q)).collect();
+        queries = gaps.into_iter().filter(|q| !previous.contains(&normalise(q))).collect();
+        if queries.is_empty() {
+            run.emit(AgentEvent::Stopped { round, reason: "no gaps left".into() });
+            break;
+        }
+    }
+    run.write_answer("deep", prompts::ANSWER, question, kept, &[], asked, retrieved).await
+}
+
+fn normalise(query: &str) -> String {
+    query.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// The start of a model output, for trace messages.
+pub(crate) fn excerpt(text: &str) -> String {
+    let mut out: String = text.chars().take(120).collect();
+    if text.chars().count() > 120 {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,52 @@
+//! What an agent reports while it works: one event per step, for the CLI's live trace and the app's
+//! research panel. `quarry ask --json` prints them as JSON lines.
+
+use quarry_core::TokenUsage;
+use serde::Serialize;
+
+/// A short view of a passage for traces.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PassageRef {
+    pub library: String,
+    pub chunk_id: u64,
+    /// The citation form (`report.pdf, p. 3`).
+    pub citation: String,
+}
+
+/// One step of a research run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// The router chose an agent (and libraries); `reason` says how (model, override, fallback).
+    Routed { agent: String, libraries: Vec<String>, reason: String },
+    /// A run started.
+    Started { agent: String, question: String },
+    /// Queries to run in `round` (1-based): the sub-queries of round 1, the gap queries of later rounds, the
+    /// follow-up query of a chain step.
+    Queries { round: usize, queries: Vec<String> },
+    /// Passages retrieved for one query (`new` = not seen earlier in the run).
+    Retrieved { round: usize, query: String, hits: usize, new: usize },
+    /// The relevance filter's verdict on the new passages of a round.
+    Judged { round: usize, kept: Vec<PassageRef>, rejected: Vec<PassageRef> },
+    /// An intermediate answer of a chain step, with the passages that support it.
+    IntermediateAnswer { round: usize, query: String, answer: String, supporting: Vec<PassageRef> },
+    /// Why the run stops searching (`no new relevant passages`, `no gaps left`, `enough to answer`,
+    /// `max rounds`).
+    Stopped { round: usize, reason: String },
+    /// A structured step's output could not be used; the run went on with `fallback`.
+    Degraded { step: String, problem: String, fallback: String },
+    /// One model call finished.
+    LlmCall { step: String, prompt_tokens: u64, completion_tokens: u64, seconds: f64 },
+    /// A piece of the final answer as it is generated.
+    AnswerDelta { text: String },
+    /// The run is done.
+    Finished { llm_calls: usize, usage: TokenUsage, seconds: f64 },
+}
+
+/// Receives events; shared by concurrent steps.
+pub type EventSink = std::sync::Arc<dyn Fn(AgentEvent) + Send + Sync>;
+
+/// A sink that drops every event.
+pub fn no_events() -> EventSink {
+    std::sync::Arc::new(|_| {})
+}

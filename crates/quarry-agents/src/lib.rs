@@ -1,0 +1,114 @@
+//! Quarry's research agents, after Zilliz's deep-searcher: [`naive_rag`], [`deep_search`],
+//! [`chain_of_rag`] and a [`route`]r that picks one, all written against the [`ChatModel`] and
+//! [`Retriever`] traits of `quarry-core` — no LanceDB, no llama.cpp — so their control flow is tested with
+//! a scripted model in seconds.
+//!
+//! Every step reports an [`AgentEvent`]; structured steps (sub-queries, relevance, reflection, routing,
+//! follow-ups) ask for a JSON schema, read the output leniently ([`structured`]) and degrade — never fail —
+//! when it is unusable. A [`CancellationToken`] stops a run within the model call in progress. Prompts are
+//! files in `prompts/` ([`prompts`]).
+//!
+//! Entry point: [`ask`].
+
+pub mod answer;
+mod chain_of_rag;
+mod deep_search;
+pub mod events;
+mod fused;
+mod naive;
+pub mod prompts;
+mod router;
+mod run;
+pub mod structured;
+
+pub use answer::{Answer, Citation};
+pub use chain_of_rag::chain_of_rag;
+pub use deep_search::deep_search;
+pub use events::{no_events, AgentEvent, EventSink, PassageRef};
+pub use fused::FusedRetriever;
+pub use naive::naive_rag;
+pub use router::{route, LibraryInfo, Route};
+pub use run::{AgentConfig, AgentError, Run};
+pub use tokio_util::sync::CancellationToken;
+
+use quarry_core::{ChatModel, Retriever};
+use std::sync::Arc;
+
+/// The research agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    Naive,
+    Deep,
+    Chain,
+}
+
+impl AgentKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentKind::Naive => "naive",
+            AgentKind::Deep => "deep",
+            AgentKind::Chain => "chain",
+        }
+    }
+}
+
+impl std::str::FromStr for AgentKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "naive" => Ok(AgentKind::Naive),
+            "deep" => Ok(AgentKind::Deep),
+            "chain" => Ok(AgentKind::Chain),
+            other => Err(format!("unknown agent {other:?} (auto, naive, deep or chain)")),
+        }
+    }
+}
+
+/// A library an agent can search: what the router is told about it, and its retriever.
+#[derive(Clone)]
+pub struct SearchableLibrary {
+    pub info: LibraryInfo,
+    pub retriever: Arc<dyn Retriever>,
+}
+
+/// Answers `question` over `libraries` with `agent`, or with the agent (and libraries) the router picks
+/// when `agent` is `None`. Events go to `events`; `cancel` stops the run.
+///
+/// Errors: no library given; cancellation; a retrieval failure; the model failing to write the answer
+/// (structured steps degrade instead).
+pub async fn ask(
+    question: &str,
+    agent: Option<AgentKind>,
+    model: Arc<dyn ChatModel>,
+    libraries: &[SearchableLibrary],
+    config: AgentConfig,
+    events: EventSink,
+    cancel: CancellationToken,
+) -> Result<Answer, AgentError> {
+    if libraries.is_empty() {
+        return Err(AgentError::Retrieval("no library to search".into()));
+    }
+    let all: Arc<dyn Retriever> = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
+    let mut run = Run::new(model, all, config, events, cancel);
+    let agent = match agent {
+        Some(agent) => {
+            let names = libraries.iter().map(|l| l.info.name.clone()).collect();
+            run.emit(AgentEvent::Routed { agent: agent.name().into(), libraries: names, reason: "chosen by the user".into() });
+            agent
+        }
+        None => {
+            let infos: Vec<LibraryInfo> = libraries.iter().map(|l| l.info.clone()).collect();
+            let route = route(&run, question, &infos).await?;
+            let chosen: Vec<Arc<dyn Retriever>> =
+                libraries.iter().filter(|l| route.libraries.contains(&l.info.name)).map(|l| Arc::clone(&l.retriever)).collect();
+            run.retriever = FusedRetriever::over(chosen);
+            route.agent
+        }
+    };
+    match agent {
+        AgentKind::Naive => naive_rag(&run, question).await,
+        AgentKind::Deep => deep_search(&run, question).await,
+        AgentKind::Chain => chain_of_rag(&run, question).await,
+    }
+}

@@ -1,0 +1,16 @@
+//! NaiveRAG: one hybrid search for the question, then an answer written from the passages found.
+
+use crate::answer::Answer;
+use crate::events::AgentEvent;
+use crate::prompts;
+use crate::run::{AgentError, Run};
+
+/// Retrieves `top_k` passages for `question` and answers from them (one model call).
+pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> {
+    run.emit(AgentEvent::Started { agent: "naive".into(), question: question.into() });
+    run.emit(AgentEvent::Queries { round: 1, queries: vec![question.to_string()] });
+    let passages = run.retrieve(question).await?;
+    run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: passages.len(), new: passages.len() });
+    let retrieved = passages.len();
+    run.write_answer("naive", prompts::ANSWER, question, passages, &[], vec![vec![question.to_string()]], retrieved).await
+}

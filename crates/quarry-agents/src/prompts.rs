@@ -1,0 +1,126 @@
+//! The prompts of every agent step, kept as files in `prompts/` (data, versioned with the code) and filled
+//! with `{name}` placeholders.
+
+use quarry_core::ChatRequest;
+
+/// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
+pub const PROMPTS_VERSION: &str = "2026-11-22.1";
+
+/// One prompt file: a system part and a user part.
+#[derive(Debug, Clone, Copy)]
+pub struct Prompt {
+    pub name: &'static str,
+    source: &'static str,
+}
+
+macro_rules! prompt {
+    ($ident:ident, $file:literal) => {
+        pub const $ident: Prompt = Prompt { name: $file, source: include_str!(concat!("../prompts/", $file, ".md")) };
+    };
+}
+
+prompt!(ANSWER, "answer");
+prompt!(SUB_QUERIES, "sub_queries");
+prompt!(RELEVANCE, "relevance");
+prompt!(REFLECTION, "reflection");
+prompt!(FOLLOW_UP, "follow_up");
+prompt!(INTERMEDIATE_ANSWER, "intermediate_answer");
+prompt!(SUPPORTING_PASSAGES, "supporting_passages");
+prompt!(ENOUGH, "enough");
+prompt!(CHAIN_ANSWER, "chain_answer");
+prompt!(ROUTER, "router");
+
+/// Every prompt, for tests.
+pub const ALL: [Prompt; 10] =
+    [ANSWER, SUB_QUERIES, RELEVANCE, REFLECTION, FOLLOW_UP, INTERMEDIATE_ANSWER, SUPPORTING_PASSAGES, ENOUGH, CHAIN_ANSWER, ROUTER];
+
+impl Prompt {
+    /// (system, user) with every `{name}` replaced by its value from `values`. Braces that are not a
+    /// placeholder (`{"queries": …}` in JSON examples) stay as they are.
+    ///
+    /// Panics: a placeholder of the file has no value (a programming error the tests catch).
+    pub fn render(&self, values: &[(&str, &str)]) -> (String, String) {
+        let body = self.source.split_once("---system---").map(|(_, rest)| rest).unwrap_or(self.source);
+        let (system, user) = body.split_once("---user---").unwrap_or((body, ""));
+        (fill(self.name, system.trim(), values), fill(self.name, user.trim(), values))
+    }
+
+    /// A chat request for this prompt, named after it.
+    pub fn request(&self, values: &[(&str, &str)], max_tokens: u32) -> ChatRequest {
+        let (system, user) = self.render(values);
+        ChatRequest::new(self.name, system, user, max_tokens)
+    }
+
+    /// The placeholder names used in the file.
+    pub fn placeholders(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut rest = self.source;
+        while let Some(open) = rest.find('{') {
+            rest = &rest[open + 1..];
+            if let Some(close) = rest.find('}') {
+                let name = &rest[..close];
+                if is_placeholder(name) && !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names
+    }
+}
+
+fn is_placeholder(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
+fn fill(prompt: &str, template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + values.iter().map(|v| v.1.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_placeholder(&after[..close]) => {
+                let name = &after[..close];
+                let value = values
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| *v)
+                    .unwrap_or_else(|| panic!("prompt {prompt}: no value for {{{name}}}"));
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_prompt_has_a_system_and_a_user_part_and_fills_its_placeholders() {
+        for prompt in ALL {
+            let names = prompt.placeholders();
+            let values: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "VALUE")).collect();
+            let (system, user) = prompt.render(&values);
+            assert!(!system.is_empty() && !user.is_empty(), "{}", prompt.name);
+            for text in [&system, &user] {
+                for name in &names {
+                    assert!(!text.contains(&format!("{{{name}}}")), "{}: {{{name}}} left", prompt.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn json_examples_survive_filling() {
+        let (system, _) = SUB_QUERIES.render(&[("max", "4"), ("question", "q")]);
+        assert!(system.contains("at most 4") && system.contains(r#"{"queries": ["...", "..."]}"#), "{system}");
+    }
+}

@@ -1,0 +1,199 @@
+//! What every agent run shares: the model, the retriever, settings, the event sink, cancellation, and the
+//! count of model calls and tokens.
+
+use crate::answer::{citations_for, number_passages, Answer};
+use crate::events::{AgentEvent, EventSink};
+use crate::prompts::Prompt;
+use quarry_core::{ChatError, ChatModel, ChatRequest, ChatResponse, Passage, Retriever, TokenUsage};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of a research run. Defaults follow deep-searcher where it has one.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Most search rounds (DeepSearch: sub-queries, then gap queries; ChainOfRAG: follow-up steps). Default 3.
+    pub max_rounds: usize,
+    /// Passages retrieved per query. Default 8.
+    pub top_k: usize,
+    /// Most sub-queries in DeepSearch's first round. Default 4.
+    pub max_sub_queries: usize,
+    /// Most gap queries per reflection. Default 3.
+    pub max_gap_queries: usize,
+    /// Passages judged per relevance call. Default 6.
+    pub relevance_batch: usize,
+    /// Characters of each passage shown to the relevance judge and the reflection. Default 600.
+    pub judge_chars: usize,
+    /// Characters of each passage in an answer prompt. Default 1,500.
+    pub passage_chars: usize,
+    /// Characters of all passages in an answer prompt (fits the context of small local models). Default 9,000.
+    pub context_chars: usize,
+    /// Most tokens of the final answer. Default 800.
+    pub answer_max_tokens: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_rounds: 3,
+            top_k: 8,
+            max_sub_queries: 4,
+            max_gap_queries: 3,
+            relevance_batch: 6,
+            judge_chars: 600,
+            passage_chars: 1500,
+            context_chars: 9000,
+            answer_max_tokens: 800,
+        }
+    }
+}
+
+/// Why a run failed. Malformed model output never gets here: it degrades the step instead.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("cancelled")]
+    Cancelled,
+    /// The model failed on a step that cannot be skipped (writing the answer).
+    #[error("{step}: {source}")]
+    Model { step: String, source: ChatError },
+    #[error("retrieval: {0}")]
+    Retrieval(String),
+}
+
+/// One research run in progress.
+pub struct Run {
+    pub model: Arc<dyn ChatModel>,
+    pub retriever: Arc<dyn Retriever>,
+    pub config: AgentConfig,
+    events: EventSink,
+    cancel: CancellationToken,
+    stats: Mutex<(usize, TokenUsage)>,
+    started: Instant,
+}
+
+impl Run {
+    pub fn new(model: Arc<dyn ChatModel>, retriever: Arc<dyn Retriever>, config: AgentConfig, events: EventSink, cancel: CancellationToken) -> Self {
+        Run { model, retriever, config, events, cancel, stats: Mutex::new((0, TokenUsage::default())), started: Instant::now() }
+    }
+
+    pub fn emit(&self, event: AgentEvent) {
+        (self.events)(event);
+    }
+
+    /// Model calls and tokens so far.
+    pub fn stats(&self) -> (usize, TokenUsage) {
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    pub fn check_cancelled(&self) -> Result<(), AgentError> {
+        if self.cancel.is_cancelled() { Err(AgentError::Cancelled) } else { Ok(()) }
+    }
+
+    /// One model call; cancellation interrupts it. With `stream`, text goes out as
+    /// [`AgentEvent::AnswerDelta`] events as it is generated.
+    pub async fn call(&self, request: &ChatRequest, stream: bool) -> Result<ChatResponse, AgentError> {
+        self.check_cancelled()?;
+        let started = Instant::now();
+        let events = Arc::clone(&self.events);
+        let sink = move |text: &str| events(AgentEvent::AnswerDelta { text: text.to_string() });
+        let on_text: Option<&(dyn Fn(&str) + Send + Sync)> = if stream { Some(&sink) } else { None };
+        let result = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(AgentError::Cancelled),
+            result = self.model.complete(request, on_text) => result,
+        };
+        let response = match result {
+            Ok(response) => response,
+            Err(ChatError::Cancelled) => return Err(AgentError::Cancelled),
+            Err(source) => return Err(AgentError::Model { step: request.step.clone(), source }),
+        };
+        {
+            let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            stats.0 += 1;
+            stats.1.add(response.usage);
+        }
+        self.emit(AgentEvent::LlmCall {
+            step: request.step.clone(),
+            prompt_tokens: response.usage.prompt_tokens,
+            completion_tokens: response.usage.completion_tokens,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        Ok(response)
+    }
+
+    /// A structured step: the model's text, or `None` (with a [`AgentEvent::Degraded`] event) when the
+    /// model failed; cancellation still ends the run.
+    pub async fn call_structured(&self, request: &ChatRequest, fallback: &str) -> Result<Option<String>, AgentError> {
+        match self.call(request, false).await {
+            Ok(response) => Ok(Some(response.text)),
+            Err(AgentError::Model { step, source }) => {
+                self.degraded(&step, &source.to_string(), fallback);
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    pub fn degraded(&self, step: &str, problem: &str, fallback: &str) {
+        self.emit(AgentEvent::Degraded { step: step.to_string(), problem: problem.to_string(), fallback: fallback.to_string() });
+    }
+
+    pub async fn retrieve(&self, query: &str) -> Result<Vec<Passage>, AgentError> {
+        self.check_cancelled()?;
+        tokio::select! {
+            _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
+            result = self.retriever.retrieve(query, self.config.top_k) => result.map_err(|e| AgentError::Retrieval(e.to_string())),
+        }
+    }
+
+    /// Writes the final answer from `passages` with `prompt` (placeholders `passages`, `question` and
+    /// `extra`), streaming it. With no passages, no model is asked: the answer says the library holds
+    /// nothing on the question.
+    pub async fn write_answer(
+        &self,
+        agent: &str,
+        prompt: Prompt,
+        question: &str,
+        passages: Vec<Passage>,
+        extra: &[(&str, &str)],
+        queries: Vec<Vec<String>>,
+        retrieved: usize,
+    ) -> Result<Answer, AgentError> {
+        let nothing_found = passages.is_empty();
+        let (text, used) = number_passages(&passages, self.config.passage_chars, self.config.context_chars);
+        let passages: Vec<Passage> = passages.into_iter().take(used).collect();
+        let markdown = if nothing_found {
+            let text = format!("The library does not contain passages relevant to this question, so it cannot be answered from your documents: {question}");
+            self.emit(AgentEvent::AnswerDelta { text: text.clone() });
+            text
+        } else {
+            let mut values: Vec<(&str, &str)> = vec![("passages", &text), ("question", question)];
+            values.extend_from_slice(extra);
+            let mut request = prompt.request(&values, self.config.answer_max_tokens);
+            request.step = "answer".into();
+            self.call(&request, true).await?.text.trim().to_string()
+        };
+        let (citations, sources) = citations_for(&markdown, &passages);
+        let (llm_calls, usage) = self.stats();
+        let seconds = self.seconds();
+        self.emit(AgentEvent::Finished { llm_calls, usage, seconds });
+        Ok(Answer {
+            question: question.to_string(),
+            agent: agent.to_string(),
+            markdown,
+            citations,
+            sources,
+            queries,
+            retrieved,
+            kept: passages.len(),
+            llm_calls,
+            usage,
+            seconds,
+            model: self.model.describe(),
+            nothing_found,
+        })
+    }
+}

@@ -1,0 +1,280 @@
+//! Exact control flow of each agent: which model steps run, in which order, with which limits; what is
+//! retrieved, kept and cited; how malformed output, failures and cancellation are handled.
+
+use crate::fakes::{corpus, text, MemoryRetriever, Reply, ScriptedModel};
+use quarry_agents::{
+    ask, route, AgentConfig, AgentError, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, Run, SearchableLibrary,
+};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn recorder() -> (EventSink, Arc<Mutex<Vec<AgentEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    (Arc::new(move |e| sink.lock().unwrap().push(e)), events)
+}
+
+fn library(retriever: &Arc<MemoryRetriever>) -> SearchableLibrary {
+    SearchableLibrary {
+        info: LibraryInfo { name: retriever.library.clone(), description: format!("documents of {}", retriever.library) },
+        retriever: Arc::clone(retriever) as _,
+    }
+}
+
+async fn run_agent(
+    question: &str,
+    agent: Option<AgentKind>,
+    model: &Arc<ScriptedModel>,
+    libraries: &[SearchableLibrary],
+    config: AgentConfig,
+) -> (Result<quarry_agents::Answer, AgentError>, Vec<AgentEvent>) {
+    let (sink, events) = recorder();
+    let result = ask(question, agent, Arc::clone(model) as _, libraries, config, sink, CancellationToken::new()).await;
+    let events = events.lock().unwrap().clone();
+    (result, events)
+}
+
+fn degraded_steps(events: &[AgentEvent]) -> Vec<String> {
+    events.iter().filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None }).collect()
+}
+
+fn streamed(events: &[AgentEvent]) -> String {
+    events.iter().filter_map(|e| if let AgentEvent::AnswerDelta { text } = e { Some(text.as_str()) } else { None }).collect()
+}
+
+#[tokio::test]
+async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
+    let model = Arc::new(ScriptedModel::new().on("answer", text("Acme earned 4.2 billion dollars in 2023 [1].")));
+    let retriever = Arc::new(corpus("work"));
+    let (answer, events) = run_agent("What was Acme Corporation revenue in 2023?", Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["answer"]);
+    assert_eq!(retriever.queries(), vec!["What was Acme Corporation revenue in 2023?"]);
+    assert_eq!(answer.citations.len(), 1);
+    assert_eq!(answer.citations[0].passage.citation(), "acme.pdf, p. 2", "the best match is numbered 1");
+    assert!(model.prompts_of("answer")[0].contains("[1] acme.pdf, p. 2\nAcme Corporation revenue in 2023"));
+    assert_eq!(streamed(&events), answer.markdown, "the answer streams as it is written");
+    assert_eq!((answer.llm_calls, answer.usage.prompt_tokens), (1, 100));
+    assert!(matches!(events.last(), Some(AgentEvent::Finished { llm_calls: 1, .. })));
+}
+
+#[tokio::test]
+async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_and_stops_when_nothing_new() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Acme Corporation revenue 2023", "Globex revenue 2023", "Acme founded", "Globex founded", "gardening", "tomatoes"]}"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("relevance", text(r#"```json
+{"relevant": [2, 7]}
+```"#))
+            .on("reflection", text(r#"{"queries": ["acme founded", "Who is the Globex chief executive", "a", "never asked"]}"#))
+            .on("answer", text("Acme earned 4.2 billion [1]; Globex 1.1 billion [2].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let config = AgentConfig { relevance_batch: 4, ..AgentConfig::default() };
+    let (answer, events) = run_agent("Compare the 2023 revenue of Acme Corporation and Globex", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+
+    // ≤ 4 sub-queries, all searched at once; then the gap queries that are new (≤ 3 taken, repeats dropped).
+    assert_eq!(
+        retriever.queries(),
+        vec!["Acme Corporation revenue 2023", "Globex revenue 2023", "Acme founded", "Globex founded", "Who is the Globex chief executive", "a"]
+    );
+    assert!(retriever.max_in_flight.load(Ordering::SeqCst) >= 2, "sub-queries are retrieved in parallel");
+    // Six distinct passages in round 1, judged 4 + 2; round 2 finds nothing new, so no judging and no
+    // second reflection: the search stops early.
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "relevance", "reflection", "answer"]);
+    let judged: Vec<_> = events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((kept.len(), rejected.len())) } else { None }).collect();
+    assert_eq!(judged, vec![(2, 4), (0, 0)], "out-of-range passage numbers are ignored; nothing is judged twice");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "no new relevant passages")));
+    assert_eq!((answer.retrieved, answer.kept, answer.queries.len()), (6, 2, 2));
+    // The answer prompt holds only the kept passages, and each [n] resolves to one of them.
+    let prompt = &model.prompts_of("answer")[0];
+    assert!(prompt.contains("[1] ") && prompt.contains("[2] ") && !prompt.contains("[3] "), "{prompt}");
+    assert_eq!(answer.citations.iter().map(|c| c.number).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(answer.llm_calls, 5);
+    assert!(degraded_steps(&events).is_empty());
+}
+
+#[tokio::test]
+async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"["Acme founded"]"#))
+            .on("relevance", text(r#"{"relevant": [1, 2]}"#))
+            .on("reflection", text(r#"{"queries": ["Globex chief executive"]}"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("answer", text("Answer [1][3].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let config = AgentConfig { max_rounds: 2, ..AgentConfig::default() };
+    let (answer, events) = run_agent("Who founded Acme and who runs Globex?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "no reflection after the last round");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "max rounds")));
+    assert_eq!(answer.kept, 3);
+
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"["Acme founded"]"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("reflection", text(r#"{"queries": []}"#))
+            .on("answer", text("Jane Miller [1].")),
+    );
+    let (answer, events) = run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "answer"]);
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 1, reason } if reason == "no gaps left")));
+    assert_eq!(answer.unwrap().citations[0].passage.citation(), "acme.pdf, p. 1");
+}
+
+#[tokio::test]
+async fn malformed_or_failed_structured_steps_degrade_and_the_question_is_still_answered() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text("I think you should search for it."))
+            .on("relevance", text("hmm, hard to say"))
+            .on("reflection", text("<think>there is a gap about {Globex"))
+            .on("answer", text("Acme earned 4.2 billion [2].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let question = "Acme Corporation revenue 2023?";
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert_eq!(retriever.queries()[0], question, "no sub-queries: the question is the query");
+    assert_eq!(degraded_steps(&events), vec!["sub_queries", "relevance", "reflection"]);
+    assert_eq!(answer.kept, answer.retrieved, "an unreadable verdict keeps the batch");
+    assert_eq!(answer.citations.len(), 1);
+
+    // A model that fails on every structured step (after its own retries) still yields an answer.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", Reply::Fail("HTTP 503".into()))
+            .on("relevance", Reply::Fail("HTTP 503".into()))
+            .on("reflection", Reply::Fail("HTTP 503".into()))
+            .on("answer", text("Acme earned 4.2 billion [1].")),
+    );
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    assert!(answer.is_ok());
+    assert_eq!(degraded_steps(&events), vec!["sub_queries", "relevance", "reflection"]);
+
+    // The answer step cannot be skipped: its failure is the run's error, naming the step.
+    let model = Arc::new(ScriptedModel::new().on("answer", Reply::Fail("HTTP 500".into())));
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    match answer {
+        Err(AgentError::Model { step, .. }) => assert_eq!(step, "answer"),
+        other => panic!("expected a model error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn chain_of_rag_follows_up_one_query_at_a_time_until_enough() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("follow_up", text("Query: Which company did Acme Corporation acquire?"))
+            .on("intermediate_answer", text("Acme acquired Globex in 2019."))
+            .on("supporting_passages", text(r#"{"supporting": [3]}"#))
+            .on("enough", text(r#"{"enough": false}"#))
+            .on("follow_up", text("Who is the chief executive of Globex?"))
+            .on("intermediate_answer", text("Hank Scorpio."))
+            .on("supporting_passages", text("[1]"))
+            .on("enough", text("Yes."))
+            .on("answer", text("Hank Scorpio [2] runs Globex, which Acme acquired [1].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let (answer, events) =
+        run_agent("Who is the chief executive of the company Acme Corporation acquired?", Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert_eq!(
+        model.steps(),
+        vec!["follow_up", "intermediate_answer", "supporting_passages", "enough", "follow_up", "intermediate_answer", "supporting_passages", "enough", "answer"]
+    );
+    assert_eq!(retriever.queries(), vec!["Which company did Acme Corporation acquire?", "Who is the chief executive of Globex?"]);
+    assert!(model.prompts_of("follow_up")[1].contains("Answer: Acme acquired Globex in 2019."), "the next query sees the earlier step");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "enough to answer")));
+    let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(cited, vec!["acme.pdf, p. 3", "globex.pdf, p. 1"]);
+    assert!(model.prompts_of("answer")[0].contains("Answer: Hank Scorpio."));
+}
+
+#[tokio::test]
+async fn chain_of_rag_stops_on_a_repeated_follow_up_and_uses_the_question_when_the_first_is_unreadable() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("follow_up", text("   "))
+            .on("intermediate_answer", text("Jane Miller founded it."))
+            .on("supporting_passages", text("passage 1"))
+            .on("enough", text("not sure"))
+            .on("follow_up", text("who founded acme corporation?"))
+            .on("answer", text("Jane Miller [1].")),
+    );
+    let (answer, events) = run_agent("Who founded Acme Corporation?", Some(AgentKind::Chain), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    assert_eq!(answer.unwrap().citations.len(), 1);
+    assert_eq!(degraded_steps(&events), vec!["follow_up", "enough"]);
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { reason, .. } if reason.contains("repeats"))));
+}
+
+#[tokio::test]
+async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over_all() {
+    let work = Arc::new(corpus("work"));
+    let garden = Arc::new(MemoryRetriever::new("garden", &[("tomatoes.md", 1, "Tomatoes need gardening care and sun.")]));
+    let libraries = [library(&work), library(&garden)];
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("router", text(r#"{"agent": "naive", "libraries": ["garden", "nonexistent"]}"#))
+            .on("answer", text("Sun [1].")),
+    );
+    let (answer, events) = run_agent("What do tomatoes need?", None, &model, &libraries, AgentConfig::default()).await;
+    assert_eq!(answer.unwrap().agent, "naive");
+    assert!(work.queries().is_empty() && garden.queries().len() == 1, "only the chosen library is searched");
+    assert_eq!(model.steps(), vec!["router", "answer"]);
+    let routed = events.iter().find(|e| matches!(e, AgentEvent::Routed { .. })).unwrap();
+    assert!(matches!(routed, AgentEvent::Routed { agent, libraries, .. } if agent == "naive" && libraries == &vec!["garden".to_string()]), "{routed:?}");
+    let router_prompt = &model.calls.lock().unwrap()[0].1;
+    assert!(router_prompt.contains("What do tomatoes need?"));
+
+    // Unreadable routing: DeepSearch over every library, reported.
+    let model = Arc::new(ScriptedModel::new().on("router", text("I'd go with whatever")));
+    let (sink, events) = recorder();
+    let run = Run::new(Arc::clone(&model) as _, Arc::clone(&work) as _, AgentConfig::default(), sink, CancellationToken::new());
+    let infos: Vec<LibraryInfo> = libraries.iter().map(|l| l.info.clone()).collect();
+    let chosen = route(&run, "anything", &infos).await.unwrap();
+    assert_eq!((chosen.agent, chosen.libraries.len()), (AgentKind::Deep, 2));
+    assert_eq!(degraded_steps(&events.lock().unwrap()), vec!["router"]);
+    assert_eq!(model.steps(), vec!["router"]);
+
+    // A last-number reply still routes (1-based index into naive, deep, chain).
+    let model = Arc::new(ScriptedModel::new().on("router", text("3")));
+    let run = Run::new(Arc::clone(&model) as _, Arc::clone(&work) as _, AgentConfig::default(), quarry_agents::no_events(), CancellationToken::new());
+    assert_eq!(route(&run, "anything", &infos[..1]).await.unwrap().agent, AgentKind::Chain);
+}
+
+#[tokio::test]
+async fn nothing_relevant_in_the_library_is_said_without_asking_the_model() {
+    let model = Arc::new(ScriptedModel::new());
+    let (answer, _) = run_agent("quantum teleportation?", Some(AgentKind::Naive), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert!(answer.nothing_found && answer.citations.is_empty());
+    assert!(answer.markdown.contains("does not contain"));
+    assert!(model.steps().is_empty());
+}
+
+#[tokio::test]
+async fn cancel_stops_within_the_model_call_in_progress() {
+    let model = Arc::new(ScriptedModel::new().on("answer", Reply::Hang));
+    let retriever = Arc::new(corpus("work"));
+    let cancel = CancellationToken::new();
+    let libraries = vec![library(&retriever)];
+    let task = {
+        let (model, cancel) = (Arc::clone(&model), cancel.clone());
+        tokio::spawn(async move {
+            ask("Acme revenue 2023", Some(AgentKind::Naive), model as _, &libraries, AgentConfig::default(), quarry_agents::no_events(), cancel).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    cancel.cancel();
+    let result = tokio::time::timeout(Duration::from_secs(5), task).await.expect("stops promptly").unwrap();
+    assert!(matches!(result, Err(AgentError::Cancelled)), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+}

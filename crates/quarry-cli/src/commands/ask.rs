@@ -1,0 +1,210 @@
+//! `quarry ask`: a research agent answers a question over one or more libraries with a cited answer. The
+//! live trace goes to stderr, the answer streams to stdout, then its sources; `--json` prints the agent's
+//! events and the final answer as JSON lines instead.
+
+use super::library::ModelArgs;
+use anyhow::Context;
+use quarry_agents::{AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, LibraryInfo, SearchableLibrary};
+use quarry_core::ChatModel;
+use quarry_store::{DataDir, Library, LibraryRetriever, SearchMode};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LlmArgs {
+    /// A GGUF model file run in-process (default: the set-up script's SmolLM2-135M-Instruct).
+    #[arg(long, env = "QUARRY_LLM_MODEL_FILE", conflicts_with = "llm_url")]
+    pub model: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible server, with its API prefix: http://127.0.0.1:11434/v1 (Ollama),
+    /// http://127.0.0.1:8080/v1 (llama.cpp server), https://api.openai.com/v1 …
+    #[arg(long, env = "QUARRY_LLM_URL")]
+    pub llm_url: Option<String>,
+    /// Model name on that server.
+    #[arg(long, env = "QUARRY_LLM_MODEL", requires = "llm_url")]
+    pub llm_model: Option<String>,
+    /// Environment variable that holds the server's API key (read from the environment, never stored).
+    #[arg(long, default_value = "QUARRY_LLM_API_KEY")]
+    pub llm_api_key_env: String,
+    /// CPU threads of the embedded model (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Context length of the embedded model, in tokens.
+    #[arg(long, default_value_t = 4096)]
+    pub context_tokens: u32,
+}
+
+impl LlmArgs {
+    /// Loads the chosen model. Errors: a missing model file; a bad URL.
+    pub fn load(&self) -> anyhow::Result<Arc<dyn ChatModel>> {
+        if let Some(url) = &self.llm_url {
+            let model = self.llm_model.clone().context("--llm-url needs --llm-model (the model name on that server)")?;
+            let mut config = quarry_llm::OpenAiConfig::new(url, &model);
+            config.api_key = std::env::var(&self.llm_api_key_env).ok().filter(|k| !k.is_empty());
+            return Ok(Arc::new(quarry_llm::OpenAiChat::new(config)?));
+        }
+        let mut config = match &self.model {
+            Some(path) => quarry_gguf::GgufConfig::new(path),
+            None => quarry_gguf::GgufConfig::default_model()?,
+        };
+        if let Some(threads) = self.threads {
+            config.threads = threads.max(1);
+        }
+        config.context_tokens = self.context_tokens;
+        Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
+    }
+}
+
+#[derive(clap::Args)]
+pub struct AskArgs {
+    /// The question, in any language.
+    pub question: String,
+    /// Libraries to search (repeat the flag; default: every library).
+    #[arg(long, short)]
+    pub library: Vec<String>,
+    /// auto (the router decides), naive, deep or chain.
+    #[arg(long, default_value = "auto")]
+    pub agent: String,
+    /// Most search rounds.
+    #[arg(long, default_value_t = 3)]
+    pub max_rounds: usize,
+    /// Passages retrieved per query.
+    #[arg(short, default_value_t = 8)]
+    pub k: usize,
+    /// How passages are found: bm25, dense or hybrid.
+    #[arg(long, default_value = "hybrid")]
+    pub mode: SearchMode,
+    /// Most tokens of the written answer.
+    #[arg(long, default_value_t = 800)]
+    pub answer_tokens: u32,
+    /// Print the agent's events and the answer as JSON lines on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    #[command(flatten)]
+    pub embedding: ModelArgs,
+}
+
+/// Opens `names` (every library when empty) read-only as retrievers for the agents.
+pub async fn open_libraries(data: &DataDir, names: &[String], mode: SearchMode, embedding: &ModelArgs) -> anyhow::Result<Vec<SearchableLibrary>> {
+    let names: Vec<String> = if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
+    if names.is_empty() {
+        anyhow::bail!("no libraries in {} (create one with `quarry library create NAME` and `quarry add`)", data.root().display());
+    }
+    let embedder = if mode == SearchMode::Bm25 { None } else { Some(embedding.load()?) };
+    let mut libraries = Vec::new();
+    for name in names {
+        let library = Library::open_read(data, &name).await?;
+        let retriever = LibraryRetriever::new(library, embedder.clone(), mode)?;
+        let description = retriever.describe().await;
+        libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever) });
+    }
+    Ok(libraries)
+}
+
+pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
+    let agent: Option<AgentKind> = match args.agent.as_str() {
+        "auto" => None,
+        other => Some(other.parse().map_err(anyhow::Error::msg)?),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let libraries = open_libraries(&data, &args.library, args.mode, &args.embedding).await?;
+        let model = args.llm.load()?;
+        if !args.json {
+            eprintln!("model: {}", model.describe());
+        }
+        let config = AgentConfig {
+            max_rounds: args.max_rounds.max(1),
+            top_k: args.k.max(1),
+            answer_max_tokens: args.answer_tokens.max(16),
+            ..AgentConfig::default()
+        };
+        let json = args.json;
+        let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
+        let cancel = CancellationToken::new();
+        let on_ctrl_c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nstopping…");
+                on_ctrl_c.cancel();
+            }
+        });
+        match quarry_agents::ask(&args.question, agent, model, &libraries, config, events, cancel).await {
+            Ok(answer) => {
+                print_answer(&answer, json)?;
+                Ok(())
+            }
+            Err(AgentError::Cancelled) => anyhow::bail!("cancelled"),
+            Err(e) => Err(e.into()),
+        }
+    })
+}
+
+fn show_event(event: &AgentEvent, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(event).unwrap_or_default());
+        return;
+    }
+    match event {
+        AgentEvent::AnswerDelta { text } => {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+        AgentEvent::Routed { agent, libraries, reason } => eprintln!("agent {agent} over {} ({reason})", libraries.join(", ")),
+        AgentEvent::Started { .. } | AgentEvent::Finished { .. } => {}
+        AgentEvent::Queries { round, queries } => eprintln!("round {round}: {}", queries.iter().map(|q| format!("{q:?}")).collect::<Vec<_>>().join(", ")),
+        AgentEvent::Retrieved { query, hits, new, .. } => eprintln!("  {hits} passages ({new} new) for {query:?}"),
+        AgentEvent::Judged { kept, rejected, .. } => {
+            eprintln!("  kept {} of {} new passages", kept.len(), kept.len() + rejected.len());
+            for p in kept {
+                eprintln!("    + {}", p.citation);
+            }
+        }
+        AgentEvent::IntermediateAnswer { answer, supporting, .. } => {
+            eprintln!("  answer: {answer}");
+            for p in supporting {
+                eprintln!("    + {}", p.citation);
+            }
+        }
+        AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
+        AgentEvent::Degraded { step, problem, fallback } => eprintln!("  {step}: {problem}; {fallback}"),
+        AgentEvent::LlmCall { step, prompt_tokens, completion_tokens, seconds } => {
+            eprintln!("  [{step}: {prompt_tokens}+{completion_tokens} tokens, {seconds:.1} s]")
+        }
+    }
+}
+
+fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
+    if json {
+        let mut value = serde_json::to_value(answer)?;
+        value["event"] = "answer".into();
+        println!("{}", serde_json::to_string(&value)?);
+        return Ok(());
+    }
+    println!("\n");
+    let (title, list) = if answer.citations.is_empty() && !answer.sources.is_empty() {
+        ("Sources (the model cited none; the answer was written from these passages)", &answer.sources)
+    } else {
+        ("Sources", &answer.citations)
+    };
+    if !list.is_empty() {
+        println!("{title}:");
+        for c in list {
+            let quote: String = c.passage.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect();
+            println!("[{}] {}\n    {}\n    \"{quote}…\"", c.number, c.passage.citation(), c.passage.path);
+        }
+    }
+    eprintln!(
+        "\n{} agent, {} model calls, {} tokens ({} prompt + {} generated), {:.1} s",
+        answer.agent,
+        answer.llm_calls,
+        answer.usage.total(),
+        answer.usage.prompt_tokens,
+        answer.usage.completion_tokens,
+        answer.seconds
+    );
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! `quarry eval latency`: query latency of a library at given sizes (default ~10k and ~100k chunks), for
+//! each search mode, with exact dense search and with the ANN index, plus the embedding throughput of the
+//! default model. Prints Markdown tables.
+//!
+//! The chunks are the passages of the given sets (e.g. every set of ../shared/eval/A_benchmarks, 13k
+//! passages in English and Chinese), embedded once with the default model; the vectors are cached in the
+//! system temp folder. Sizes beyond the corpus repeat it with a copy number appended to the text and a
+//! little noise on the vector, so BM25 and ANN see distinct rows. Queries are the sets' own questions.
+//! Latency is measured through `Library::search` as the CLI and the app call it: query embedding, both
+//! indexes, fusion, reading the chunks back. It is a command rather than a `cargo bench` target so that
+//! it runs on the release binary that is already built (a separate bench build recompiles LanceDB).
+
+use anyhow::Context;
+use quarry_index::eval::load_set;
+use quarry_index::{Embedder, EmbedderConfig};
+use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
+use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store};
+use quarry_store::{DataDir, Library, SearchMode, StoreError};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct LatencyArgs {
+    /// Folders of sets whose corpus.jsonl passages become the chunks and whose queries.jsonl are asked
+    /// (repeat the flag for several sets).
+    #[arg(long = "set", required = true)]
+    pub sets: Vec<PathBuf>,
+    /// Library sizes in chunks, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
+    pub sizes: Vec<usize>,
+    /// Queries measured per row (spread over all sets).
+    #[arg(long, default_value_t = 200)]
+    pub queries: usize,
+}
+
+/// A temporary data folder, removed when dropped.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new() -> anyhow::Result<WorkDir> {
+        let dir = std::env::temp_dir().join(format!("quarry-latency-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(WorkDir(dir))
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Vectors for `passages`, from a cache file when it matches.
+fn embed_cached(embedder: &mut Embedder, passages: &[(String, String)]) -> anyhow::Result<Vec<Vec<f32>>> {
+    let cache = std::env::temp_dir().join(format!("quarry-latency-{}-{}.f32", embedder.model_id(), passages.len()));
+    let dim = embedder.dimension();
+    if let Ok(bytes) = std::fs::read(&cache) {
+        if bytes.len() == passages.len() * dim * 4 {
+            let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            return Ok(floats.chunks(dim).map(|c| c.to_vec()).collect());
+        }
+    }
+    let started = Instant::now();
+    let mut vectors = Vec::with_capacity(passages.len());
+    for group in passages.chunks(1024) {
+        let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
+        vectors.extend(embedder.embed(&texts)?);
+        eprint!("\rembedding passages {}/{}", vectors.len(), passages.len());
+    }
+    eprintln!(" in {:.1} s", started.elapsed().as_secs_f64());
+    let bytes: Vec<u8> = vectors.iter().flatten().flat_map(|f| f.to_le_bytes()).collect();
+    let _ = std::fs::write(&cache, bytes);
+    Ok(vectors)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+pub fn latency(args: LatencyArgs) -> anyhow::Result<()> {
+    let mut passages = Vec::new();
+    let mut queries = Vec::new();
+    for dir in &args.sets {
+        let set = load_set(dir, None).with_context(|| format!("loading {}", dir.display()))?;
+        passages.extend(set.passages);
+        queries.extend(set.queries.into_iter().map(|(_, q)| q));
+    }
+    anyhow::ensure!(!passages.is_empty() && !queries.is_empty(), "the sets hold no passages or no queries");
+    let config = EmbedderConfig::default_model()?;
+    let mut embedder = Embedder::new(&config).context("loading the embedding model")?;
+
+    // Embedding throughput, always measured (the cache below only spares the full corpus).
+    let sample: Vec<&str> = passages.iter().step_by((passages.len() / 1000).max(1)).take(1000).map(|(_, t)| t.as_str()).collect();
+    let started = Instant::now();
+    embedder.embed(&sample)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let chars: usize = sample.iter().map(|p| p.chars().count()).sum();
+    println!(
+        "embedding ({}): {} passages of {} characters on average in {seconds:.1} s = {:.1} passages/s, {:.0} characters/s\n",
+        embedder.model_id(),
+        sample.len(),
+        chars / sample.len().max(1),
+        sample.len() as f64 / seconds,
+        chars as f64 / seconds
+    );
+
+    let vectors = embed_cached(&mut embedder, &passages)?;
+    let dimension = embedder.dimension();
+    let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension };
+    let embedder = Arc::new(Mutex::new(embedder));
+    // Spread the queries over all sets.
+    let step = (queries.len() / args.queries.max(1)).max(1);
+    let queries: Vec<&String> = queries.iter().step_by(step).take(args.queries).collect();
+    let rt = tokio::runtime::Runtime::new()?;
+    let work = WorkDir::new()?;
+    let data = DataDir::at(&work.0);
+
+    println!("| chunks | ANN index | mode | p50 ms | p95 ms | mean ms |");
+    println!("|---:|---|---|---:|---:|---:|");
+    for &size in &args.sizes {
+        let name = format!("bench-{size}");
+        rt.block_on(Library::create(&data, &name, embedding.clone(), ChunkingInfo { max_tokens: 512, overlap_tokens: 0 }))?;
+        let dir = data.existing(&name)?;
+        let started = Instant::now();
+        rt.block_on(async {
+            let store = Store::open(&dir.join("lance"), dimension, false).await?;
+            let mut state: u64 = 0x9e3779b97f4a7c15;
+            let per_document = 100;
+            // Written in groups of 2,000 chunks, as an ingest commits them (about 256 at a time, then compacted).
+            let per_write = 2_000;
+            let mut row = 0;
+            while row < size {
+                let n = per_write.min(size - row);
+                let mut chunks = Vec::with_capacity(n);
+                let mut batch_vectors = Vec::with_capacity(n);
+                let mut documents = Vec::new();
+                for i in 0..n {
+                    let document_id = format!("doc-{}", (row + i) / per_document);
+                    let chunk_index = ((row + i) % per_document) as u32;
+                    let source = (row + i) % passages.len();
+                    let copy = (row + i) / passages.len();
+                    let text = if copy == 0 { passages[source].1.clone() } else { format!("{} [copy {copy}]", passages[source].1) };
+                    let mut vector = vectors[source].clone();
+                    if copy > 0 {
+                        for x in vector.iter_mut() {
+                            state ^= state << 13;
+                            state ^= state >> 7;
+                            state ^= state << 17;
+                            *x += ((state % 1000) as f32 / 1000.0 - 0.5) * 0.02;
+                        }
+                    }
+                    chunks.push(ChunkRecord {
+                        chunk_id: chunk_id(&document_id, chunk_index),
+                        document_id: document_id.clone(),
+                        chunk_index,
+                        text,
+                        page_start: Some(1),
+                        page_end: Some(1),
+                        sheet: None,
+                        heading_path: Vec::new(),
+                        char_start: 0,
+                        char_end: 0,
+                        token_count: 0,
+                    });
+                    batch_vectors.push(vector);
+                    if chunk_index != 0 {
+                        continue;
+                    }
+                    documents.push(DocumentRecord {
+                        document_id: document_id.clone(),
+                        origin_id: document_id.clone(),
+                        path: format!("/bench/{document_id}.txt"),
+                        file_path: format!("/bench/{document_id}.txt"),
+                        format: "text".into(),
+                        byte_len: 0,
+                        page_count: None,
+                        chunk_count: per_document.min(size - (row + i)) as u32,
+                        char_count: 0,
+                        state: DocumentState::Indexed,
+                        error: None,
+                        warnings: None,
+                        added_ms: 0,
+                        modified_ms: 0,
+                    });
+                }
+                store.add_chunks(&chunks, &batch_vectors).await?;
+                store.add_documents(&documents).await?;
+                row += n;
+            }
+            // Opening for writing builds the keyword index from LanceDB (its repair path); then compact.
+            let mut library = Library::open_write(&data, &name, &embedding.model_id).await?;
+            library.optimize(std::time::Duration::ZERO, usize::MAX).await?;
+            Ok::<_, StoreError>(())
+        })?;
+        eprintln!("built {size} chunks in {:.1} s", started.elapsed().as_secs_f64());
+
+        for ann in [false, true] {
+            if ann {
+                let started = Instant::now();
+                rt.block_on(async {
+                    let store = Store::open(&dir.join("lance"), dimension, false).await?;
+                    quarry_store::store::ensure_vector_index(&store, 0).await?;
+                    Ok::<_, StoreError>(())
+                })?;
+                eprintln!("ANN index over {size} chunks built in {:.1} s", started.elapsed().as_secs_f64());
+            }
+            let mut library = rt.block_on(Library::open_read(&data, &name))?;
+            for mode in SearchMode::ALL {
+                if ann && mode == SearchMode::Bm25 {
+                    continue;
+                }
+                // One warm-up query, then the measured ones.
+                rt.block_on(library.search(queries[0], mode, 10, Some(&embedder)))?;
+                let mut times = Vec::new();
+                for q in &queries {
+                    let started = Instant::now();
+                    rt.block_on(library.search(q, mode, 10, Some(&embedder)))?;
+                    times.push(started.elapsed().as_secs_f64() * 1000.0);
+                }
+                times.sort_by(f64::total_cmp);
+                let mean = times.iter().sum::<f64>() / times.len() as f64;
+                println!(
+                    "| {size} | {} | {} | {:.1} | {:.1} | {:.1} |",
+                    if ann { "IVF-HNSW-SQ" } else { "none (exact)" },
+                    mode.name(),
+                    percentile(&times, 0.5),
+                    percentile(&times, 0.95),
+                    mean
+                );
+            }
+        }
+    }
+    println!("\n{} queries per row; chunk texts from {} passages.", queries.len(), passages.len());
+    Ok(())
+}

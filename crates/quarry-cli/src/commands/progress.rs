@@ -1,0 +1,94 @@
+//! Showing an ingest run: three indicatif bars (files read, pages read, chunks embedded, each with rate and
+//! ETA) on a terminal, problems as lines above them; or, with `--json`, one JSON event per line on stdout.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use quarry_store::{IngestEvent, IngestSummary};
+
+pub struct IngestProgress {
+    json: bool,
+    multi: MultiProgress,
+    files: ProgressBar,
+    pages: ProgressBar,
+    chunks: ProgressBar,
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ")
+}
+
+impl IngestProgress {
+    pub fn new(json: bool) -> Self {
+        let multi = MultiProgress::with_draw_target(if json { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() });
+        let files = multi.add(ProgressBar::new(0));
+        files.set_style(style("files  [{bar:30}] {pos}/{len} {per_sec} eta {eta} {wide_msg}"));
+        let pages = multi.add(ProgressBar::new_spinner());
+        pages.set_style(style("pages  {pos} read, {per_sec}"));
+        let chunks = multi.add(ProgressBar::new(0));
+        chunks.set_style(style("chunks [{bar:30}] {pos}/{len} embedded {per_sec} eta {eta}"));
+        IngestProgress { json, multi, files, pages, chunks }
+    }
+
+    pub fn event(&mut self, event: IngestEvent) {
+        if self.json {
+            println!("{}", serde_json::to_string(&event).unwrap_or_default());
+            return;
+        }
+        match event {
+            IngestEvent::Scanned { to_read, unchanged, files } => {
+                self.files.set_length(to_read as u64);
+                if unchanged > 0 {
+                    let _ = self.multi.println(format!("{files} files, {unchanged} unchanged, {to_read} to read"));
+                }
+            }
+            IngestEvent::Unreadable { path, error } => {
+                let _ = self.multi.println(format!("cannot read {path}: {error}"));
+            }
+            IngestEvent::Read { pages, chunks, .. } => {
+                self.pages.inc(u64::from(pages.unwrap_or(0)));
+                self.chunks.inc_length(chunks as u64);
+            }
+            IngestEvent::Skipped { path, reason } => {
+                let _ = self.multi.println(format!("skipped {path}: {reason}"));
+            }
+            IngestEvent::Failed { path, status, error } => {
+                let _ = self.multi.println(format!("{status}: {path}: {error}"));
+            }
+            IngestEvent::Moved { from, to } => {
+                let _ = self.multi.println(format!("moved {from} -> {to}"));
+            }
+            IngestEvent::Embedding { done, .. } => self.chunks.set_position(done as u64),
+            IngestEvent::Indexed { .. } => {}
+            IngestEvent::FileDone { path } => {
+                self.files.inc(1);
+                let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+                self.files.set_message(name);
+            }
+            IngestEvent::Removed { path } => {
+                let _ = self.multi.println(format!("removed {path}"));
+            }
+            IngestEvent::Finished(_) => {}
+        }
+    }
+
+    pub fn finish(&mut self, summary: &IngestSummary) {
+        self.files.finish_and_clear();
+        self.pages.finish_and_clear();
+        self.chunks.finish_and_clear();
+        if self.json {
+            return;
+        }
+        eprintln!(
+            "{} files: {} documents indexed ({} chunks, {} pages), {} failed, {} unchanged, {} skipped as duplicates, {} moved, {} removed in {:.1} s",
+            summary.files,
+            summary.indexed,
+            summary.chunks,
+            summary.pages,
+            summary.failed,
+            summary.unchanged,
+            summary.skipped,
+            summary.moved,
+            summary.removed,
+            summary.seconds
+        );
+    }
+}

@@ -1,0 +1,126 @@
+//! The language-model interface the agents are written against: a chat completion with optional
+//! JSON-schema constrained output and token streaming. Backends (OpenAI-compatible HTTP, embedded GGUF)
+//! live in their own crates; tests use a scripted fake.
+
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage { role: Role::System, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage { role: Role::User, content: content.into() }
+    }
+}
+
+/// A chat completion request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    /// What the call is for (`sub_queries`, `relevance`, `answer`, …): shown in traces, used by test fakes.
+    pub step: String,
+    pub messages: Vec<ChatMessage>,
+    /// Most tokens to generate.
+    pub max_tokens: u32,
+    /// Sampling temperature; 0 means greedy.
+    pub temperature: f32,
+    /// When set, the output must be JSON matching this schema (JSON Schema draft 7 subset: object, array,
+    /// string, integer, boolean, enum). Backends enforce it where they can (`response_format` over HTTP, a
+    /// grammar in llama.cpp); callers still parse leniently.
+    pub json_schema: Option<serde_json::Value>,
+}
+
+impl ChatRequest {
+    /// A request for `step` with a system and a user message, greedy sampling.
+    pub fn new(step: &str, system: impl Into<String>, user: impl Into<String>, max_tokens: u32) -> Self {
+        ChatRequest {
+            step: step.to_string(),
+            messages: vec![ChatMessage::system(system), ChatMessage::user(user)],
+            max_tokens,
+            temperature: 0.0,
+            json_schema: None,
+        }
+    }
+
+    /// The same request, constrained to JSON matching `schema`.
+    pub fn with_schema(mut self, schema: serde_json::Value) -> Self {
+        self.json_schema = Some(schema);
+        self
+    }
+}
+
+/// Tokens a call consumed, as the backend counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    pub fn add(&mut self, other: TokenUsage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// A finished completion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatResponse {
+    pub text: String,
+    pub usage: TokenUsage,
+}
+
+/// Why a completion failed. Messages name the endpoint or model file.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    /// The backend is misconfigured (bad URL, missing model file, no API key where one is needed).
+    #[error("{0}")]
+    Config(String),
+    /// The server answered with an error status after the retries.
+    #[error("{endpoint}: HTTP {status}: {message}")]
+    Http { endpoint: String, status: u16, message: String },
+    /// No answer in time, or the connection failed, after the retries.
+    #[error("{endpoint}: {message}")]
+    Unreachable { endpoint: String, message: String },
+    /// The model itself failed (decode error, context overflow that could not be truncated, …).
+    #[error("model: {0}")]
+    Model(String),
+    /// The caller cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Receives generated text as it arrives (pieces of any length, in order).
+pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// A chat model: one completion at a time per call; implementations are shared across tasks.
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync {
+    /// A short description for traces and reports: backend and model (`llama.cpp smollm2-135m…`).
+    fn describe(&self) -> String;
+
+    /// Runs `request` to completion. With `on_text`, generated text is streamed to it as it arrives; the
+    /// response still carries the whole text.
+    ///
+    /// Errors: see [`ChatError`]. Dropping the future cancels the call.
+    async fn complete(&self, request: &ChatRequest, on_text: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError>;
+}

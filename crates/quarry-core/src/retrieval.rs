@@ -1,0 +1,73 @@
+//! What the agents retrieve: passages (chunks with their location) from one or more libraries, through
+//! the [`Retriever`] trait. The library store implements it over LanceDB + tantivy; tests use an
+//! in-memory one.
+
+use serde::{Deserialize, Serialize};
+
+/// A retrieved chunk with everything a citation needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Passage {
+    /// The chunk's id, unique within its library.
+    pub chunk_id: u64,
+    /// The library it came from.
+    pub library: String,
+    pub document_id: String,
+    /// The document's virtual path (`/abs/report.pdf`, `/abs/archive.zip!/a.docx`).
+    pub path: String,
+    /// First and last page (1-based, inclusive) for paged formats.
+    pub page_start: Option<u32>,
+    pub page_end: Option<u32>,
+    pub sheet: Option<String>,
+    /// Enclosing headings, outermost first.
+    pub heading_path: Vec<String>,
+    pub text: String,
+    /// The retriever's score (higher is better; comparable only within one result list).
+    pub score: f32,
+}
+
+impl Passage {
+    /// A key unique across libraries: (library, chunk id).
+    pub fn key(&self) -> (String, u64) {
+        (self.library.clone(), self.chunk_id)
+    }
+
+    /// The file name (the member name for ZIP members): `report.pdf`, `a.docx`.
+    pub fn file_name(&self) -> &str {
+        let inner = self.path.rsplit("!/").next().unwrap_or(&self.path);
+        inner.rsplit(['/', '\\']).next().unwrap_or(inner)
+    }
+
+    /// Where in the file: `p. 3`, `pp. 3–4`, `sheet Q3`, `Safety > Ladders`, or empty.
+    pub fn place(&self) -> String {
+        citation_place(self.page_start, self.page_end, self.sheet.as_deref(), &self.heading_path)
+    }
+
+    /// The citation form: `report.pdf, pp. 3–4`, `budget.xlsx, sheet Q3`, `handbook.docx, Safety > Ladders`.
+    pub fn citation(&self) -> String {
+        let place = self.place();
+        if place.is_empty() { self.file_name().to_string() } else { format!("{}, {place}", self.file_name()) }
+    }
+}
+
+/// The location part of a citation from a chunk's page span, sheet and heading path (page wins, then
+/// sheet, then headings): `p. 3`, `pp. 3–4`, `sheet Q3`, `Safety > Ladders`, or empty.
+pub fn citation_place(page_start: Option<u32>, page_end: Option<u32>, sheet: Option<&str>, heading_path: &[String]) -> String {
+    match (page_start, page_end, sheet) {
+        (Some(a), Some(b), _) if a != b => format!("pp. {a}–{b}"),
+        (Some(a), _, _) => format!("p. {a}"),
+        (None, _, Some(sheet)) => format!("sheet {sheet}"),
+        _ => heading_path.join(" > "),
+    }
+}
+
+/// Why retrieval failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RetrievalError(pub String);
+
+/// Finds passages for a query in one library or several.
+#[async_trait::async_trait]
+pub trait Retriever: Send + Sync {
+    /// The `k` best passages for `query`, best first (hybrid search where the store supports it).
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError>;
+}

@@ -1,0 +1,296 @@
+//! Quarry's embedded chat model: a GGUF file run in-process by llama.cpp (through `llama-cpp-2`), so
+//! questions are answered with no server and no network. This is the one crate that compiles llama.cpp.
+//!
+//! - The chat template comes from the GGUF file (ChatML when the file has none).
+//! - Structured steps are constrained: the request's JSON schema becomes a GBNF grammar (llama.cpp's
+//!   `json_schema_to_grammar`) that the sampler must follow.
+//! - The thread count is explicit (default: all cores), and llama.cpp's OpenMP threads should not spin on
+//!   a busy machine: set `OMP_WAIT_POLICY=PASSIVE` (scripts/env.sh does) — see ../shared/MODELS.md.
+//! - Prompts longer than the context are cut in the middle of their longest message (the passages), so
+//!   the instructions at the start and the question at the end survive.
+//! - Generation runs on a blocking thread, one call at a time; dropping the call's future stops it after
+//!   the token in progress.
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use quarry_core::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Role, TokenSink, TokenUsage};
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Settings of the embedded model.
+#[derive(Debug, Clone)]
+pub struct GgufConfig {
+    /// The `.gguf` file.
+    pub path: PathBuf,
+    /// CPU threads for generation and prompt processing (default: all cores).
+    pub threads: usize,
+    /// Context length in tokens (prompt + answer); default 4,096, never more than the model was trained on.
+    pub context_tokens: u32,
+}
+
+impl GgufConfig {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        GgufConfig {
+            path: path.into(),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            context_tokens: 4096,
+        }
+    }
+
+    /// The set-up script's SmolLM2-135M-Instruct (`assets/models/smollm2-135m-instruct/model.gguf`, or
+    /// under `$QUARRY_MODELS_DIR`). Errors: not found (the message says where it looked).
+    pub fn default_model() -> Result<Self, ChatError> {
+        quarry_core::models::find_model_file("smollm2-135m-instruct/model.gguf").map(GgufConfig::new).map_err(ChatError::Config)
+    }
+}
+
+/// A GGUF chat model loaded in this process.
+pub struct GgufChat {
+    model: Arc<LlamaModel>,
+    template: Option<LlamaChatTemplate>,
+    config: GgufConfig,
+    context_tokens: u32,
+    name: String,
+    /// One generation at a time: two would only share the same cores.
+    busy: Arc<Mutex<()>>,
+}
+
+fn backend() -> Result<&'static LlamaBackend, ChatError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            backend.void_logs();
+            Ok(backend)
+        })
+        .as_ref()
+        .map_err(|e| ChatError::Model(format!("llama.cpp backend: {e}")))
+}
+
+impl GgufChat {
+    /// Loads the model file. Errors: the file is missing or not a GGUF model llama.cpp can load.
+    pub fn load(config: GgufConfig) -> Result<Self, ChatError> {
+        if !config.path.is_file() {
+            return Err(ChatError::Config(format!("{}: no such model file (a .gguf file is needed)", config.path.display())));
+        }
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, &config.path, &LlamaModelParams::default())
+            .map_err(|e| ChatError::Config(format!("{}: cannot load the model: {e}", config.path.display())))?;
+        let template = model.chat_template(None).ok();
+        let trained = model.n_ctx_train().max(512);
+        let context_tokens = config.context_tokens.clamp(512, trained);
+        let name = config.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = match config.path.parent().and_then(Path::file_name) {
+            Some(dir) if name == "model" => dir.to_string_lossy().into_owned(),
+            _ => name,
+        };
+        Ok(GgufChat { model: Arc::new(model), template, config, context_tokens, name, busy: Arc::new(Mutex::new(())) })
+    }
+
+    /// Context length in use, in tokens.
+    pub fn context_tokens(&self) -> u32 {
+        self.context_tokens
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for GgufChat {
+    fn describe(&self) -> String {
+        format!("{} (embedded llama.cpp, {} threads)", self.name, self.config.threads)
+    }
+
+    async fn complete(&self, request: &ChatRequest, on_text: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
+        let job = Generation {
+            model: Arc::clone(&self.model),
+            template: self.template.clone(),
+            request: request.clone(),
+            threads: self.config.threads.max(1) as i32,
+            context_tokens: self.context_tokens,
+            stop: Arc::new(AtomicBool::new(false)),
+            busy: Arc::clone(&self.busy),
+        };
+        // Stops the blocking generation when this future is dropped (cancellation).
+        struct StopOnDrop(Arc<AtomicBool>);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _guard = StopOnDrop(Arc::clone(&job.stop));
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let handle = tokio::task::spawn_blocking(move || job.run(&sender));
+        while let Some(piece) = receiver.recv().await {
+            if let Some(sink) = on_text {
+                sink(&piece);
+            }
+        }
+        handle.await.map_err(|e| ChatError::Model(format!("generation thread: {e}")))?
+    }
+}
+
+/// One completion, run on a blocking thread.
+struct Generation {
+    model: Arc<LlamaModel>,
+    template: Option<LlamaChatTemplate>,
+    request: ChatRequest,
+    threads: i32,
+    context_tokens: u32,
+    stop: Arc<AtomicBool>,
+    busy: Arc<Mutex<()>>,
+}
+
+impl Generation {
+    fn prompt(&self, messages: &[ChatMessage]) -> Result<String, ChatError> {
+        if let Some(template) = &self.template {
+            let chat: Result<Vec<LlamaChatMessage>, _> =
+                messages.iter().map(|m| LlamaChatMessage::new(role_name(m.role).to_string(), m.content.replace('\0', ""))).collect();
+            let chat = chat.map_err(|e| ChatError::Model(format!("chat message: {e}")))?;
+            if let Ok(prompt) = self.model.apply_chat_template(template, &chat, true) {
+                return Ok(prompt);
+            }
+        }
+        // ChatML, the format of most small instruct models.
+        let mut prompt = String::new();
+        for m in messages {
+            prompt.push_str(&format!("<|im_start|>{}\n{}<|im_end|>\n", role_name(m.role), m.content));
+        }
+        prompt.push_str("<|im_start|>assistant\n");
+        Ok(prompt)
+    }
+
+    fn tokenize(&self, prompt: &str) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(prompt.as_bytes(), true, true)
+    }
+
+    /// The prompt's tokens, cut to fit `budget` tokens: the longest message loses its middle first.
+    fn fitted_tokens(&self, budget: usize) -> Result<Vec<LlamaToken>, ChatError> {
+        let mut messages = self.request.messages.clone();
+        for _ in 0..6 {
+            let tokens = self.tokenize(&self.prompt(&messages)?);
+            if tokens.len() <= budget {
+                return Ok(tokens);
+            }
+            let excess = tokens.len() - budget;
+            let Some(longest) = messages.iter_mut().max_by_key(|m| m.content.len()) else { break };
+            let chars: Vec<char> = longest.content.chars().collect();
+            let cut = (excess * 4 + 64).min(chars.len().saturating_sub(64));
+            if cut == 0 {
+                break;
+            }
+            let head = chars.len() * 3 / 5 - cut.min(chars.len() * 3 / 5);
+            let tail = head + cut;
+            let mut content: String = chars[..head].iter().collect();
+            content.push_str("\n[…]\n");
+            content.extend(chars[tail.min(chars.len())..].iter());
+            longest.content = content;
+            tracing::debug!("prompt {} tokens over the context budget; cut {cut} characters", excess);
+        }
+        let tokens = self.tokenize(&self.prompt(&messages)?);
+        Ok(tokens[tokens.len().saturating_sub(budget)..].to_vec())
+    }
+
+    fn sampler(&self) -> LlamaSampler {
+        let mut chain = Vec::new();
+        if let Some(schema) = &self.request.json_schema {
+            match llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| e.to_string()).and_then(|grammar| {
+                LlamaSampler::grammar(&self.model, &grammar, "root").map_err(|e| e.to_string())
+            }) {
+                Ok(grammar) => chain.push(grammar),
+                Err(e) => tracing::warn!("step {}: no grammar for its JSON schema ({e}); sampling freely", self.request.step),
+            }
+        }
+        if self.request.temperature > 0.0 {
+            chain.push(LlamaSampler::temp(self.request.temperature));
+            chain.push(LlamaSampler::dist(0x5eed));
+        } else {
+            chain.push(LlamaSampler::greedy());
+        }
+        LlamaSampler::chain_simple(chain)
+    }
+
+    fn run(self, out: &tokio::sync::mpsc::UnboundedSender<String>) -> Result<ChatResponse, ChatError> {
+        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(ChatError::Cancelled);
+        }
+        let backend = backend()?;
+        let max_new = (self.request.max_tokens as usize).clamp(1, self.context_tokens as usize / 2);
+        let budget = self.context_tokens as usize - max_new - 4;
+        let tokens = self.fitted_tokens(budget)?;
+        let n_batch = 512u32;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(self.context_tokens))
+            .with_n_batch(n_batch)
+            .with_n_threads(self.threads)
+            .with_n_threads_batch(self.threads);
+        let mut context = self.model.new_context(backend, params).map_err(|e| ChatError::Model(format!("context: {e}")))?;
+        // The prompt, in pieces of at most one batch; logits only for its last token.
+        let mut batch = LlamaBatch::new(n_batch as usize, 1);
+        for (start, piece) in tokens.chunks(n_batch as usize).enumerate().map(|(i, p)| (i * n_batch as usize, p)) {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(ChatError::Cancelled);
+            }
+            batch.clear();
+            for (offset, token) in piece.iter().enumerate() {
+                let position = start + offset;
+                batch
+                    .add(*token, position as i32, &[0], position + 1 == tokens.len())
+                    .map_err(|e| ChatError::Model(format!("batch: {e}")))?;
+            }
+            context.decode(&mut batch).map_err(|e| ChatError::Model(format!("prompt decode: {e}")))?;
+        }
+        let mut sampler = self.sampler();
+        let vocab = self.model.vocab();
+        let mut text = String::new();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut position = tokens.len();
+        let mut generated = 0u64;
+        while (generated as usize) < max_new {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(ChatError::Cancelled);
+            }
+            let token = sampler.sample(&context, batch.n_tokens() - 1);
+            if vocab.is_eog(token) {
+                break;
+            }
+            generated += 1;
+            pending.extend(vocab.token_to_piece(token, false, None));
+            // Hand out only whole UTF-8 characters.
+            let valid = match std::str::from_utf8(&pending) {
+                Ok(s) => s.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            if valid > 0 {
+                let piece = String::from_utf8_lossy(&pending[..valid]).into_owned();
+                pending.drain(..valid);
+                text.push_str(&piece);
+                let _ = out.send(piece);
+            }
+            batch.clear();
+            batch.add(token, position as i32, &[0], true).map_err(|e| ChatError::Model(format!("batch: {e}")))?;
+            position += 1;
+            context.decode(&mut batch).map_err(|e| ChatError::Model(format!("decode: {e}")))?;
+        }
+        if !pending.is_empty() {
+            let piece = String::from_utf8_lossy(&pending).into_owned();
+            text.push_str(&piece);
+            let _ = out.send(piece);
+        }
+        Ok(ChatResponse { text, usage: TokenUsage { prompt_tokens: tokens.len() as u64, completion_tokens: generated } })
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}

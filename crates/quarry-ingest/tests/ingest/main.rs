@@ -1,0 +1,9 @@
+//! Integration tests of quarry-ingest on real documents from ../shared/eval (one test binary per crate:
+//! each binary is a link of its own).
+
+mod archives;
+mod chunking;
+mod common;
+mod isolation;
+mod office_documents;
+mod pdfs;

@@ -1,0 +1,482 @@
+//! Filling a library: `add` (files, folders, ZIP archives) and `sync` (re-read changed files, drop vanished
+//! ones), through isolated parse workers, the chunker and the embedding model, into LanceDB and tantivy in
+//! the crash-safe order described in `crate::library`.
+//!
+//! Identity is the content hash: a file whose bytes are already in the library is not read again (a file
+//! that only moved gets its path updated); a changed file is read again and its old documents removed
+//! once the new ones are indexed. A file whose size and modification time match what the library recorded
+//! is taken as unchanged without hashing it, unless `verify` is set.
+
+use crate::library::Library;
+use crate::manifest::now_ms;
+use crate::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState};
+use crate::StoreError;
+use quarry_index::Embedder;
+use quarry_ingest::isolate::{parse_isolated, IsolationConfig};
+use quarry_ingest::{collect_inputs, ChunkSizer, Chunker, ChunkerConfig, FileOutcome, InputFile, Status};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Settings of an `add` or `sync` run.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Parse workers, their time budget and memory cap.
+    pub isolation: IsolationConfig,
+    /// Chunks embedded and written per commit group (default 256). Smaller groups make progress durable
+    /// sooner; larger ones make fewer LanceDB versions.
+    pub batch_chunks: usize,
+    /// Read files again whose earlier attempt failed (default: they are left as failed until they change).
+    pub retry_failed: bool,
+    /// Hash every file, even when size and modification time say it is unchanged.
+    pub verify: bool,
+    /// Build the ANN index once `chunks` has this many rows (default 50,000; below that exact search is
+    /// fast enough, see the query latency benchmark in README).
+    pub vector_index_rows: usize,
+    /// Old LanceDB versions younger than this are kept for readers that are mid-query (default 10 min).
+    pub keep_versions: Duration,
+}
+
+impl IngestOptions {
+    pub fn new(isolation: IsolationConfig) -> Self {
+        IngestOptions {
+            isolation,
+            batch_chunks: 256,
+            retry_failed: false,
+            verify: false,
+            vector_index_rows: 50_000,
+            keep_versions: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What an ingest run reports as it goes (`quarry add --json` prints these, one per line).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum IngestEvent {
+    /// Files found and how many must be read.
+    Scanned { files: usize, to_read: usize, unchanged: usize },
+    /// A path given that cannot be read (missing, permission denied).
+    Unreadable { path: String, error: String },
+    /// A document was parsed and chunked.
+    Read { path: String, format: String, pages: Option<u32>, chunks: usize },
+    /// A document was not added: its content is already in the library under another path.
+    Skipped { path: String, reason: String },
+    /// A document could not be read: `status` is the parse status (`failed`, `timeout`, `crashed`, …).
+    Failed { path: String, status: String, error: String },
+    /// A file moved or was renamed: its documents now point at the new path (nothing re-embedded).
+    Moved { from: String, to: String },
+    /// A group of documents is committed: searchable from now on.
+    Indexed { documents: usize, chunks: usize },
+    /// Chunks embedded so far in this run / chunks known so far (grows as documents are read).
+    Embedding { done: usize, known: usize },
+    /// A file given to the run is finished (all its documents read).
+    FileDone { path: String },
+    /// A document was removed (its file vanished or changed).
+    Removed { path: String },
+    Finished(IngestSummary),
+}
+
+/// Totals of one run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestSummary {
+    pub files: usize,
+    pub unchanged: usize,
+    pub indexed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub moved: usize,
+    pub removed: usize,
+    pub chunks: usize,
+    pub pages: u64,
+    pub seconds: f64,
+}
+
+/// A file to read, with what the scan learned about it.
+struct Planned {
+    input: InputFile,
+    hash: String,
+    byte_len: u64,
+    modified_ms: i64,
+}
+
+/// Documents waiting to be committed together.
+#[derive(Default)]
+struct Batch {
+    /// Parsed documents (written pending → indexed) with their chunks.
+    documents: Vec<(DocumentRecord, Vec<ChunkRecord>)>,
+    /// Rows written in their final state after the documents: failures and archive rows (an archive row
+    /// says "all members are in", so it must come last).
+    finals: Vec<DocumentRecord>,
+    chunks: usize,
+}
+
+impl Library {
+    /// Adds files, folders and ZIP archives: records them as sources of the library, reads what is new or
+    /// changed, and commits in groups. `on_event` sees progress. One bad file never stops the run; it
+    /// becomes a `failed` document with its reason.
+    ///
+    /// Errors: the library was opened read-only; storage errors (the library stays consistent, and a
+    /// re-run completes the rest).
+    pub async fn add(
+        &mut self,
+        paths: &[PathBuf],
+        embedder: &Arc<Mutex<Embedder>>,
+        options: &IngestOptions,
+        on_event: &mut (dyn FnMut(IngestEvent) + Send),
+    ) -> Result<IngestSummary, StoreError> {
+        self.require_write()?;
+        let absolute: Vec<PathBuf> = paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
+        let mut changed = false;
+        for path in &absolute {
+            if path.exists() && !self.manifest.sources.contains(path) {
+                self.manifest.sources.push(path.clone());
+                changed = true;
+            }
+        }
+        if changed {
+            self.manifest.save(&self.dir)?;
+        }
+        self.ingest(&absolute, embedder, options, on_event, false).await
+    }
+
+    /// Brings the library in step with its sources: new and changed files are read, moved files get their
+    /// new path, documents whose file is gone are removed.
+    pub async fn sync(
+        &mut self,
+        embedder: &Arc<Mutex<Embedder>>,
+        options: &IngestOptions,
+        on_event: &mut (dyn FnMut(IngestEvent) + Send),
+    ) -> Result<IngestSummary, StoreError> {
+        self.require_write()?;
+        let sources = self.manifest.sources.clone();
+        self.ingest(&sources, embedder, options, on_event, true).await
+    }
+
+    fn require_write(&self) -> Result<(), StoreError> {
+        if self.lock.is_none() {
+            return Err(StoreError::Library(format!("library {:?} was opened read-only", self.manifest.name)));
+        }
+        Ok(())
+    }
+
+    async fn ingest(
+        &mut self,
+        roots: &[PathBuf],
+        embedder: &Arc<Mutex<Embedder>>,
+        options: &IngestOptions,
+        on_event: &mut (dyn FnMut(IngestEvent) + Send),
+        remove_vanished: bool,
+    ) -> Result<IngestSummary, StoreError> {
+        let started = Instant::now();
+        let mut summary = IngestSummary::default();
+        let tokenizer = {
+            let model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+            self.check_embedder(&model)?;
+            model.tokenizer_file()
+        };
+        let sizer = ChunkSizer::from_tokenizer_file(&tokenizer).map_err(StoreError::ModelFiles)?;
+        let chunker = Chunker::new(
+            sizer,
+            ChunkerConfig { max_size: self.manifest.chunking.max_tokens, overlap: self.manifest.chunking.overlap_tokens },
+        )
+        .map_err(StoreError::Library)?;
+
+        // Scan: what is on disk, what the library has, what must be read.
+        let (inputs, problems) = collect_inputs(roots);
+        for (path, error) in problems {
+            if remove_vanished && !path.exists() {
+                continue; // a vanished source: its documents are removed below
+            }
+            on_event(IngestEvent::Unreadable { path: path.display().to_string(), error });
+        }
+        self.refresh_documents().await?;
+        let known: Vec<DocumentRecord> = self.documents().cloned().collect();
+        let mut top_rows: HashMap<&str, &DocumentRecord> = HashMap::new();
+        let mut by_origin: HashMap<&str, Vec<&DocumentRecord>> = HashMap::new();
+        for d in &known {
+            if d.path == d.file_path {
+                top_rows.insert(&d.file_path, d);
+            }
+            by_origin.entry(&d.origin_id).or_default().push(d);
+        }
+        let known_by_id: HashMap<&str, &DocumentRecord> = known.iter().map(|d| (d.document_id.as_str(), d)).collect();
+        let mut plan: Vec<Planned> = Vec::new();
+        let mut replaced_origins: HashSet<String> = HashSet::new();
+        let mut present_files: HashSet<String> = HashSet::new();
+        summary.files = inputs.len();
+        for input in inputs {
+            let file_path = input.path.to_string_lossy().into_owned();
+            present_files.insert(file_path.clone());
+            let (byte_len, modified_ms) = match std::fs::metadata(&input.path) {
+                Ok(meta) => (meta.len(), modified_ms(&meta)),
+                Err(e) => {
+                    on_event(IngestEvent::Unreadable { path: file_path, error: e.to_string() });
+                    continue;
+                }
+            };
+            let previous = top_rows.get(file_path.as_str()).copied();
+            let retry = |d: &DocumentRecord| options.retry_failed && d.state == DocumentState::Failed;
+            if let Some(prev) = previous {
+                if !options.verify && prev.byte_len == byte_len && prev.modified_ms == modified_ms && !retry(prev) {
+                    summary.unchanged += 1;
+                    continue;
+                }
+            }
+            let hash = match hash_file(&input.path) {
+                Ok(hash) => hash,
+                Err(e) => {
+                    on_event(IngestEvent::Unreadable { path: file_path, error: e.to_string() });
+                    continue;
+                }
+            };
+            if let Some(rows) = by_origin.get(hash.as_str()) {
+                let here = rows.iter().any(|d| d.file_path == file_path);
+                let failed_retry = rows.iter().any(|d| d.path == d.file_path && retry(d));
+                if here && !failed_retry {
+                    summary.unchanged += 1;
+                    continue;
+                }
+                if !here {
+                    let old = rows[0].file_path.clone();
+                    if !Path::new(&old).exists() {
+                        self.store.rename_origin(&hash, &old, &file_path, modified_ms).await?;
+                        on_event(IngestEvent::Moved { from: old, to: file_path.clone() });
+                        summary.moved += 1;
+                    } else {
+                        on_event(IngestEvent::Skipped { path: file_path.clone(), reason: format!("same content as {old}") });
+                        summary.skipped += 1;
+                    }
+                    continue;
+                }
+            } else if known_by_id.contains_key(hash.as_str()) {
+                let other = known_by_id.get(hash.as_str()).map(|d| d.path.clone()).unwrap_or_default();
+                on_event(IngestEvent::Skipped { path: file_path.clone(), reason: format!("same content as {other}") });
+                summary.skipped += 1;
+                continue;
+            }
+            if let Some(prev) = previous {
+                if prev.origin_id != hash {
+                    replaced_origins.insert(prev.origin_id.clone());
+                }
+            }
+            let display = file_path.clone();
+            plan.push(Planned { input: InputFile { path: input.path, display }, hash, byte_len, modified_ms });
+        }
+        on_event(IngestEvent::Scanned { files: summary.files, to_read: plan.len(), unchanged: summary.unchanged });
+
+        // Read, chunk, embed and commit. Parsing runs in worker processes on a thread of its own; its
+        // results come through a bounded channel so memory stays flat however large the batch.
+        let inputs: Vec<InputFile> = plan.iter().map(|p| p.input.clone()).collect();
+        let (sender, mut receiver) = tokio::sync::mpsc::channel::<(usize, FileOutcome)>(16);
+        let isolation = options.isolation.clone();
+        let parser = std::thread::spawn(move || {
+            parse_isolated(&inputs, &isolation, |index, outcome| {
+                let _ = sender.blocking_send((index, outcome));
+            });
+        });
+        let mut batch = Batch::default();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut rehome: Vec<(String, String, String, String)> = Vec::new();
+        let (mut embedded, mut known_chunks) = (0usize, 0usize);
+        while let Some((index, outcome)) = receiver.recv().await {
+            let planned = &plan[index];
+            let top = outcome.path == planned.input.display;
+            let record = |document_id: String, format: &str, state: DocumentState| DocumentRecord {
+                document_id,
+                origin_id: planned.hash.clone(),
+                path: outcome.path.clone(),
+                file_path: planned.input.display.clone(),
+                format: format.to_string(),
+                byte_len: if top { planned.byte_len } else { 0 },
+                page_count: outcome.pages,
+                chunk_count: 0,
+                char_count: outcome.chars,
+                state,
+                error: None,
+                warnings: (!outcome.warnings.is_empty()).then(|| outcome.warnings.join("\n")),
+                added_ms: now_ms(),
+                modified_ms: planned.modified_ms,
+            };
+            let format = outcome.format.map(|f| f.to_string()).unwrap_or_else(|| "unknown".into());
+            let fallback_id = if top { planned.hash.clone() } else { blake3::hash(format!("{}\n{}", planned.hash, outcome.path).as_bytes()).to_hex().to_string() };
+            match (&outcome.status, &outcome.document) {
+                (Status::Ok, Some(document)) => {
+                    let id = document.content_hash.clone();
+                    if let Some(existing) = known_by_id.get(id.as_str()).filter(|d| d.state == DocumentState::Indexed) {
+                        if replaced_origins.contains(&existing.origin_id) {
+                            // An unchanged member of a changed archive: keep it, under the new archive.
+                            rehome.push((id.clone(), planned.hash.clone(), outcome.path.clone(), planned.input.display.clone()));
+                        } else {
+                            on_event(IngestEvent::Skipped { path: outcome.path.clone(), reason: format!("same content as {}", existing.path) });
+                            summary.skipped += 1;
+                        }
+                    } else if !seen.insert(id.clone()) {
+                        on_event(IngestEvent::Skipped { path: outcome.path.clone(), reason: "same content as another file of this run".into() });
+                        summary.skipped += 1;
+                    } else {
+                        let mut row = record(id.clone(), &format, DocumentState::Pending);
+                        row.byte_len = document.byte_len;
+                        let chunks: Vec<ChunkRecord> = chunker
+                            .chunk(document)
+                            .into_iter()
+                            .map(|c| ChunkRecord {
+                                chunk_id: chunk_id(&id, c.index),
+                                document_id: id.clone(),
+                                chunk_index: c.index,
+                                text: c.text,
+                                page_start: c.page_start,
+                                page_end: c.page_end,
+                                sheet: c.sheet,
+                                heading_path: c.heading_path,
+                                char_start: c.char_start,
+                                char_end: c.char_end,
+                                token_count: c.token_count,
+                            })
+                            .collect();
+                        row.chunk_count = chunks.len() as u32;
+                        on_event(IngestEvent::Read { path: outcome.path.clone(), format: format.clone(), pages: outcome.pages, chunks: chunks.len() });
+                        known_chunks += chunks.len();
+                        summary.pages += u64::from(outcome.pages.unwrap_or(0));
+                        batch.chunks += chunks.len();
+                        batch.documents.push((row, chunks));
+                    }
+                }
+                (Status::Ok, None) => {
+                    // An archive: its row is written once all its members are in.
+                    let id = if top { planned.hash.clone() } else { fallback_id };
+                    batch.finals.push(record(id, &format, DocumentState::Indexed));
+                }
+                (status, _) => {
+                    let error = outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
+                    let mut row = record(fallback_id, &format, DocumentState::Failed);
+                    row.error = Some(format!("{}: {error}", status.name()));
+                    on_event(IngestEvent::Failed { path: outcome.path.clone(), status: status.name().into(), error });
+                    summary.failed += 1;
+                    batch.finals.push(row);
+                }
+            }
+            if top {
+                on_event(IngestEvent::FileDone { path: outcome.path.clone() });
+            }
+            if batch.chunks >= options.batch_chunks.max(1) {
+                let (documents, chunks) = self.flush(&mut batch, embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+                summary.indexed += documents;
+                summary.chunks += chunks;
+            }
+        }
+        let _ = parser.join();
+        let (documents, chunks) = self.flush(&mut batch, embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+        summary.indexed += documents;
+        summary.chunks += chunks;
+
+        for (id, origin, path, file_path) in &rehome {
+            self.store.move_document(id, origin, path, file_path).await?;
+        }
+        self.refresh_documents().await?;
+
+        // Remove what was replaced by a changed file, and (sync) what vanished from disk.
+        let rehomed: HashSet<&str> = rehome.iter().map(|r| r.0.as_str()).collect();
+        let mut doomed: Vec<(String, String)> = Vec::new();
+        for d in self.documents() {
+            let replaced = replaced_origins.contains(&d.origin_id) && !rehomed.contains(d.document_id.as_str());
+            let vanished = remove_vanished && !present_files.contains(&d.file_path) && !Path::new(&d.file_path).exists();
+            if replaced || vanished {
+                doomed.push((d.document_id.clone(), d.path.clone()));
+            }
+        }
+        if !doomed.is_empty() {
+            let ids: Vec<String> = doomed.iter().map(|d| d.0.clone()).collect();
+            self.remove_documents(&ids).await?;
+            for (_, path) in doomed {
+                on_event(IngestEvent::Removed { path });
+                summary.removed += 1;
+            }
+        }
+        if summary.indexed + summary.removed + summary.failed + summary.moved > 0 {
+            self.optimize(options.keep_versions, options.vector_index_rows).await?;
+        }
+        summary.seconds = started.elapsed().as_secs_f64();
+        on_event(IngestEvent::Finished(summary.clone()));
+        Ok(summary)
+    }
+
+    /// Commits a batch in the crash-safe order: rows `pending` → chunks → tantivy (payload = chunks
+    /// version) → rows `indexed` → failure and archive rows. Returns (documents, chunks) committed.
+    async fn flush(
+        &mut self,
+        batch: &mut Batch,
+        embedder: &Arc<Mutex<Embedder>>,
+        known: &HashMap<&str, &DocumentRecord>,
+        embedded: &mut usize,
+        known_chunks: usize,
+        on_event: &mut (dyn FnMut(IngestEvent) + Send),
+    ) -> Result<(usize, usize), StoreError> {
+        let taken = std::mem::take(batch);
+        // Rows being written again (a retried failure): the old row goes first.
+        let rewrite: Vec<String> = taken
+            .documents
+            .iter()
+            .map(|(d, _)| &d.document_id)
+            .chain(taken.finals.iter().map(|d| &d.document_id))
+            .filter(|id| known.contains_key(id.as_str()))
+            .cloned()
+            .collect();
+        if !rewrite.is_empty() {
+            self.store.delete_chunks_of(&rewrite).await?;
+            self.store.delete_documents(&rewrite).await?;
+            for id in &rewrite {
+                // Deletes apply to what was added before them, so the re-added chunks below stay.
+                self.keyword.delete_document(id)?;
+            }
+        }
+        let mut committed = (0, 0);
+        if !taken.documents.is_empty() {
+            let texts: Vec<String> = taken.documents.iter().flat_map(|(_, c)| c.iter().map(|c| c.text.clone())).collect();
+            let model = Arc::clone(embedder);
+            let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
+                let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+                Ok(model.embed(&texts)?)
+            })
+            .await
+            .map_err(|e| StoreError::Embedding(e.to_string()))??;
+            *embedded += vectors.len();
+            on_event(IngestEvent::Embedding { done: *embedded, known: known_chunks });
+
+            let rows: Vec<DocumentRecord> = taken.documents.iter().map(|(d, _)| d.clone()).collect();
+            let chunks: Vec<ChunkRecord> = taken.documents.into_iter().flat_map(|(_, c)| c).collect();
+            self.store.add_documents(&rows).await?;
+            self.store.add_chunks(&chunks, &vectors).await?;
+            for chunk in &chunks {
+                self.keyword.add(chunk.chunk_id, &chunk.document_id, &chunk.text)?;
+            }
+            self.commit_keyword().await?;
+            let ids: Vec<String> = rows.iter().map(|d| d.document_id.clone()).collect();
+            self.store.set_state(&ids, DocumentState::Indexed).await?;
+            committed = (rows.len(), chunks.len());
+        }
+        self.store.add_documents(&taken.finals).await?;
+        if committed.0 > 0 {
+            on_event(IngestEvent::Indexed { documents: committed.0, chunks: committed.1 });
+        }
+        Ok(committed)
+    }
+}
+
+fn modified_ms(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// BLAKE3 of a file's bytes, lowercase hex, read in 1 MiB pieces.
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut hasher = blake3::Hasher::new();
+    let mut file = std::fs::File::open(path)?;
+    std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, &mut file), &mut hasher)?;
+    Ok(hasher.finalize().to_hex().to_string())
+}

@@ -1,0 +1,29 @@
+//! Quarry libraries on disk — the one crate that links LanceDB.
+//!
+//! - [`Library`]: a named collection of documents — LanceDB tables `documents` and `chunks` (the source of
+//!   truth) with a tantivy BM25 index derived from them — filled by [`Library::add`] / [`Library::sync`] /
+//!   [`Library::watch`] and searched by [`Library::search`] (bm25, dense or hybrid with reciprocal rank
+//!   fusion); crash-safe as described in the `library` module.
+//! - [`DataDir`] / [`LibraryManifest`]: where libraries live and what `library.toml` records.
+//! - [`store::Store`]: the two LanceDB tables and their row types.
+//!
+//! - [`LibraryRetriever`]: a library as the agents' `Retriever`.
+//!
+//! Embedding, BM25 and rank fusion come from `quarry-index`, which builds without LanceDB.
+
+mod error;
+mod ingest;
+mod library;
+pub mod manifest;
+mod retriever;
+pub mod store;
+mod watch;
+
+pub use error::StoreError;
+pub use ingest::{hash_file, IngestEvent, IngestOptions, IngestSummary};
+pub use library::{Library, LibraryStatus, SearchHit};
+pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
+pub use quarry_index::SearchMode;
+pub use retriever::LibraryRetriever;
+pub use store::{ChunkRecord, DocumentRecord, DocumentState};
+pub use watch::WatchEvent;

@@ -1,0 +1,481 @@
+//! An open library: its LanceDB tables, its tantivy index and its manifest, kept consistent across crashes.
+//!
+//! # Consistency (../shared/DESIGN.md "Storage and consistency")
+//! LanceDB is the source of truth; every change is a sequence of LanceDB commits arranged so that a
+//! `kill -9` between any two of them leaves a library that opens with every `indexed` document whole:
+//!
+//! 1. document rows are written as `pending`;
+//! 2. their chunks (text + vectors) are appended to `chunks`;
+//! 3. the chunks go into tantivy, committed with the `chunks` table version as the commit payload;
+//! 4. the rows are set to `indexed`.
+//!
+//! Removing documents runs the other way: rows back to `pending`, chunks deleted, tantivy commit, rows
+//! deleted. Opening a library for writing ([`Library::open_write`]) repairs whatever a crash left: chunks
+//! of `pending` documents are deleted together with those rows (the next `add` or `sync` reads the files
+//! again), and when tantivy's payload is not the current `chunks` version, tantivy is rebuilt from LanceDB.
+//! Readers ([`Library::open_read`]) take no lock and change nothing: they only show chunks of `indexed`
+//! documents, so a search during an ingest sees whole documents only.
+
+use quarry_index::KeywordIndex;
+use crate::manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest, WriteLock};
+use crate::store::{ChunkRecord, DocumentRecord, DocumentState, Store};
+use crate::StoreError;
+use quarry_index::{embedder_covers, fusion_depth, reciprocal_rank_fusion, Embedder, SearchMode, RRF_K};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A library opened for searching, or for searching and changing.
+pub struct Library {
+    pub(crate) dir: PathBuf,
+    pub(crate) manifest: LibraryManifest,
+    pub(crate) store: Store,
+    pub(crate) keyword: KeywordIndex,
+    pub(crate) lock: Option<WriteLock>,
+    /// Documents as of the last refresh, by id.
+    documents: HashMap<String, DocumentRecord>,
+    documents_version: u64,
+}
+
+/// One search result: a chunk with where it comes from and how it ranked.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHit {
+    /// 1-based position in the results.
+    pub rank: usize,
+    /// The score of the mode used: BM25 score, cosine similarity, or fused reciprocal-rank score.
+    pub score: f32,
+    /// The document's virtual path (`/abs/report.pdf`, `/abs/archive.zip!/a.docx`).
+    pub path: String,
+    /// 1-based rank in the BM25 list and in the dense list, when the chunk was in them.
+    pub bm25_rank: Option<usize>,
+    pub dense_rank: Option<usize>,
+    #[serde(flatten)]
+    pub chunk: ChunkRecord,
+}
+
+impl SearchHit {
+    /// "report.pdf, p. 3–4", "budget.xlsx, sheet Q3", "handbook.docx, Safety > Ladders": the citation form.
+    pub fn citation(&self) -> String {
+        self.passage("").citation()
+    }
+
+    /// The hit as a retrieved passage of library `library` (what the agents work with).
+    pub fn passage(&self, library: &str) -> quarry_core::Passage {
+        quarry_core::Passage {
+            chunk_id: self.chunk.chunk_id,
+            library: library.to_string(),
+            document_id: self.chunk.document_id.clone(),
+            path: self.path.clone(),
+            page_start: self.chunk.page_start,
+            page_end: self.chunk.page_end,
+            sheet: self.chunk.sheet.clone(),
+            heading_path: self.chunk.heading_path.clone(),
+            text: self.chunk.text.clone(),
+            score: self.score,
+        }
+    }
+}
+
+/// What `quarry status` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct LibraryStatus {
+    pub name: String,
+    pub model_id: String,
+    pub dimension: usize,
+    pub sources: Vec<PathBuf>,
+    /// Documents by state (`indexed`, `failed`, `pending`); ZIP archives themselves are not counted.
+    pub documents: BTreeMap<String, usize>,
+    /// Indexed documents by format.
+    pub formats: BTreeMap<String, usize>,
+    pub archives: usize,
+    /// Rows in the LanceDB `chunks` table and documents in tantivy (equal when consistent).
+    pub chunks: usize,
+    pub keyword_chunks: u64,
+    /// Pages of the indexed documents that have pages (PDFs).
+    pub pages: u64,
+    /// Characters of text extracted from the indexed documents.
+    pub text_chars: u64,
+    /// Failed documents: (path, reason).
+    pub failures: Vec<(String, String)>,
+    /// Size of the library folder (both indexes, manifest), in bytes.
+    pub disk_bytes: u64,
+    /// Whether the `chunks` table has an ANN index (else dense search is exact).
+    pub vector_index: bool,
+}
+
+#[derive(Serialize, serde::Deserialize)]
+struct KeywordPayload {
+    chunks_version: u64,
+}
+
+/// Commits `keyword` with the current version of `store`'s `chunks` table as payload: the record of which
+/// LanceDB version tantivy mirrors.
+async fn commit_mirroring(keyword: &mut KeywordIndex, store: &Store) -> Result<(), StoreError> {
+    let payload = serde_json::to_string(&KeywordPayload { chunks_version: store.chunks_version().await? })
+        .map_err(|e| StoreError::Store(e.to_string()))?;
+    Ok(keyword.commit_with_payload(&payload)?)
+}
+
+/// Creates empty LanceDB tables and an empty keyword index in the library folder `dir`, in step.
+async fn create_indexes(dir: &Path, dimension: usize) -> Result<(), StoreError> {
+    let store = Store::open(&dir.join("lance"), dimension, true).await?;
+    let mut keyword = KeywordIndex::open_or_create(&dir.join("tantivy"))?;
+    commit_mirroring(&mut keyword, &store).await
+}
+
+impl Library {
+    /// Creates library `name` for documents embedded with `embedding`, with empty tables and keyword
+    /// index. Errors: bad name, the library exists, storage errors.
+    pub async fn create(data: &DataDir, name: &str, embedding: EmbeddingInfo, chunking: ChunkingInfo) -> Result<LibraryManifest, StoreError> {
+        let manifest = data.create(name, embedding, chunking)?;
+        let dir = data.existing(name)?;
+        let _lock = WriteLock::acquire(&dir, name)?;
+        create_indexes(&dir, manifest.embedding.dimension).await?;
+        Ok(manifest)
+    }
+
+    /// Empties library `name` and records `embedding` as its model; its sources stay, so a
+    /// [`Library::sync`] afterwards reads everything again with the new model. The old tables are moved
+    /// aside before the manifest changes and deleted last, so a crash leaves either library, never a mix.
+    ///
+    /// Errors: no such library; another process holds the lock; storage errors.
+    pub async fn reset_for_model(data: &DataDir, name: &str, embedding: EmbeddingInfo) -> Result<(), StoreError> {
+        let dir = data.existing(name)?;
+        let lock = WriteLock::acquire(&dir, name)?;
+        let mut manifest = LibraryManifest::load(&dir)?;
+        let stamp = crate::manifest::now_ms();
+        let mut aside = Vec::new();
+        for part in ["lance", "tantivy"] {
+            let from = dir.join(part);
+            if from.exists() {
+                let to = dir.join(format!(".{part}-old-{stamp}"));
+                std::fs::rename(&from, &to).map_err(|e| StoreError::io(&from, e))?;
+                aside.push(to);
+            }
+        }
+        manifest.embedding = embedding;
+        manifest.save(&dir)?;
+        create_indexes(&dir, manifest.embedding.dimension).await?;
+        for old in aside {
+            std::fs::remove_dir_all(&old).map_err(|e| StoreError::io(&old, e))?;
+        }
+        drop(lock);
+        Ok(())
+    }
+
+    /// Opens library `name` for searching: no lock, no repair. Works while another process ingests.
+    ///
+    /// Errors: no such library; its tables cannot be opened.
+    pub async fn open_read(data: &DataDir, name: &str) -> Result<Library, StoreError> {
+        let dir = data.existing(name)?;
+        let manifest = LibraryManifest::load(&dir)?;
+        let store = Store::open(&dir.join("lance"), manifest.embedding.dimension, false).await?;
+        let keyword = match KeywordIndex::open_read_only(&dir.join("tantivy")) {
+            Ok(index) => index,
+            Err(_) => KeywordIndex::in_memory()?,
+        };
+        let mut library = Library { dir, manifest, store, keyword, lock: None, documents: HashMap::new(), documents_version: 0 };
+        library.refresh_documents().await?;
+        Ok(library)
+    }
+
+    /// Opens library `name` for changing: takes the write lock and repairs what a crash left (see the
+    /// module docs). `model_id` is the embedding model of this run; a library built with another model is
+    /// refused with the way to re-index.
+    ///
+    /// Errors: no such library; another process holds the lock; model mismatch; storage errors.
+    pub async fn open_write(data: &DataDir, name: &str, model_id: &str) -> Result<Library, StoreError> {
+        let dir = data.existing(name)?;
+        let lock = WriteLock::acquire(&dir, name)?;
+        let manifest = LibraryManifest::load(&dir)?;
+        check_model(&manifest, model_id)?;
+        let store = Store::open(&dir.join("lance"), manifest.embedding.dimension, true).await?;
+        let tantivy_dir = dir.join("tantivy");
+        let keyword = match KeywordIndex::open_or_create(&tantivy_dir) {
+            Ok(index) => index,
+            Err(error) => {
+                tracing::warn!("rebuilding the keyword index of {name:?}: {error}");
+                std::fs::remove_dir_all(&tantivy_dir).map_err(|e| StoreError::io(&tantivy_dir, e))?;
+                KeywordIndex::open_or_create(&tantivy_dir)?
+            }
+        };
+        let mut library = Library { dir, manifest, store, keyword, lock: Some(lock), documents: HashMap::new(), documents_version: 0 };
+        library.repair().await?;
+        library.refresh_documents().await?;
+        Ok(library)
+    }
+
+    /// Removes half-done work and brings tantivy in line with LanceDB. Returns (documents dropped,
+    /// whether tantivy was rebuilt).
+    async fn repair(&mut self) -> Result<(usize, bool), StoreError> {
+        let pending: Vec<String> = self
+            .store
+            .documents_where(Some("state = 'pending'".into()))
+            .await?
+            .into_iter()
+            .map(|d| d.document_id)
+            .collect();
+        if !pending.is_empty() {
+            tracing::info!("library {:?}: removing {} documents left pending by an interrupted run", self.manifest.name, pending.len());
+            self.store.delete_chunks_of(&pending).await?;
+            self.store.delete_documents(&pending).await?;
+        }
+        let version = self.store.chunks_version().await?;
+        let mirrored = self
+            .keyword
+            .payload()?
+            .and_then(|p| serde_json::from_str::<KeywordPayload>(&p).ok())
+            .map(|p| p.chunks_version);
+        let rebuilt = mirrored != Some(version);
+        if rebuilt {
+            tracing::info!("library {:?}: rebuilding the keyword index (mirrors {mirrored:?}, chunks at {version})", self.manifest.name);
+            self.keyword.clear()?;
+            let keyword = &mut self.keyword;
+            self.store.scan_texts(|id, document, text| keyword.add(id, document, text).map_err(Into::into)).await?;
+            self.commit_keyword().await?;
+        }
+        Ok((pending.len(), rebuilt))
+    }
+
+    /// Commits tantivy with the current `chunks` version as payload.
+    pub(crate) async fn commit_keyword(&mut self) -> Result<(), StoreError> {
+        commit_mirroring(&mut self.keyword, &self.store).await
+    }
+
+    /// Reloads the document rows when the `documents` table has changed.
+    pub(crate) async fn refresh_documents(&mut self) -> Result<(), StoreError> {
+        let version = self.store.documents.version().await?;
+        if version != self.documents_version || self.documents.is_empty() {
+            self.documents = self.store.documents().await?.into_iter().map(|d| (d.document_id.clone(), d)).collect();
+            self.documents_version = version;
+        }
+        Ok(())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    pub fn manifest(&self) -> &LibraryManifest {
+        &self.manifest
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The document rows as of the last refresh.
+    pub fn documents(&self) -> impl Iterator<Item = &DocumentRecord> {
+        self.documents.values()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn keyword(&self) -> &KeywordIndex {
+        &self.keyword
+    }
+
+    /// Checks that `embedder` is the model this library was built with.
+    pub fn check_embedder(&self, embedder: &Embedder) -> Result<(), StoreError> {
+        check_model(&self.manifest, embedder.model_id())?;
+        if embedder.dimension() != self.manifest.embedding.dimension {
+            return Err(StoreError::ModelMismatch(format!(
+                "library {:?} stores {}-dimensional vectors but model {} gives {}",
+                self.manifest.name,
+                self.manifest.embedding.dimension,
+                embedder.model_id(),
+                embedder.dimension()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The `k` best chunks for `query`, best first.
+    ///
+    /// - `Bm25`: tantivy BM25 ([`quarry_index::MixedTokenizer`] for Chinese and English).
+    /// - `Dense`: cosine similarity of `embedder`'s vectors in LanceDB (ANN index when built).
+    /// - `Hybrid`: reciprocal rank fusion (k = 60) of the two lists, each `max(5k, 50)` deep; BM25 alone
+    ///   for mostly-CJK queries when the model covers no CJK language ([`quarry_index::embedder_covers`]).
+    ///
+    /// Only chunks of `indexed` documents are returned. Errors: `Dense`/`Hybrid` without an embedder, or
+    /// with one of another model; storage errors.
+    pub async fn search(
+        &mut self,
+        query: &str,
+        mode: SearchMode,
+        k: usize,
+        embedder: Option<&Arc<Mutex<Embedder>>>,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        if k == 0 || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        self.refresh_documents().await?;
+        self.keyword.reload()?;
+        let depth = if mode == SearchMode::Hybrid { fusion_depth(k) } else { k };
+        let use_dense = match mode {
+            SearchMode::Bm25 => false,
+            SearchMode::Dense => true,
+            SearchMode::Hybrid => {
+                let languages = match embedder {
+                    Some(e) => e.lock().map(|e| e.languages().to_vec()).unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                embedder.is_some() && embedder_covers(&languages, query)
+            }
+        };
+        let use_bm25 = mode != SearchMode::Dense;
+        // Chunks of documents that are not (yet) indexed are skipped, so ask for a few more.
+        let pending = self.documents.values().filter(|d| d.state == DocumentState::Pending).count();
+        let fetch = depth + if pending > 0 { depth } else { 0 };
+
+        let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
+        let mut bm25: Vec<(u64, f32)> = Vec::new();
+        if use_bm25 {
+            let hits = self.keyword.search(query, fetch)?;
+            let ids: Vec<u64> = hits.iter().map(|h| h.0).collect();
+            for chunk in self.store.chunks_by_id(&ids).await? {
+                records.insert(chunk.chunk_id, chunk);
+            }
+            bm25 = hits.into_iter().filter(|(id, _)| records.get(id).is_some_and(|c| self.visible(&c.document_id))).take(depth).collect();
+        }
+        let mut dense: Vec<(u64, f32)> = Vec::new();
+        if use_dense {
+            let embedder = embedder.ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
+            let vector = {
+                let mut model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+                self.check_embedder(&model)?;
+                model.embed(&[query])?.pop().unwrap_or_default()
+            };
+            for (chunk, similarity) in self.store.nearest(&vector, fetch).await? {
+                if self.visible(&chunk.document_id) && dense.len() < depth {
+                    dense.push((chunk.chunk_id, similarity));
+                    records.insert(chunk.chunk_id, chunk);
+                }
+            }
+        }
+        let ranked: Vec<(u64, f32)> = match (use_bm25, use_dense) {
+            (true, true) => {
+                let lists = [bm25.iter().map(|h| h.0).collect::<Vec<_>>(), dense.iter().map(|h| h.0).collect()];
+                reciprocal_rank_fusion(&lists, RRF_K)
+            }
+            (true, false) => bm25.clone(),
+            _ => dense.clone(),
+        };
+        let rank_in = |list: &[(u64, f32)], id: u64| list.iter().position(|h| h.0 == id).map(|p| p + 1);
+        let mut hits = Vec::new();
+        for (id, score) in ranked.into_iter().take(k) {
+            let Some(chunk) = records.remove(&id) else { continue };
+            let path = self.documents.get(&chunk.document_id).map(|d| d.path.clone()).unwrap_or_default();
+            hits.push(SearchHit {
+                rank: hits.len() + 1,
+                score,
+                path,
+                bm25_rank: rank_in(&bm25, id),
+                dense_rank: rank_in(&dense, id),
+                chunk,
+            });
+        }
+        Ok(hits)
+    }
+
+    fn visible(&self, document_id: &str) -> bool {
+        self.documents.get(document_id).is_some_and(|d| d.state == DocumentState::Indexed)
+    }
+
+    /// Counts and failures for `quarry status`.
+    pub async fn status(&mut self) -> Result<LibraryStatus, StoreError> {
+        self.refresh_documents().await?;
+        self.keyword.reload()?;
+        let mut documents: BTreeMap<String, usize> = BTreeMap::new();
+        let mut formats: BTreeMap<String, usize> = BTreeMap::new();
+        let mut failures = Vec::new();
+        let mut archives = 0;
+        let mut pages = 0u64;
+        let mut text_chars = 0u64;
+        for d in self.documents.values() {
+            if d.format == "zip" && d.chunk_count == 0 && d.state == DocumentState::Indexed {
+                archives += 1;
+                continue;
+            }
+            *documents.entry(d.state.name().to_string()).or_default() += 1;
+            if d.state == DocumentState::Indexed {
+                *formats.entry(d.format.clone()).or_default() += 1;
+                pages += u64::from(d.page_count.unwrap_or(0));
+                text_chars += d.char_count;
+            }
+            if d.state == DocumentState::Failed {
+                failures.push((d.path.clone(), d.error.clone().unwrap_or_default()));
+            }
+        }
+        failures.sort();
+        Ok(LibraryStatus {
+            name: self.manifest.name.clone(),
+            model_id: self.manifest.embedding.model_id.clone(),
+            dimension: self.manifest.embedding.dimension,
+            sources: self.manifest.sources.clone(),
+            documents,
+            formats,
+            archives,
+            chunks: self.store.count_chunks(None).await?,
+            keyword_chunks: self.keyword.len(),
+            pages,
+            text_chars,
+            failures,
+            disk_bytes: folder_size(&self.dir),
+            vector_index: self.store.has_vector_index().await?,
+        })
+    }
+
+    /// Removes documents (and their chunks) in the crash-safe order of the module docs.
+    pub(crate) async fn remove_documents(&mut self, ids: &[String]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.store.set_state(ids, DocumentState::Pending).await?;
+        self.store.delete_chunks_of(ids).await?;
+        for id in ids {
+            self.keyword.delete_document(id)?;
+        }
+        self.commit_keyword().await?;
+        self.store.delete_documents(ids).await?;
+        self.refresh_documents().await
+    }
+
+    /// Compacts LanceDB files, drops table versions older than `keep` (readers that are mid-query keep
+    /// working for that long), folds new rows into the ANN index or builds it once the table has
+    /// `vector_index_rows` rows, and re-commits tantivy with the new version. `add` and `sync` call it at the
+    /// end of a run. Errors: LanceDB or tantivy I/O.
+    pub async fn optimize(&mut self, keep: std::time::Duration, vector_index_rows: usize) -> Result<(), StoreError> {
+        use lancedb::table::OptimizeAction;
+        let older_than = lancedb::table::optimize::Duration::from_std(keep).ok();
+        for table in [&self.store.documents, &self.store.chunks] {
+            table.optimize(OptimizeAction::Compact { options: Default::default(), remap_options: None }).await?;
+            table
+                .optimize(OptimizeAction::Prune { older_than, delete_unverified: Some(false), error_if_tagged_old_versions: None })
+                .await?;
+        }
+        if crate::store::ensure_vector_index(&self.store, vector_index_rows).await? {
+            self.store.chunks.optimize(OptimizeAction::Index(Default::default())).await?;
+        }
+        self.commit_keyword().await
+    }
+}
+
+fn check_model(manifest: &LibraryManifest, model_id: &str) -> Result<(), StoreError> {
+    if manifest.embedding.model_id == model_id {
+        return Ok(());
+    }
+    Err(StoreError::ModelMismatch(format!(
+        "library {:?} was indexed with embedding model {} ({} dimensions), but this run uses {model_id}. \
+         Use that model again, or re-index the library with the new one: `quarry library reindex {}` \
+         (with the same model options as this run)",
+        manifest.name, manifest.embedding.model_id, manifest.embedding.dimension, manifest.name
+    )))
+}
+
+fn folder_size(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+}

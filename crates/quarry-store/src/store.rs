@@ -1,0 +1,635 @@
+//! The LanceDB side of a library: tables `documents` and `chunks`, the source of truth (see
+//! ../shared/DESIGN.md "Storage and consistency").
+//!
+//! - `documents`: one row per document, keyed by `document_id` (BLAKE3 of the document's bytes), with its
+//!   state (`pending` → `indexed` | `failed`), where it came from and what parsing said.
+//! - `chunks`: one row per chunk: `chunk_id` (see [`chunk_id`]), `document_id`, text, location (page span,
+//!   sheet, heading path, character offsets) and the embedding (`vector`, `FixedSizeList<Float32, dim>`).
+//!
+//! Every write here is one LanceDB commit (one new table version); the order of those commits is what
+//! makes a library survive `kill -9` (see `crate::library`).
+
+use crate::StoreError;
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Int64Array, ListArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::{Connection, DistanceType, Table};
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Arc;
+
+pub(crate) const DOCUMENTS: &str = "documents";
+pub(crate) const CHUNKS: &str = "chunks";
+
+/// Where a document is in its life: written as `pending` before its chunks, `indexed` once its chunks are
+/// in both indexes, `failed` when it could not be read (with the reason in `error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum DocumentState {
+    Pending,
+    Indexed,
+    Failed,
+}
+
+impl DocumentState {
+    pub fn name(self) -> &'static str {
+        match self {
+            DocumentState::Pending => "pending",
+            DocumentState::Indexed => "indexed",
+            DocumentState::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> DocumentState {
+        match s {
+            "indexed" => DocumentState::Indexed,
+            "failed" => DocumentState::Failed,
+            _ => DocumentState::Pending,
+        }
+    }
+}
+
+/// One row of `documents`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DocumentRecord {
+    /// BLAKE3 of the document's bytes (lowercase hex). For a document that failed inside an archive, whose
+    /// bytes were never read, BLAKE3 of `origin_id` and `path`.
+    pub document_id: String,
+    /// BLAKE3 of the file on disk the document came from: equal to `document_id` for a plain file, the
+    /// archive's hash for a ZIP member.
+    pub origin_id: String,
+    /// Virtual path: the absolute file path, with `!/member` parts for ZIP members.
+    pub path: String,
+    /// The file on disk (the archive, for members).
+    pub file_path: String,
+    /// Format name (`pdf`, `docx`, `zip`, …) or `unknown`.
+    pub format: String,
+    pub byte_len: u64,
+    /// Pages (PDF) or sheets (spreadsheets).
+    pub page_count: Option<u32>,
+    pub chunk_count: u32,
+    pub char_count: u64,
+    pub state: DocumentState,
+    /// Why the document failed: the parse status and message (`failed: no text layer (needs OCR)`).
+    pub error: Option<String>,
+    /// Non-fatal parse warnings, one per line.
+    pub warnings: Option<String>,
+    /// When the row was written, Unix milliseconds.
+    pub added_ms: i64,
+    /// Modification time of `file_path` when it was read, Unix milliseconds (sync compares it).
+    pub modified_ms: i64,
+}
+
+/// One row of `chunks` without its vector, as search returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChunkRecord {
+    pub chunk_id: u64,
+    pub document_id: String,
+    /// 0-based position in the document.
+    pub chunk_index: u32,
+    pub text: String,
+    pub page_start: Option<u32>,
+    pub page_end: Option<u32>,
+    pub sheet: Option<String>,
+    pub heading_path: Vec<String>,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub token_count: u32,
+}
+
+/// The stable id of chunk `index` of `document_id`: the first 8 bytes of BLAKE3(document id, index),
+/// little-endian. Deterministic, so re-indexing a document gives the same ids and no counter is stored.
+pub fn chunk_id(document_id: &str, index: u32) -> u64 {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(document_id.as_bytes());
+    hasher.update(&index.to_le_bytes());
+    let bytes = hasher.finalize();
+    u64::from_le_bytes(bytes.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+}
+
+/// A SQL string literal: single quotes doubled, so any path or id is safe inside a filter.
+pub(crate) fn sql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// `column IN ('a', 'b', …)` for string values.
+pub(crate) fn sql_in_strings<'a>(column: &str, values: impl IntoIterator<Item = &'a str>) -> String {
+    let list: Vec<String> = values.into_iter().map(sql_string).collect();
+    format!("{column} IN ({})", list.join(", "))
+}
+
+fn documents_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("document_id", DataType::Utf8, false),
+        Field::new("origin_id", DataType::Utf8, false),
+        Field::new("path", DataType::Utf8, false),
+        Field::new("file_path", DataType::Utf8, false),
+        Field::new("format", DataType::Utf8, false),
+        Field::new("byte_len", DataType::UInt64, false),
+        Field::new("page_count", DataType::UInt32, true),
+        Field::new("chunk_count", DataType::UInt32, false),
+        Field::new("char_count", DataType::UInt64, false),
+        Field::new("state", DataType::Utf8, false),
+        Field::new("error", DataType::Utf8, true),
+        Field::new("warnings", DataType::Utf8, true),
+        Field::new("added_ms", DataType::Int64, false),
+        Field::new("modified_ms", DataType::Int64, false),
+    ]))
+}
+
+fn chunks_schema(dimension: usize) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("chunk_id", DataType::UInt64, false),
+        Field::new("document_id", DataType::Utf8, false),
+        Field::new("chunk_index", DataType::UInt32, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new("page_start", DataType::UInt32, true),
+        Field::new("page_end", DataType::UInt32, true),
+        Field::new("sheet", DataType::Utf8, true),
+        Field::new("heading_path", DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false),
+        Field::new("char_start", DataType::UInt64, false),
+        Field::new("char_end", DataType::UInt64, false),
+        Field::new("token_count", DataType::UInt32, false),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dimension as i32),
+            false,
+        ),
+    ]))
+}
+
+/// Chunk columns without the vector: what searches read back.
+pub(crate) const CHUNK_COLUMNS: [&str; 11] = [
+    "chunk_id",
+    "document_id",
+    "chunk_index",
+    "text",
+    "page_start",
+    "page_end",
+    "sheet",
+    "heading_path",
+    "char_start",
+    "char_end",
+    "token_count",
+];
+
+/// The two tables of one library.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) documents: Table,
+    pub(crate) chunks: Table,
+    dimension: usize,
+}
+
+impl Store {
+    /// Opens the tables under `dir` (the library's `lance/` folder), creating missing ones; `dimension` is
+    /// the embedding length the `chunks` table is created with.
+    ///
+    /// Errors: LanceDB cannot open or create the tables; an existing `chunks` table has another dimension.
+    pub async fn open(dir: &Path, dimension: usize, create: bool) -> Result<Store, StoreError> {
+        let uri = dir.to_str().ok_or_else(|| StoreError::Store(format!("{} is not valid UTF-8", dir.display())))?;
+        // Zero interval: every read checks for commits by other processes (a search during an ingest).
+        let db: Connection = lancedb::connect(uri).read_consistency_interval(std::time::Duration::ZERO).execute().await?;
+        let names = db.table_names().execute().await?;
+        let open_or_create = |name: &'static str, schema: SchemaRef| {
+            let db = db.clone();
+            let exists = names.iter().any(|n| n == name);
+            async move {
+                if exists {
+                    Ok(db.open_table(name).execute().await?)
+                } else if create {
+                    Ok(db.create_empty_table(name, schema).execute().await?)
+                } else {
+                    Err(StoreError::Store(format!("table {name} is missing in {}", dir.display())))
+                }
+            }
+        };
+        let documents = open_or_create(DOCUMENTS, documents_schema()).await?;
+        let chunks = open_or_create(CHUNKS, chunks_schema(dimension)).await?;
+        let stored = chunks.schema().await?;
+        if let Ok(field) = stored.field_with_name("vector") {
+            if let DataType::FixedSizeList(_, n) = field.data_type() {
+                if *n as usize != dimension {
+                    return Err(StoreError::Store(format!(
+                        "the chunks table holds {n}-dimensional vectors, the embedding model gives {dimension}"
+                    )));
+                }
+            }
+        }
+        Ok(Store { documents, chunks, dimension })
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// The version of the `chunks` table (tantivy records the version it mirrors).
+    pub async fn chunks_version(&self) -> Result<u64, StoreError> {
+        Ok(self.chunks.version().await?)
+    }
+
+    /// Every document row, in no particular order.
+    pub async fn documents(&self) -> Result<Vec<DocumentRecord>, StoreError> {
+        self.documents_where(None).await
+    }
+
+    /// Document rows matching an SQL `filter` (all when `None`).
+    pub async fn documents_where(&self, filter: Option<String>) -> Result<Vec<DocumentRecord>, StoreError> {
+        let mut query = self.documents.query();
+        if let Some(filter) = filter {
+            query = query.only_if(filter);
+        }
+        let batches: Vec<RecordBatch> = query.execute().await?.try_collect().await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            out.extend(documents_from_batch(batch)?);
+        }
+        Ok(out)
+    }
+
+    /// Appends document rows in one commit.
+    pub async fn add_documents(&self, rows: &[DocumentRecord]) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.documents.add(documents_to_batch(rows)?).execute().await?;
+        Ok(())
+    }
+
+    /// Sets `state` (and clears `error`) for the given documents, in one commit.
+    pub async fn set_state(&self, ids: &[String], state: DocumentState) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.documents
+            .update()
+            .only_if(sql_in_strings("document_id", ids.iter().map(String::as_str)))
+            .column("state", sql_string(state.name()))
+            .execute()
+            .await?;
+        Ok(())
+    }
+
+    /// Moves documents of `origin_id` from `old_file` to `new_file` (a renamed or moved file): rewrites
+    /// `file_path` and the start of `path`, in one commit.
+    pub async fn rename_origin(&self, origin_id: &str, old_file: &str, new_file: &str, modified_ms: i64) -> Result<(), StoreError> {
+        self.documents
+            .update()
+            .only_if(format!("origin_id = {} AND file_path = {}", sql_string(origin_id), sql_string(old_file)))
+            .column("path", format!("replace(path, {}, {})", sql_string(old_file), sql_string(new_file)))
+            .column("file_path", sql_string(new_file))
+            .column("modified_ms", modified_ms.to_string())
+            .execute()
+            .await?;
+        Ok(())
+    }
+
+    /// Moves one document to another origin and path (an unchanged member of a changed archive), in one
+    /// commit.
+    pub async fn move_document(&self, document_id: &str, origin_id: &str, path: &str, file_path: &str) -> Result<(), StoreError> {
+        self.documents
+            .update()
+            .only_if(format!("document_id = {}", sql_string(document_id)))
+            .column("origin_id", sql_string(origin_id))
+            .column("path", sql_string(path))
+            .column("file_path", sql_string(file_path))
+            .execute()
+            .await?;
+        Ok(())
+    }
+
+    /// Whether `chunks.vector` has an ANN index.
+    pub async fn has_vector_index(&self) -> Result<bool, StoreError> {
+        Ok(self.chunks.list_indices().await?.iter().any(|i| i.columns.iter().any(|c| c == "vector")))
+    }
+
+    /// Deletes document rows by id, in one commit.
+    pub async fn delete_documents(&self, ids: &[String]) -> Result<(), StoreError> {
+        for part in ids.chunks(500) {
+            self.documents.delete(sql_in_strings("document_id", part.iter().map(String::as_str)).as_str()).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends chunks with their vectors in one commit. `vectors[i]` belongs to `chunks[i]`.
+    pub async fn add_chunks(&self, chunks: &[ChunkRecord], vectors: &[Vec<f32>]) -> Result<(), StoreError> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        self.chunks.add(chunks_to_batch(chunks, vectors, self.dimension)?).execute().await?;
+        Ok(())
+    }
+
+    /// Deletes every chunk of the given documents (one commit per 500 documents).
+    pub async fn delete_chunks_of(&self, document_ids: &[String]) -> Result<(), StoreError> {
+        for part in document_ids.chunks(500) {
+            self.chunks.delete(sql_in_strings("document_id", part.iter().map(String::as_str)).as_str()).await?;
+        }
+        Ok(())
+    }
+
+    /// Number of chunk rows matching an SQL `filter` (all when `None`).
+    pub async fn count_chunks(&self, filter: Option<String>) -> Result<usize, StoreError> {
+        Ok(self.chunks.count_rows(filter).await?)
+    }
+
+    /// Chunks (without vectors) matching `filter`, all columns of [`CHUNK_COLUMNS`].
+    pub async fn chunks_where(&self, filter: Option<String>) -> Result<Vec<ChunkRecord>, StoreError> {
+        let mut query = self.chunks.query().select(Select::columns(&CHUNK_COLUMNS));
+        if let Some(filter) = filter {
+            query = query.only_if(filter);
+        }
+        let batches: Vec<RecordBatch> = query.execute().await?.try_collect().await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            out.extend(chunks_from_batch(batch)?);
+        }
+        Ok(out)
+    }
+
+    /// The chunks with these ids (any order; ids not found are left out).
+    pub async fn chunks_by_id(&self, ids: &[u64]) -> Result<Vec<ChunkRecord>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        self.chunks_where(Some(format!("chunk_id IN ({})", list.join(", ")))).await
+    }
+
+    /// The `k` chunks nearest to `vector` by cosine distance, as (chunk, cosine similarity), best first.
+    /// Uses the ANN index when one exists (rows added after it was built are searched exactly).
+    pub async fn nearest(&self, vector: &[f32], k: usize) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
+        let mut columns: Vec<&str> = CHUNK_COLUMNS.to_vec();
+        columns.push("_distance");
+        let batches: Vec<RecordBatch> = self
+            .chunks
+            .vector_search(vector.to_vec())?
+            .column("vector")
+            .distance_type(DistanceType::Cosine)
+            .limit(k)
+            .select(Select::columns(&CHUNK_COLUMNS))
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            let chunks = chunks_from_batch(batch)?;
+            let distance = batch
+                .column_by_name("_distance")
+                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float32Array>().cloned());
+            for (i, chunk) in chunks.into_iter().enumerate() {
+                let d = distance.as_ref().map(|d| d.value(i)).unwrap_or(1.0);
+                out.push((chunk, 1.0 - d));
+            }
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(out)
+    }
+
+    /// Every (chunk id, document id, text), streamed in batches to `each` (rebuilding the keyword index).
+    pub async fn scan_texts(&self, mut each: impl FnMut(u64, &str, &str) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        let mut stream = self
+            .chunks
+            .query()
+            .select(Select::columns(&["chunk_id", "document_id", "text"]))
+            .execute()
+            .await?;
+        while let Some(batch) = stream.try_next().await? {
+            let ids = column::<UInt64Array>(&batch, "chunk_id")?;
+            let docs = column::<StringArray>(&batch, "document_id")?;
+            let texts = column::<StringArray>(&batch, "text")?;
+            for i in 0..batch.num_rows() {
+                each(ids.value(i), docs.value(i), texts.value(i))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, StoreError> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| StoreError::Store(format!("column {name} is missing or has an unexpected type")))
+}
+
+fn opt_u32(array: &UInt32Array, i: usize) -> Option<u32> {
+    (!array.is_null(i)).then(|| array.value(i))
+}
+
+fn opt_str(array: &StringArray, i: usize) -> Option<String> {
+    (!array.is_null(i)).then(|| array.value(i).to_string())
+}
+
+fn documents_to_batch(rows: &[DocumentRecord]) -> Result<RecordBatch, StoreError> {
+    let strings = |f: fn(&DocumentRecord) -> &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
+    let columns: Vec<ArrayRef> = vec![
+        strings(|r| &r.document_id),
+        strings(|r| &r.origin_id),
+        strings(|r| &r.path),
+        strings(|r| &r.file_path),
+        strings(|r| &r.format),
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.byte_len))),
+        Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.page_count))),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.chunk_count))),
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.char_count))),
+        strings(|r| r.state.name()),
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.error.as_deref()))),
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.warnings.as_deref()))),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.added_ms))),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.modified_ms))),
+    ];
+    Ok(RecordBatch::try_new(documents_schema(), columns)?)
+}
+
+fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, StoreError> {
+    let document_id = column::<StringArray>(batch, "document_id")?;
+    let origin_id = column::<StringArray>(batch, "origin_id")?;
+    let path = column::<StringArray>(batch, "path")?;
+    let file_path = column::<StringArray>(batch, "file_path")?;
+    let format = column::<StringArray>(batch, "format")?;
+    let byte_len = column::<UInt64Array>(batch, "byte_len")?;
+    let page_count = column::<UInt32Array>(batch, "page_count")?;
+    let chunk_count = column::<UInt32Array>(batch, "chunk_count")?;
+    let char_count = column::<UInt64Array>(batch, "char_count")?;
+    let state = column::<StringArray>(batch, "state")?;
+    let error = column::<StringArray>(batch, "error")?;
+    let warnings = column::<StringArray>(batch, "warnings")?;
+    let added_ms = column::<Int64Array>(batch, "added_ms")?;
+    let modified_ms = column::<Int64Array>(batch, "modified_ms")?;
+    Ok((0..batch.num_rows())
+        .map(|i| DocumentRecord {
+            document_id: document_id.value(i).to_string(),
+            origin_id: origin_id.value(i).to_string(),
+            path: path.value(i).to_string(),
+            file_path: file_path.value(i).to_string(),
+            format: format.value(i).to_string(),
+            byte_len: byte_len.value(i),
+            page_count: opt_u32(page_count, i),
+            chunk_count: chunk_count.value(i),
+            char_count: char_count.value(i),
+            state: DocumentState::parse(state.value(i)),
+            error: opt_str(error, i),
+            warnings: opt_str(warnings, i),
+            added_ms: added_ms.value(i),
+            modified_ms: modified_ms.value(i),
+        })
+        .collect())
+}
+
+fn chunks_to_batch(chunks: &[ChunkRecord], vectors: &[Vec<f32>], dimension: usize) -> Result<RecordBatch, StoreError> {
+    if vectors.len() != chunks.len() || vectors.iter().any(|v| v.len() != dimension) {
+        return Err(StoreError::Store(format!("{} chunks need {} vectors of {dimension} floats", chunks.len(), chunks.len())));
+    }
+    let mut headings = ListBuilder::new(StringBuilder::new());
+    for chunk in chunks {
+        for title in &chunk.heading_path {
+            headings.values().append_value(title);
+        }
+        headings.append(true);
+    }
+    let headings: ListArray = headings.finish();
+    let vector_field = Arc::new(Field::new("item", DataType::Float32, true));
+    let values = arrow_array::Float32Array::from_iter_values(vectors.iter().flatten().copied());
+    let vectors = FixedSizeListArray::try_new(vector_field, dimension as i32, Arc::new(values), None)?;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(chunks.iter().map(|c| c.chunk_id))),
+        Arc::new(StringArray::from_iter_values(chunks.iter().map(|c| c.document_id.as_str()))),
+        Arc::new(UInt32Array::from_iter_values(chunks.iter().map(|c| c.chunk_index))),
+        Arc::new(StringArray::from_iter_values(chunks.iter().map(|c| c.text.as_str()))),
+        Arc::new(UInt32Array::from_iter(chunks.iter().map(|c| c.page_start))),
+        Arc::new(UInt32Array::from_iter(chunks.iter().map(|c| c.page_end))),
+        Arc::new(StringArray::from_iter(chunks.iter().map(|c| c.sheet.as_deref()))),
+        Arc::new(headings),
+        Arc::new(UInt64Array::from_iter_values(chunks.iter().map(|c| c.char_start))),
+        Arc::new(UInt64Array::from_iter_values(chunks.iter().map(|c| c.char_end))),
+        Arc::new(UInt32Array::from_iter_values(chunks.iter().map(|c| c.token_count))),
+        Arc::new(vectors),
+    ];
+    Ok(RecordBatch::try_new(chunks_schema(dimension), columns)?)
+}
+
+fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError> {
+    let chunk_id = column::<UInt64Array>(batch, "chunk_id")?;
+    let document_id = column::<StringArray>(batch, "document_id")?;
+    let chunk_index = column::<UInt32Array>(batch, "chunk_index")?;
+    let text = column::<StringArray>(batch, "text")?;
+    let page_start = column::<UInt32Array>(batch, "page_start")?;
+    let page_end = column::<UInt32Array>(batch, "page_end")?;
+    let sheet = column::<StringArray>(batch, "sheet")?;
+    let headings = column::<ListArray>(batch, "heading_path")?;
+    let char_start = column::<UInt64Array>(batch, "char_start")?;
+    let char_end = column::<UInt64Array>(batch, "char_end")?;
+    let token_count = column::<UInt32Array>(batch, "token_count")?;
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let titles = headings.value(i);
+        let titles = titles.as_any().downcast_ref::<StringArray>().map(|a| a.iter().flatten().map(str::to_string).collect()).unwrap_or_default();
+        out.push(ChunkRecord {
+            chunk_id: chunk_id.value(i),
+            document_id: document_id.value(i).to_string(),
+            chunk_index: chunk_index.value(i),
+            text: text.value(i).to_string(),
+            page_start: opt_u32(page_start, i),
+            page_end: opt_u32(page_end, i),
+            sheet: opt_str(sheet, i),
+            heading_path: titles,
+            char_start: char_start.value(i),
+            char_end: char_end.value(i),
+            token_count: token_count.value(i),
+        });
+    }
+    Ok(out)
+}
+
+/// Builds an approximate nearest-neighbour index (IVF partitions with HNSW graphs over scalar-quantised
+/// vectors, cosine) on `chunks.vector` when the table holds at least `min_rows` rows and has none yet;
+/// with an index already there, folds newly added rows into it. Returns whether an index exists now.
+pub async fn ensure_vector_index(store: &Store, min_rows: usize) -> Result<bool, StoreError> {
+    if store.has_vector_index().await? {
+        return Ok(true);
+    }
+    if store.chunks.count_rows(None).await? < min_rows {
+        return Ok(false);
+    }
+    let builder = lancedb::index::vector::IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+    store.chunks.create_index(&["vector"], lancedb::index::Index::IvfHnswSq(builder)).execute().await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(id: &str, state: DocumentState) -> DocumentRecord {
+        DocumentRecord {
+            document_id: id.into(),
+            origin_id: id.into(),
+            path: format!("/docs/{id}'s file.pdf"),
+            file_path: format!("/docs/{id}'s file.pdf"),
+            format: "pdf".into(),
+            byte_len: 10,
+            page_count: Some(2),
+            chunk_count: 2,
+            char_count: 100,
+            state,
+            error: None,
+            warnings: None,
+            added_ms: 1,
+            modified_ms: 2,
+        }
+    }
+
+    fn chunk(document_id: &str, index: u32, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            chunk_id: chunk_id(document_id, index),
+            document_id: document_id.into(),
+            chunk_index: index,
+            text: text.into(),
+            page_start: Some(index + 1),
+            page_end: Some(index + 1),
+            sheet: None,
+            heading_path: vec!["Intro".into(), "Scope".into()],
+            char_start: 0,
+            char_end: text.len() as u64,
+            token_count: 3,
+        }
+    }
+
+    #[tokio::test]
+    async fn rows_round_trip_and_nearest_uses_cosine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("lance"), 3, true).await.unwrap();
+        store.add_documents(&[document("a", DocumentState::Pending), document("b", DocumentState::Indexed)]).await.unwrap();
+        let chunks = vec![chunk("a", 0, "alpha"), chunk("a", 1, "beta"), chunk("b", 0, "gamma")];
+        let vectors = vec![vec![1.0, 0.0, 0.0], vec![0.0, 5.0, 0.0], vec![1.0, 1.0, 0.0]];
+        store.add_chunks(&chunks, &vectors).await.unwrap();
+        assert!(store.add_chunks(&chunks[..1], &[vec![1.0]]).await.is_err(), "wrong dimension is refused");
+
+        let docs = store.documents_where(Some("state = 'pending'".into())).await.unwrap();
+        assert_eq!(docs, vec![document("a", DocumentState::Pending)], "quotes in paths survive");
+        store.set_state(&["a".into()], DocumentState::Indexed).await.unwrap();
+        assert_eq!(store.documents_where(Some("state = 'indexed'".into())).await.unwrap().len(), 2);
+
+        let hits = store.nearest(&[0.0, 0.1, 0.0], 2).await.unwrap();
+        assert_eq!(hits[0].0, chunks[1], "length does not matter, direction does");
+        assert!((hits[0].1 - 1.0).abs() < 1e-5);
+        assert_eq!(hits[1].0.text, "gamma");
+
+        let by_id = store.chunks_by_id(&[chunks[2].chunk_id]).await.unwrap();
+        assert_eq!(by_id, vec![chunks[2].clone()]);
+        let before = store.chunks_version().await.unwrap();
+        store.delete_chunks_of(&["a".into()]).await.unwrap();
+        assert!(store.chunks_version().await.unwrap() > before);
+        assert_eq!(store.count_chunks(None).await.unwrap(), 1);
+        store.rename_origin("b", "/docs/b's file.pdf", "/new/b's file.pdf", 9).await.unwrap();
+        let b = store.documents_where(Some("document_id = 'b'".into())).await.unwrap();
+        assert_eq!((b[0].path.as_str(), b[0].file_path.as_str(), b[0].modified_ms), ("/new/b's file.pdf", "/new/b's file.pdf", 9));
+        assert!(Store::open(&tmp.path().join("lance"), 4, false).await.is_err(), "another dimension is refused");
+    }
+}

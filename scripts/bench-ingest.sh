@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Benchmark: ingest a folder end to end with the release binary (parse in worker processes, chunk, embed,
+# write LanceDB + tantivy, compact) into a fresh library, and print a Markdown table: documents, pages,
+# chunks, wall time, pages/s, chunks/s, peak RSS of the whole process tree's main process, size of the
+# library on disk against the extracted text.
+#
+#   scripts/bench-ingest.sh [FOLDER]     (default: ../shared/eval/C_private_library/docs)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+source scripts/env.sh
+folder="${1:-../shared/eval/C_private_library/docs}"
+[ -d "$folder" ] || { echo "no folder $folder" >&2; exit 1; }
+cargo build --locked --release -p quarry-cli >&2
+quarry="$CARGO_TARGET_DIR/release/quarry"
+data=$(mktemp -d)
+trap 'rm -rf "$data"' EXIT
+"$quarry" --data-dir "$data" library create bench >/dev/null
+/usr/bin/time -v -o "$data/time.txt" "$quarry" --data-dir "$data" add "$folder" --library bench --json > "$data/events.jsonl"
+"$quarry" --data-dir "$data" status --library bench --json > "$data/status.json"
+source_bytes=$(du -sb "$folder" | cut -f1)
+python3 - "$data" "$source_bytes" "$folder" <<'EOF'
+import json, sys
+data, source_bytes, folder = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+events = [json.loads(l) for l in open(f"{data}/events.jsonl") if l.strip()]
+finished = next(e for e in reversed(events) if e.get("event") == "finished")
+status = json.load(open(f"{data}/status.json"))
+time = open(f"{data}/time.txt").read()
+rss_kb = int(next(l for l in time.splitlines() if "Maximum resident" in l).split(":")[1])
+docs = status["documents"]
+secs = finished["seconds"]
+print(f"ingest of {folder} ({source_bytes / 2**20:.1f} MiB of files)\n")
+print("| documents indexed | failed | pages | chunks | text MiB | wall s | pages/s | chunks/s | peak RSS MiB | library MiB | library / text |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+text_mib = status["text_chars"] / 2**20
+disk_mib = status["disk_bytes"] / 2**20
+print(f"| {docs.get('indexed', 0)} | {docs.get('failed', 0)} | {status['pages']} | {status['chunks']} | {text_mib:.1f} | {secs:.0f} | "
+      f"{status['pages'] / secs:.1f} | {status['chunks'] / secs:.1f} | {rss_kb / 1024:.0f} | {disk_mib:.1f} | {disk_mib / max(text_mib, 1e-9):.1f}× |")
+print("\n(text MiB counts extracted characters as 1 byte each; the library holds text, 384 float32 per chunk and the BM25 index)")
+for path, reason in status["failures"][:20]:
+    print(f"failed: {path}: {reason}")
+EOF
