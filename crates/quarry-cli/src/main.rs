@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Command::Status(args) => data().map_err(Into::into).and_then(|d| commands::library::status(d, args)),
         Command::Search(args) => data().map_err(Into::into).and_then(|d| commands::library::search(d, args)),
         Command::Ask(args) => data().map_err(Into::into).and_then(|d| commands::ask::ask(d, args)),
-        Command::Eval(command) => commands::eval::run(command),
+        Command::Eval(command) => commands::eval::run(command, || data().map_err(Into::into)),
         Command::ParseWorker => commands::parse::run_worker(),
     };
     match result {

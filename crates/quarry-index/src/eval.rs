@@ -28,6 +28,8 @@ pub struct EvalSet {
     /// (query id, query text), only queries with qrels.
     pub queries: Vec<(String, String)>,
     pub relevant: HashMap<String, HashSet<String>>,
+    /// Reference answers by query id (from `answers` in queries.jsonl; empty when the set has none).
+    pub answers: HashMap<String, Vec<String>>,
 }
 
 /// Loads a set from `dir`. `limit` keeps the first N queries (the corpus stays whole).
@@ -67,7 +69,19 @@ pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError>
             relevant.entry(cols[0].to_string()).or_default().insert(cols[1].to_string());
         }
     }
-    let mut queries: Vec<(String, String)> = json_lines("queries.jsonl")?
+    let query_lines = json_lines("queries.jsonl")?;
+    let answers: HashMap<String, Vec<String>> = query_lines
+        .iter()
+        .map(|v| {
+            let list = match v.get("answers") {
+                Some(serde_json::Value::Array(items)) => items.iter().filter_map(|a| a.as_str().map(str::to_string)).collect(),
+                Some(serde_json::Value::String(one)) => vec![one.clone()],
+                _ => Vec::new(),
+            };
+            (field(v, "_id"), list)
+        })
+        .collect();
+    let mut queries: Vec<(String, String)> = query_lines
         .iter()
         .map(|v| (field(v, "_id"), field(v, "text")))
         .filter(|(id, _)| relevant.contains_key(id))
@@ -76,7 +90,7 @@ pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError>
         queries.truncate(limit);
     }
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(EvalSet { name, passages, queries, relevant })
+    Ok(EvalSet { name, passages, queries, relevant, answers })
 }
 
 /// Averages of the metrics over a set's queries.

@@ -15,6 +15,7 @@ mod error;
 pub mod eval;
 mod fusion;
 mod keyword;
+pub mod qa;
 mod tokenizer;
 mod vector;
 

@@ -14,6 +14,9 @@ pub enum EvalCommand {
     /// Query latency (p50/p95 per mode, exact and ANN) of libraries of given sizes built from sets'
     /// passages, and the embedding throughput.
     Latency(super::latency::LatencyArgs),
+    /// Answer a set's questions with an agent over its passages: supporting-passage Recall@5, EM/F1,
+    /// model calls, tokens and seconds per question.
+    Qa(super::eval_qa::QaArgs),
 }
 
 #[derive(clap::Args)]
@@ -32,10 +35,11 @@ pub struct RetrievalArgs {
     pub json: bool,
 }
 
-pub fn run(command: EvalCommand) -> anyhow::Result<()> {
+pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_store::DataDir>) -> anyhow::Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args),
-        EvalCommand::Latency(args) => super::latency::latency(args),
+        EvalCommand::Latency(args) => super::latency::latency(args, data),
+        EvalCommand::Qa(args) => super::eval_qa::qa(args),
     }
 }
 

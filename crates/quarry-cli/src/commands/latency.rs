@@ -24,8 +24,14 @@ use std::time::Instant;
 pub struct LatencyArgs {
     /// Folders of sets whose corpus.jsonl passages become the chunks and whose queries.jsonl are asked
     /// (repeat the flag for several sets).
-    #[arg(long = "set", required = true)]
+    #[arg(long = "set", required_unless_present = "library")]
     pub sets: Vec<PathBuf>,
+    /// Measure an existing library instead (built by `quarry add`), with the questions of `--queries`.
+    #[arg(long, requires = "queries_file", conflicts_with = "sets")]
+    pub library: Option<String>,
+    /// A queries.jsonl (one `{"text": …}` per line) to ask the `--library`.
+    #[arg(long = "queries")]
+    pub queries_file: Option<PathBuf>,
     /// Library sizes in chunks, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
     pub sizes: Vec<usize>,
@@ -81,7 +87,42 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-pub fn latency(args: LatencyArgs) -> anyhow::Result<()> {
+/// p50/p95 of each search mode over an existing library, through `Library::search` (query embedding,
+/// both indexes, fusion, reading the chunks back), after one warm-up query per mode.
+fn library_latency(data: &DataDir, name: &str, queries_file: &std::path::Path, count: usize) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
+    let queries: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["text"].as_str().map(str::to_string))
+        .take(count)
+        .collect();
+    anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
+    let embedder = Arc::new(Mutex::new(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?));
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut library = rt.block_on(Library::open_read(data, name))?;
+    let status = rt.block_on(library.status())?;
+    println!("library {name}: {} chunks; {} queries from {}\n", status.chunks, queries.len(), queries_file.display());
+    println!("| mode | p50 ms | p95 ms | mean ms |\n|---|---:|---:|---:|");
+    for mode in SearchMode::ALL {
+        rt.block_on(library.search(&queries[0], mode, 10, Some(&embedder)))?;
+        let mut times = Vec::new();
+        for q in &queries {
+            let started = Instant::now();
+            rt.block_on(library.search(q, mode, 10, Some(&embedder)))?;
+            times.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        times.sort_by(f64::total_cmp);
+        let mean = times.iter().sum::<f64>() / times.len() as f64;
+        println!("| {} | {:.1} | {:.1} | {:.1} |", mode.name(), percentile(&times, 0.5), percentile(&times, 0.95), mean);
+    }
+    Ok(())
+}
+
+pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>) -> anyhow::Result<()> {
+    if let (Some(name), Some(file)) = (&args.library, &args.queries_file) {
+        return library_latency(&data()?, name, file, args.queries);
+    }
     let mut passages = Vec::new();
     let mut queries = Vec::new();
     for dir in &args.sets {

@@ -115,3 +115,91 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("/nonexistent/model.gguf"), "{message}");
 }
+
+#[test]
+fn eval_qa_scores_an_agent_on_a_benchmark_set() {
+    let set = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
+        .join("A_benchmarks/hotpotqa_rpt_dev300");
+    let tmp = tempfile::tempdir().unwrap();
+    let output = run(
+        tmp.path(),
+        &["eval", "qa", "--set", set.to_str().unwrap(), "--agent", "naive", "--limit", "3", "--bm25-only", "--answer-tokens", "48", "--threads", "2", "--json"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for key in ["set", "agent", "questions", "support_recall@5", "em", "f1", "llm_calls_per_q", "tokens_per_q", "seconds_per_q"] {
+        assert!(report.get(key).is_some(), "no {key} in {report}");
+    }
+    assert_eq!((report["questions"].as_u64(), report["agent"].as_str(), report["failed"].as_u64()), (Some(3), Some("naive"), Some(0)));
+    assert_eq!(report["llm_calls_per_q"], 1.0, "NaiveRAG: one call a question");
+    let recall = report["support_recall@5"].as_f64().unwrap();
+    assert!(recall > 0.0 && recall <= 1.0, "BM25 finds some supporting passages of HotpotQA: {recall}");
+}
+
+/// A real OpenAI-compatible server on loopback: llama.cpp's server engine from the `xllamacpp` wheel
+/// (scripts/setup.sh), serving the same GGUF. Stops when dropped.
+struct LlmServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl LlmServer {
+    fn start() -> LlmServer {
+        use std::io::BufRead;
+        let python = std::env::var("QUARRY_PYTHON").unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let model = quarry_core::models::find_model_file("smollm2-135m-instruct/model.gguf").unwrap();
+        let mut child = std::process::Command::new(&python)
+            .arg(root.join("scripts/llm-server.py"))
+            .args(["--model", model.to_str().unwrap(), "--threads", "2", "--alias", "smollm2"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{python}: {e} (scripts/setup.sh installs xllamacpp there)"));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("server did not start: {line:?}")).to_string();
+        LlmServer { child, url }
+    }
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn deep_search_through_a_real_openai_compatible_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("ntsb");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in ["20080102X00002.pdf", "20080108X00029.pdf"] {
+        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "ntsb"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let server = LlmServer::start();
+    let (events, answer) = ask(
+        &data,
+        &["What was the probable cause of the accident?", "--agent", "deep", "--max-rounds", "2", "--llm-url", &server.url, "--llm-model", "smollm2"],
+    );
+    assert!(answer["model"].as_str().unwrap().contains(&server.url), "{}", answer["model"]);
+    let calls = of(&events, "llm_call");
+    let steps: Vec<&str> = calls.iter().map(|c| c["step"].as_str().unwrap()).collect();
+    assert_eq!(steps[..2], ["sub_queries", "relevance"], "{steps:?}");
+    assert!(calls.iter().all(|c| c["prompt_tokens"].as_u64().unwrap() > 0), "the server reports token usage");
+    assert_eq!(answer["llm_calls"].as_u64().unwrap() as usize, calls.len());
+    // The 135M model's relevance judge may reject every passage; then the answer says the library holds
+    // nothing on it, without an answer call. Otherwise the last call writes the answer.
+    if answer["nothing_found"] == false {
+        assert_eq!(steps.last(), Some(&"answer"));
+    }
+    assert!(!answer["markdown"].as_str().unwrap().trim().is_empty());
+    sources_exist(&data, &answer);
+}

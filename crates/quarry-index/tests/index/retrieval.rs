@@ -43,7 +43,7 @@ fn subset(set: EvalSet, queries: usize, distractors: usize) -> EvalSet {
         })
         .cloned()
         .collect();
-    EvalSet { name: set.name.clone(), passages, queries, relevant: set.relevant.clone() }
+    EvalSet { name: set.name.clone(), passages, queries, relevant: set.relevant.clone(), answers: set.answers.clone() }
 }
 
 #[test]

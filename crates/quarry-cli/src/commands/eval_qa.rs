@@ -1,0 +1,141 @@
+//! `quarry eval qa`: an agent answers a benchmark's questions over the set's passages (one passage = one
+//! chunk, hybrid retrieval in memory), and the run is scored: supporting-passage Recall@5 of the passages
+//! the answer was written from, answer EM / F1 (SQuAD normalisation; characters for Chinese) and
+//! "contains the reference answer", model calls, tokens and seconds per question.
+
+use super::ask::LlmArgs;
+use anyhow::Context;
+use quarry_agents::{AgentConfig, AgentKind, CancellationToken, LibraryInfo, SearchableLibrary};
+use quarry_index::eval::load_set;
+use quarry_index::qa::{contains_answer, exact_match, token_f1, SetRetriever};
+use quarry_index::{Embedder, EmbedderConfig};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct QaArgs {
+    /// Folder of the set (corpus.jsonl, queries.jsonl with `answers`, qrels.tsv).
+    #[arg(long)]
+    pub set: PathBuf,
+    /// naive, deep or chain.
+    #[arg(long)]
+    pub agent: String,
+    /// Only the first N questions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Most search rounds.
+    #[arg(long, default_value_t = 3)]
+    pub max_rounds: usize,
+    /// Passages retrieved per query.
+    #[arg(short, default_value_t = 8)]
+    pub k: usize,
+    /// Most tokens of each answer.
+    #[arg(long, default_value_t = 256)]
+    pub answer_tokens: u32,
+    /// BM25 only (no embedding model).
+    #[arg(long)]
+    pub bm25_only: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+/// `quarry eval qa --json` prints this object.
+#[derive(Debug, Serialize)]
+struct QaReport {
+    set: String,
+    agent: String,
+    model: String,
+    questions: usize,
+    #[serde(rename = "support_recall@5")]
+    support_recall_at_5: f64,
+    em: f64,
+    f1: f64,
+    answer_contains: f64,
+    llm_calls_per_q: f64,
+    tokens_per_q: f64,
+    seconds_per_q: f64,
+    failed: usize,
+}
+
+pub fn qa(args: QaArgs) -> anyhow::Result<()> {
+    let agent: AgentKind = args.agent.parse().map_err(anyhow::Error::msg)?;
+    let set = load_set(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
+    let embedder = if args.bm25_only { None } else { Some(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?) };
+    let bar = indicatif::ProgressBar::new(set.passages.len() as u64);
+    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_message("embedding passages");
+    let retriever = Arc::new(SetRetriever::build(&set, embedder, &mut |done, _| bar.set_position(done as u64))?);
+    let model = args.llm.load()?;
+    let libraries = vec![SearchableLibrary {
+        info: LibraryInfo { name: "eval".into(), description: format!("{} passages", set.passages.len()) },
+        retriever: Arc::clone(&retriever) as _,
+    }];
+    let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), ..AgentConfig::default() };
+    bar.set_length(set.queries.len() as u64);
+    bar.set_position(0);
+    bar.set_message("questions");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
+    for (qid, question) in &set.queries {
+        let result = runtime.block_on(quarry_agents::ask(
+            question,
+            Some(agent),
+            Arc::clone(&model),
+            &libraries,
+            config.clone(),
+            quarry_agents::no_events(),
+            CancellationToken::new(),
+        ));
+        bar.inc(1);
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(e) => {
+                bar.println(format!("{qid}: {e}"));
+                failed += 1;
+                continue;
+            }
+        };
+        let relevant = &set.relevant[qid];
+        let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
+        recall += used.iter().filter(|id| relevant.contains(**id)).count() as f64 / relevant.len().max(1) as f64;
+        let references = set.answers.get(qid).cloned().unwrap_or_default();
+        let text = quarry_agents::answer::strip_citations(&answer.markdown);
+        em += exact_match(&text, &references);
+        f1 += token_f1(&text, &references);
+        contains += contains_answer(&text, &references);
+        calls += answer.llm_calls;
+        tokens += answer.usage.total();
+        seconds += answer.seconds;
+    }
+    bar.finish_and_clear();
+    let n = set.queries.len().max(1) as f64;
+    let report = QaReport {
+        set: set.name.clone(),
+        agent: agent.name().into(),
+        model: model.describe(),
+        questions: set.queries.len(),
+        support_recall_at_5: recall / n,
+        em: em / n,
+        f1: f1 / n,
+        answer_contains: contains / n,
+        llm_calls_per_q: calls as f64 / n,
+        tokens_per_q: tokens as f64 / n,
+        seconds_per_q: seconds / n,
+        failed,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("## {} — {} agent, {} ({} questions{})\n", report.set, report.agent, report.model, report.questions, if failed > 0 { format!(", {failed} failed") } else { String::new() });
+        println!("| support R@5 | EM | F1 | contains answer | LLM calls/q | tokens/q | s/q |\n|---:|---:|---:|---:|---:|---:|---:|");
+        println!(
+            "| {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.0} | {:.1} |",
+            report.support_recall_at_5, report.em, report.f1, report.answer_contains, report.llm_calls_per_q, report.tokens_per_q, report.seconds_per_q
+        );
+    }
+    Ok(())
+}
