@@ -44,5 +44,5 @@ EOF
 queries="${QUERIES:-$(dirname "$folder")/qna/sec-10-q/queries.jsonl}"
 if [ -f "$queries" ]; then
   echo
-  "$quarry" --data-dir "$data" eval latency --library bench --queries "$queries" --queries 200
+  "$quarry" --data-dir "$data" eval latency --library bench --queries "$queries" --query-count 200
 fi

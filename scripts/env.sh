@@ -7,3 +7,6 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 # Python with xllamacpp (scripts/setup.sh), which the tests use to serve a GGUF over the OpenAI API.
 export QUARRY_PYTHON="${QUARRY_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry/venv/bin/python}"
+# Model files and native libraries unpacked by scripts/setup.sh. Set explicitly because a binary built in
+# another clone that shares CARGO_TARGET_DIR may carry that clone's path as its compiled-in default.
+export QUARRY_MODELS_DIR="${QUARRY_MODELS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/assets/models}"

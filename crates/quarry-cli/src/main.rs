@@ -28,6 +28,8 @@ enum Command {
     Library(commands::library::LibraryCommand),
     /// Add files, folders and ZIP archives to a library: read, chunk, embed and index them.
     Add(commands::library::AddArgs),
+    /// Take files or folders out of a library (their documents and chunks; the files stay on disk).
+    Remove(commands::library::RemoveArgs),
     /// Bring a library in step with the files and folders it was given: read new and changed files,
     /// drop vanished ones.
     Sync(commands::library::SyncArgs),
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Parse(args) => commands::parse::run(args),
         Command::Library(command) => data().map_err(Into::into).and_then(|d| commands::library::library(d, command)),
         Command::Add(args) => data().map_err(Into::into).and_then(|d| commands::library::add(d, args)),
+        Command::Remove(args) => data().map_err(Into::into).and_then(|d| commands::library::remove(d, args)),
         Command::Sync(args) => data().map_err(Into::into).and_then(|d| commands::library::sync(d, args)),
         Command::Watch(args) => data().map_err(Into::into).and_then(|d| commands::library::watch(d, args)),
         Command::Status(args) => data().map_err(Into::into).and_then(|d| commands::library::status(d, args)),
@@ -68,7 +71,15 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("quarry: {error:#}");
+            let message = format!("{error:#}");
+            eprintln!("quarry: {message}");
+            // LanceDB and tantivy report a full disk inside their own error text, not as an io::ErrorKind.
+            if message.contains("No space left on device") {
+                eprintln!(
+                    "quarry: the disk is full: free some space and run the command again (libraries keep what \
+                     they had; anything half-written is cleared by the next add or sync)"
+                );
+            }
             ExitCode::FAILURE
         }
     }

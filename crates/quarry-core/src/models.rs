@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 /// Folders searched, in order: `$QUARRY_MODELS_DIR`; the per-user data folder (`~/.local/share/quarry/models`
 /// on Linux); the `assets/models` folder of the source checkout this binary was built from (what
-/// `scripts/setup.sh` fills). Only folders that exist are returned.
+/// `scripts/setup.sh` fills; compiled in, so a build shared between clones through one `CARGO_TARGET_DIR`
+/// may point at another clone — `scripts/env.sh` sets `QUARRY_MODELS_DIR` for that reason). Only folders
+/// that exist are returned.
 pub fn model_search_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(dir) = std::env::var_os("QUARRY_MODELS_DIR") {

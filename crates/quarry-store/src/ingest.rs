@@ -74,7 +74,7 @@ pub enum IngestEvent {
     Embedding { done: usize, known: usize },
     /// A file given to the run is finished (all its documents read).
     FileDone { path: String },
-    /// A document was removed (its file vanished or changed).
+    /// A document was removed (its file vanished or changed, or `quarry remove` took it out).
     Removed { path: String },
     Finished(IngestSummary),
 }
@@ -92,6 +92,15 @@ pub struct IngestSummary {
     pub chunks: usize,
     pub pages: u64,
     pub seconds: f64,
+}
+
+/// What [`Library::remove`] took out.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RemoveSummary {
+    pub documents: usize,
+    pub chunks: usize,
+    /// Paths of the removed documents (`a.zip!/b.pdf` for archive members), sorted.
+    pub paths: Vec<String>,
 }
 
 /// A file to read, with what the scan learned about it.
@@ -135,6 +144,10 @@ impl Library {
                 self.manifest.sources.push(path.clone());
                 changed = true;
             }
+            // Adding a removed path again explicitly takes it back in.
+            let before = self.manifest.excluded.len();
+            self.manifest.excluded.retain(|e| !e.starts_with(path));
+            changed |= self.manifest.excluded.len() != before;
         }
         if changed {
             self.manifest.save(&self.dir)?;
@@ -153,6 +166,58 @@ impl Library {
         self.require_write()?;
         let sources = self.manifest.sources.clone();
         self.ingest(&sources, embedder, options, on_event, true).await
+    }
+
+    /// Takes files and folders out of the library: every document whose file is `path` or lies under it
+    /// (archive members go with their archive), with its chunks, from both indexes. Paths that were
+    /// sources stop being sources; a path inside a source folder is recorded as excluded, so `sync` and
+    /// `watch` do not bring it back (an explicit `add` does). The files themselves are not touched.
+    ///
+    /// The manifest is saved first and the documents removed after, in the crash-safe order of the
+    /// `library` module, so a crash in between leaves documents a second `remove` finds again.
+    ///
+    /// Errors: a path that is neither a document nor a source of the library (the message names it;
+    /// nothing is removed then); read-only library; storage errors.
+    pub async fn remove(&mut self, paths: &[PathBuf]) -> Result<RemoveSummary, StoreError> {
+        self.require_write()?;
+        self.refresh_documents().await?;
+        let absolute: Vec<PathBuf> = paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
+        let mut summary = RemoveSummary::default();
+        let mut ids: Vec<String> = Vec::new();
+        for path in &absolute {
+            let documents: Vec<&DocumentRecord> = self.documents().filter(|d| Path::new(&d.file_path).starts_with(path)).collect();
+            let is_source = self.manifest.sources.iter().any(|s| s.starts_with(path));
+            if documents.is_empty() && !is_source {
+                return Err(StoreError::Library(format!(
+                    "library {:?} has no document at {} (see `quarry status --library {}`)",
+                    self.manifest.name,
+                    path.display(),
+                    self.manifest.name
+                )));
+            }
+            for d in documents {
+                if !ids.contains(&d.document_id) {
+                    ids.push(d.document_id.clone());
+                    summary.chunks += d.chunk_count as usize;
+                    summary.paths.push(d.path.clone());
+                }
+            }
+        }
+        let mut manifest = self.manifest.clone();
+        for path in &absolute {
+            manifest.sources.retain(|s| !s.starts_with(path));
+            if manifest.sources.iter().any(|s| path.starts_with(s)) && !manifest.is_excluded(path) {
+                manifest.excluded.push(path.clone());
+            }
+        }
+        if manifest != self.manifest {
+            manifest.save(&self.dir)?;
+            self.manifest = manifest;
+        }
+        self.remove_documents(&ids).await?;
+        summary.documents = ids.len();
+        summary.paths.sort();
+        Ok(summary)
     }
 
     fn require_write(&self) -> Result<(), StoreError> {
@@ -185,7 +250,8 @@ impl Library {
         .map_err(StoreError::Library)?;
 
         // Scan: what is on disk, what the library has, what must be read.
-        let (inputs, problems) = collect_inputs(roots);
+        let (mut inputs, problems) = collect_inputs(roots);
+        inputs.retain(|input| !self.manifest.is_excluded(&input.path));
         for (path, error) in problems {
             if remove_vanished && !path.exists() {
                 continue; // a vanished source: its documents are removed below

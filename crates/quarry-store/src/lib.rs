@@ -2,7 +2,7 @@
 //!
 //! - [`Library`]: a named collection of documents — LanceDB tables `documents` and `chunks` (the source of
 //!   truth) with a tantivy BM25 index derived from them — filled by [`Library::add`] / [`Library::sync`] /
-//!   [`Library::watch`] and searched by [`Library::search`] (bm25, dense or hybrid with reciprocal rank
+//!   [`Library::watch`], emptied by [`Library::remove`] and searched by [`Library::search`] (bm25, dense or hybrid with reciprocal rank
 //!   fusion); crash-safe as described in the `library` module.
 //! - [`DataDir`] / [`LibraryManifest`]: where libraries live and what `library.toml` records.
 //! - [`store::Store`]: the two LanceDB tables and their row types.
@@ -20,7 +20,7 @@ pub mod store;
 mod watch;
 
 pub use error::StoreError;
-pub use ingest::{hash_file, IngestEvent, IngestOptions, IngestSummary};
+pub use ingest::{hash_file, IngestEvent, IngestOptions, IngestSummary, RemoveSummary};
 pub use library::{Library, LibraryStatus, SearchHit};
 pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
 pub use quarry_index::SearchMode;

@@ -44,11 +44,21 @@ pub struct LibraryManifest {
     /// keep the library in step with.
     #[serde(default)]
     pub sources: Vec<PathBuf>,
+    /// Absolute paths taken out with `quarry remove` that lie inside a source folder: `sync` and `watch`
+    /// leave them (and everything under them) out until they are added again explicitly.
+    #[serde(default)]
+    pub excluded: Vec<PathBuf>,
 }
+
 
 pub(crate) const MANIFEST_FILE: &str = "library.toml";
 
 impl LibraryManifest {
+    /// Whether `path` is one of [`LibraryManifest::excluded`] or lies under one.
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        self.excluded.iter().any(|e| path.starts_with(e))
+    }
+
     /// Reads `dir/library.toml`. Errors: missing or malformed file, naming it.
     pub fn load(dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join(MANIFEST_FILE);
@@ -128,7 +138,7 @@ impl DataDir {
             return Err(StoreError::Library(format!("library {name:?} exists already in {}", self.root.display())));
         }
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
-        let manifest = LibraryManifest { name: name.to_string(), created_ms: now_ms(), embedding, chunking, sources: Vec::new() };
+        let manifest = LibraryManifest { name: name.to_string(), created_ms: now_ms(), embedding, chunking, sources: Vec::new(), excluded: Vec::new() };
         manifest.save(&dir)?;
         Ok(manifest)
     }

@@ -371,7 +371,7 @@ impl Store {
             .column("vector")
             .distance_type(DistanceType::Cosine)
             .limit(k)
-            .select(Select::columns(&CHUNK_COLUMNS))
+            .select(Select::columns(&columns))
             .execute()
             .await?
             .try_collect()
@@ -388,6 +388,30 @@ impl Store {
             }
         }
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(out)
+    }
+
+    /// The stored embedding of every chunk matching `filter`, as (chunk id, vector of [`Store::dimension`]
+    /// floats). For consistency checks and "more like this"; searches use [`Store::nearest`].
+    pub async fn chunk_vectors(&self, filter: Option<String>) -> Result<Vec<(u64, Vec<f32>)>, StoreError> {
+        let mut query = self.chunks.query().select(Select::columns(&["chunk_id", "vector"]));
+        if let Some(filter) = filter {
+            query = query.only_if(filter);
+        }
+        let batches: Vec<RecordBatch> = query.execute().await?.try_collect().await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            let ids = column::<UInt64Array>(batch, "chunk_id")?;
+            let vectors = column::<FixedSizeListArray>(batch, "vector")?;
+            for i in 0..batch.num_rows() {
+                let values = vectors.value(i);
+                let floats = values
+                    .as_any()
+                    .downcast_ref::<arrow_array::Float32Array>()
+                    .ok_or_else(|| StoreError::Store("column vector does not hold float32".into()))?;
+                out.push((ids.value(i), floats.values().to_vec()));
+            }
+        }
         Ok(out)
     }
 

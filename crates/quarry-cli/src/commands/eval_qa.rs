@@ -18,7 +18,8 @@ pub struct QaArgs {
     /// Folder of the set (corpus.jsonl, queries.jsonl with `answers`, qrels.tsv).
     #[arg(long)]
     pub set: PathBuf,
-    /// naive, deep or chain.
+    /// naive, deep or chain; several separated by commas (`naive,deep,chain`) share one index of the
+    /// passages and print one report each.
     #[arg(long)]
     pub agent: String,
     /// Only the first N questions.
@@ -62,7 +63,7 @@ struct QaReport {
 }
 
 pub fn qa(args: QaArgs) -> anyhow::Result<()> {
-    let agent: AgentKind = args.agent.parse().map_err(anyhow::Error::msg)?;
+    let agents: Vec<AgentKind> = args.agent.split(',').map(|a| a.trim().parse().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>()?;
     let set = load_set(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
     let embedder = if args.bm25_only { None } else { Some(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?) };
     let bar = indicatif::ProgressBar::new(set.passages.len() as u64);
@@ -75,65 +76,74 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         retriever: Arc::clone(&retriever) as _,
     }];
     let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), ..AgentConfig::default() };
-    bar.set_length(set.queries.len() as u64);
-    bar.set_position(0);
-    bar.set_message("questions");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
-    for (qid, question) in &set.queries {
-        let result = runtime.block_on(quarry_agents::ask(
-            question,
-            Some(agent),
-            Arc::clone(&model),
-            &libraries,
-            config.clone(),
-            quarry_agents::no_events(),
-            CancellationToken::new(),
-        ));
-        bar.inc(1);
-        let answer = match result {
-            Ok(answer) => answer,
-            Err(e) => {
-                bar.println(format!("{qid}: {e}"));
-                failed += 1;
-                continue;
-            }
+    for agent in agents {
+        bar.set_length(set.queries.len() as u64);
+        bar.set_position(0);
+        bar.set_message(format!("questions, {} agent", agent.name()));
+        let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
+        for (qid, question) in &set.queries {
+            let result = runtime.block_on(quarry_agents::ask(
+                question,
+                Some(agent),
+                Arc::clone(&model),
+                &libraries,
+                config.clone(),
+                quarry_agents::no_events(),
+                CancellationToken::new(),
+            ));
+            bar.inc(1);
+            let answer = match result {
+                Ok(answer) => answer,
+                Err(e) => {
+                    bar.println(format!("{qid}: {e}"));
+                    failed += 1;
+                    continue;
+                }
+            };
+            let relevant = &set.relevant[qid];
+            let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
+            recall += used.iter().filter(|id| relevant.contains(**id)).count() as f64 / relevant.len().max(1) as f64;
+            let references = set.answers.get(qid).cloned().unwrap_or_default();
+            let text = quarry_agents::answer::strip_citations(&answer.markdown);
+            em += exact_match(&text, &references);
+            f1 += token_f1(&text, &references);
+            contains += contains_answer(&text, &references);
+            calls += answer.llm_calls;
+            tokens += answer.usage.total();
+            seconds += answer.seconds;
+        }
+        let n = set.queries.len().max(1) as f64;
+        let report = QaReport {
+            set: set.name.clone(),
+            agent: agent.name().into(),
+            model: model.describe(),
+            questions: set.queries.len(),
+            support_recall_at_5: recall / n,
+            em: em / n,
+            f1: f1 / n,
+            answer_contains: contains / n,
+            llm_calls_per_q: calls as f64 / n,
+            tokens_per_q: tokens as f64 / n,
+            seconds_per_q: seconds / n,
+            failed,
         };
-        let relevant = &set.relevant[qid];
-        let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
-        recall += used.iter().filter(|id| relevant.contains(**id)).count() as f64 / relevant.len().max(1) as f64;
-        let references = set.answers.get(qid).cloned().unwrap_or_default();
-        let text = quarry_agents::answer::strip_citations(&answer.markdown);
-        em += exact_match(&text, &references);
-        f1 += token_f1(&text, &references);
-        contains += contains_answer(&text, &references);
-        calls += answer.llm_calls;
-        tokens += answer.usage.total();
-        seconds += answer.seconds;
+        bar.suspend(|| print_report(&report, args.json))?;
     }
     bar.finish_and_clear();
-    let n = set.queries.len().max(1) as f64;
-    let report = QaReport {
-        set: set.name.clone(),
-        agent: agent.name().into(),
-        model: model.describe(),
-        questions: set.queries.len(),
-        support_recall_at_5: recall / n,
-        em: em / n,
-        f1: f1 / n,
-        answer_contains: contains / n,
-        llm_calls_per_q: calls as f64 / n,
-        tokens_per_q: tokens as f64 / n,
-        seconds_per_q: seconds / n,
-        failed,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+/// One report: a JSON line with `--json`, else a Markdown heading and table.
+fn print_report(report: &QaReport, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(report)?);
     } else {
-        println!("## {} — {} agent, {} ({} questions{})\n", report.set, report.agent, report.model, report.questions, if failed > 0 { format!(", {failed} failed") } else { String::new() });
+        let failed = if report.failed > 0 { format!(", {} failed", report.failed) } else { String::new() };
+        println!("## {} — {} agent, {} ({} questions{failed})\n", report.set, report.agent, report.model, report.questions);
         println!("| support R@5 | EM | F1 | contains answer | LLM calls/q | tokens/q | s/q |\n|---:|---:|---:|---:|---:|---:|---:|");
         println!(
-            "| {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.0} | {:.1} |",
+            "| {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.0} | {:.1} |\n",
             report.support_recall_at_5, report.em, report.f1, report.answer_contains, report.llm_calls_per_q, report.tokens_per_q, report.seconds_per_q
         );
     }

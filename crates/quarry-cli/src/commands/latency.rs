@@ -35,8 +35,8 @@ pub struct LatencyArgs {
     /// Library sizes in chunks, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
     pub sizes: Vec<usize>,
-    /// Queries measured per row (spread over all sets).
-    #[arg(long, default_value_t = 200)]
+    /// Queries measured per row (spread over all sets, or taken evenly from `--queries`).
+    #[arg(long = "query-count", default_value_t = 200)]
     pub queries: usize,
 }
 

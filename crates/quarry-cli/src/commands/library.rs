@@ -143,6 +143,19 @@ pub struct AddArgs {
 }
 
 #[derive(clap::Args)]
+pub struct RemoveArgs {
+    /// Files or folders whose documents to take out (the files themselves are not touched).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Name of the library (see `quarry library list`).
+    #[arg(long, short)]
+    pub library: String,
+    /// Print what was removed as one JSON object: {"documents", "chunks", "paths"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
 pub struct SyncArgs {
     /// Name of the library (see `quarry library list`).
     #[arg(long, short)]
@@ -276,6 +289,23 @@ pub fn add(data: DataDir, args: AddArgs) -> anyhow::Result<()> {
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
         anyhow::bail!("not found: {}", names.join(", "));
+    }
+    Ok(())
+}
+
+pub fn remove(data: DataDir, args: RemoveArgs) -> anyhow::Result<()> {
+    let model_id = quarry_store::LibraryManifest::load(&data.existing(&args.library)?)?.embedding.model_id;
+    let summary = runtime()?.block_on(async {
+        let mut library = Library::open_write(&data, &args.library, &model_id).await?;
+        anyhow::Ok(library.remove(&args.paths).await?)
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        for path in &summary.paths {
+            println!("removed {path}");
+        }
+        println!("{} documents ({} chunks) removed from library {:?}", summary.documents, summary.chunks, args.library);
     }
     Ok(())
 }

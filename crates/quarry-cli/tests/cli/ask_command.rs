@@ -117,17 +117,20 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
 }
 
 #[test]
-fn eval_qa_scores_an_agent_on_a_benchmark_set() {
+fn eval_qa_scores_agents_on_a_benchmark_set() {
     let set = std::env::var_os("QUARRY_EVAL_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
         .join("A_benchmarks/hotpotqa_rpt_dev300");
     let tmp = tempfile::tempdir().unwrap();
+    // Two agents share one index of the passages and print one JSON line each.
     let output = run(
         tmp.path(),
-        &["eval", "qa", "--set", set.to_str().unwrap(), "--agent", "naive", "--limit", "3", "--bm25-only", "--answer-tokens", "48", "--threads", "2", "--json"],
+        &["eval", "qa", "--set", set.to_str().unwrap(), "--agent", "naive,deep", "--max-rounds", "1", "--limit", "3", "--bm25-only", "--answer-tokens", "48", "--threads", "2", "--json"],
     );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let reports: Vec<Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    let report = &reports[0];
     for key in ["set", "agent", "questions", "support_recall@5", "em", "f1", "llm_calls_per_q", "tokens_per_q", "seconds_per_q"] {
         assert!(report.get(key).is_some(), "no {key} in {report}");
     }
@@ -135,6 +138,9 @@ fn eval_qa_scores_an_agent_on_a_benchmark_set() {
     assert_eq!(report["llm_calls_per_q"], 1.0, "NaiveRAG: one call a question");
     let recall = report["support_recall@5"].as_f64().unwrap();
     assert!(recall > 0.0 && recall <= 1.0, "BM25 finds some supporting passages of HotpotQA: {recall}");
+    let deep = &reports[1];
+    assert_eq!((deep["questions"].as_u64(), deep["agent"].as_str(), deep["failed"].as_u64()), (Some(3), Some("deep"), Some(0)));
+    assert!(deep["llm_calls_per_q"].as_f64().unwrap() > 1.0, "DeepSearch plans, judges and answers: {deep}");
 }
 
 /// A real OpenAI-compatible server on loopback: llama.cpp's server engine from the `xllamacpp` wheel

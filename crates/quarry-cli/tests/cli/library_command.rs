@@ -166,27 +166,58 @@ fn library_management_and_model_mismatch() {
     assert_eq!(json(&data, &["library", "list", "--json"]).as_array().unwrap().len(), 1);
 }
 
-/// The invariants of a library after any crash, read with the Rust API (read-only, as a search would).
+/// The invariants of a library after any crash, read with the Rust API (read-only, as a search would):
+/// every `indexed` document has all its chunks in LanceDB and in tantivy, each with a stored vector that
+/// dense search finds again; searches return chunks of indexed documents only. Returns (documents, chunks).
 fn check_consistent(data: &Path, library: &str) -> (usize, usize) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let data = quarry_store::DataDir::at(data);
-        let library = quarry_store::Library::open_read(&data, library).await.expect("the library opens");
+        let mut library = quarry_store::Library::open_read(&data, library).await.expect("the library opens");
         let mut indexed = 0;
         let mut chunks = 0;
-        for document in library.documents() {
+        let mut complete = std::collections::HashSet::new();
+        let documents: Vec<quarry_store::DocumentRecord> = library.documents().cloned().collect();
+        for document in &documents {
             if document.state != quarry_store::DocumentState::Indexed || document.chunk_count == 0 {
                 continue;
             }
             let id = &document.document_id;
-            let stored = library.store().count_chunks(Some(format!("document_id = '{id}'"))).await.unwrap();
+            let filter = format!("document_id = '{id}'");
+            let stored = library.store().count_chunks(Some(filter.clone())).await.unwrap();
             assert_eq!(stored, document.chunk_count as usize, "{}: every chunk in LanceDB", document.path);
             assert_eq!(library.keyword().count_document(id).unwrap(), stored, "{}: every chunk in tantivy", document.path);
+            let vectors = library.store().chunk_vectors(Some(filter)).await.unwrap();
+            assert_eq!(vectors.len(), stored);
+            for (chunk, vector) in &vectors {
+                assert!(vector.len() == 384 && vector.iter().any(|v| *v != 0.0), "{}: chunk {chunk} has a real vector", document.path);
+            }
+            // Dense search finds the document's first chunk from its own vector.
+            let (first, vector) = &vectors[0];
+            let nearest = library.store().nearest(vector, 3).await.unwrap();
+            assert!(
+                nearest.iter().any(|(c, similarity)| c.chunk_id == *first || (c.text == nearest[0].0.text && *similarity > 0.999)),
+                "{}: dense search finds chunk {first}",
+                document.path
+            );
+            complete.insert(id.clone());
             indexed += 1;
             chunks += stored;
         }
+        // Nothing half-indexed is returned: every hit belongs to a document checked complete above.
+        for query in ["the", "aircraft", "revenue", "中国"] {
+            for hit in library.search(query, quarry_store::SearchMode::Bm25, 50, None).await.unwrap() {
+                assert!(complete.contains(&hit.chunk.document_id), "search returned {} of an incomplete document", hit.path);
+            }
+        }
         (indexed, chunks)
     })
+}
+
+/// Lines of `file` (an `add --json` event log being written) whose event is `name`.
+fn events_named(file: &Path, name: &str) -> usize {
+    let needle = format!("\"event\":\"{name}\"");
+    std::fs::read_to_string(file).map(|t| t.lines().filter(|l| l.contains(&needle)).count()).unwrap_or(0)
 }
 
 #[test]
@@ -222,21 +253,46 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
         seed ^= seed << 17;
         seed
     };
-    let mut completed_runs = 0;
-    for run_no in 0..16 {
+    let events = tmp.path().join("events.jsonl");
+    let (mut completed_runs, mut commit_kills) = (0, 0);
+    for run_no in 0..24 {
+        if run_no % 2 == 1 && check_consistent(&data, "crash").0 > 0 {
+            // Odd runs aim at a commit; start them from an empty library so the groups they wait for
+            // exist (a resumed run only has the documents left over, often a single group).
+            run(&data, &["library", "delete", "crash", "--yes"]);
+            run(&data, &["library", "create", "crash"]);
+        }
         let mut child = quarry(&data)
             .args(["add", &docs_arg, "--library", "crash", "--json", "--batch-chunks", "24"])
-            .stdout(Stdio::null())
+            .stdout(std::fs::File::create(&events).unwrap())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let delay = Duration::from_millis(100 + next() % (full_run.as_millis() as u64).max(200));
-        std::thread::sleep(delay);
+        // Even runs: a random moment. Odd runs: just after a group's vectors are computed, when the
+        // LanceDB and tantivy writes of that group are under way.
+        let moment = if run_no % 2 == 0 {
+            let delay = Duration::from_millis(100 + next() % (full_run.as_millis() as u64).max(200));
+            std::thread::sleep(delay);
+            format!("after {delay:?}")
+        } else {
+            let group = 1 + (next() % 2) as usize;
+            let wait_from = Instant::now();
+            while events_named(&events, "embedding") < group && child.try_wait().unwrap().is_none() && wait_from.elapsed() < full_run * 2 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let delay = Duration::from_millis(next() % 120);
+            std::thread::sleep(delay);
+            format!("{delay:?} after embedding group {group}")
+        };
         let killed = child.try_wait().unwrap().is_none();
         let _ = child.kill(); // SIGKILL on Unix
         let _ = child.wait();
+        let (embedded, committed) = (events_named(&events, "embedding"), events_named(&events, "indexed"));
+        if killed && embedded > committed {
+            commit_kills += 1; // vectors of a group computed, its commit not finished
+        }
         let (indexed, _) = check_consistent(&data, "crash");
-        eprintln!("run {run_no}: killed after {delay:?}: {killed}; {indexed} documents indexed");
+        eprintln!("run {run_no}: killed {moment}: {killed}; groups embedded {embedded}, committed {committed}; {indexed} documents indexed");
         if !killed {
             completed_runs += 1;
         }
@@ -246,7 +302,8 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
             run(&data, &["library", "create", "crash"]);
         }
     }
-    assert!(completed_runs < 8, "most runs must really be killed mid-ingest");
+    assert!(completed_runs < 10, "most runs must really be killed mid-ingest");
+    assert!(commit_kills >= 3, "kills must land during commits too ({commit_kills})");
     // A write open repairs, and a last add completes the rest with the same result as the clean run.
     ingest(&data, &["add", &docs_arg, "--library", "crash", "--json"]);
     assert_eq!(check_consistent(&data, "crash"), expected);
@@ -283,4 +340,187 @@ fn searches_work_while_an_ingest_runs() {
     assert!(saw_results, "documents became searchable before the ingest finished");
     let output = quarry(&data).args(["add", docs.to_str().unwrap(), "--library", "busy"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn remove_takes_documents_out_and_keeps_them_out_of_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    copy_dir(&sample_library().join("office"), &docs.join("office"));
+    std::fs::copy(sample_library().join("sec-10-q/2023 Q1 NVDA.pdf"), docs.join("nvda.pdf")).unwrap();
+    let docs_arg = docs.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "lib"]);
+    ingest(&data, &["add", &docs_arg, "--library", "lib", "--json"]);
+    let before = status(&data, "lib");
+    assert_eq!(count(&before, "indexed"), 3, "{before}");
+    assert!(search(&data, "lib", "NVIDIA data center revenue", "bm25").iter().any(|h| h["path"].as_str().unwrap().ends_with("nvda.pdf")));
+
+    // A file inside a source folder: its document goes, and sync does not bring it back.
+    let nvda = docs.join("nvda.pdf");
+    let removed = json(&data, &["remove", nvda.to_str().unwrap(), "--library", "lib", "--json"]);
+    assert_eq!(removed["documents"], 1, "{removed}");
+    assert!(removed["chunks"].as_u64().unwrap() > 10, "{removed}");
+    let after = status(&data, "lib");
+    assert_eq!(count(&after, "indexed"), 2);
+    assert_eq!(after["chunks"].as_u64().unwrap() + removed["chunks"].as_u64().unwrap(), before["chunks"].as_u64().unwrap());
+    assert_eq!(after["chunks"].as_u64(), after["keyword_chunks"].as_u64(), "both indexes lost the same chunks");
+    for mode in ["bm25", "dense", "hybrid"] {
+        assert!(search(&data, "lib", "NVIDIA data center revenue", mode).iter().all(|h| !h["path"].as_str().unwrap().ends_with("nvda.pdf")), "{mode}");
+    }
+    let (_, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
+    assert_eq!((synced["indexed"].as_u64(), synced["removed"].as_u64()), (Some(0), Some(0)), "{synced}");
+    assert!(nvda.exists(), "the file itself is not touched");
+
+    // Adding it explicitly takes it back in.
+    let (_, added) = ingest(&data, &["add", nvda.to_str().unwrap(), "--library", "lib", "--json"]);
+    assert_eq!(added["indexed"], 1, "{added}");
+    let (_, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
+    assert_eq!((synced["indexed"].as_u64(), synced["removed"].as_u64()), (Some(0), Some(0)), "{synced}");
+
+    // A path the library does not have: a clear error, nothing removed.
+    let output = quarry(&data).args(["remove", "/no/such/file.pdf", "--library", "lib"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("has no document at /no/such/file.pdf"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(count(&status(&data, "lib"), "indexed"), 3);
+
+    // The whole source folder: everything goes and it is no longer a source.
+    let removed = json(&data, &["remove", &docs_arg, "--library", "lib", "--json"]);
+    assert_eq!(removed["documents"], 3, "{removed}");
+    let s = status(&data, "lib");
+    assert_eq!((count(&s, "indexed"), s["chunks"].as_u64()), (0, Some(0)), "{s}");
+    let list = json(&data, &["library", "list", "--json"]);
+    assert!(list[0]["sources"].as_array().unwrap().iter().all(|p| !p.as_str().unwrap().starts_with(&docs_arg)), "{list}");
+}
+
+#[test]
+fn a_second_writer_is_refused_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = sample_library().join("sec-10-q");
+    run(&data, &["library", "create", "busy"]);
+    let events = tmp.path().join("events.jsonl");
+    let mut first = quarry(&data)
+        .args(["add", docs.to_str().unwrap(), "--library", "busy", "--json"])
+        .stdout(std::fs::File::create(&events).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The scan comes after the lock is taken.
+    while events_named(&events, "scanned") == 0 {
+        assert!(first.try_wait().unwrap().is_none(), "the first add ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let office = sample_library().join("office");
+    for args in [
+        vec!["add", office.to_str().unwrap(), "--library", "busy"],
+        vec!["sync", "--library", "busy"],
+        vec!["remove", docs.to_str().unwrap(), "--library", "busy"],
+    ] {
+        let output = quarry(&data).args(&args).output().unwrap();
+        assert!(!output.status.success(), "{args:?} must wait its turn");
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            message.contains(&format!("library \"busy\" is being changed by another Quarry process (pid {})", first.id())),
+            "{args:?}: {message}"
+        );
+    }
+    assert!(first.wait().unwrap().success(), "the first add is not disturbed");
+    let s = status(&data, "busy");
+    assert_eq!(count(&s, "indexed"), 6, "{s}");
+    run(&data, &["add", office.to_str().unwrap(), "--library", "busy"]);
+}
+
+/// Runs `script` with bash in new user and mount namespaces, where it may mount a small or read-only
+/// tmpfs without privileges; `$QUARRY` is the binary under test. None when the system does not allow
+/// unprivileged namespaces (the caller says so and skips).
+fn in_mount_namespace(script: &str, env: &[(&str, &Path)]) -> Option<Output> {
+    let allowed = Command::new("unshare").args(["--user", "--map-root-user", "--mount", "true"]).output();
+    if !allowed.map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("skipped: unshare --user --mount is not allowed here");
+        return None;
+    }
+    let mut command = Command::new("unshare");
+    command.args(["--user", "--map-root-user", "--mount", "bash", "-euc", script]).env("QUARRY", env!("CARGO_BIN_EXE_quarry"));
+    command.env_remove("QUARRY_DATA_DIR").env_remove("QUARRY_EMBED_MODEL_DIR").env_remove("QUARRY_EMBED_MODEL_ID");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "namespace script failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    Some(output)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn a_full_disk_or_a_read_only_data_folder_leaves_the_library_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path();
+    let data = work.join("data");
+    run(&data, &["library", "create", "small"]);
+    let handbook = sample_library().join("office/handbook-1p.docx");
+    ingest(&data, &["add", handbook.to_str().unwrap(), "--library", "small", "--json"]);
+    let before = check_consistent(&data, "small");
+    assert_eq!(before.0, 1);
+    let used_kib = folder_kib(&data);
+    let docs = sample_library().join("sec-10-q");
+
+    // A disk with room for the library and half a megabyte more; the 10-Qs need several.
+    let script = format!(
+        r#"mkdir -p "$WORK/mnt"
+        mount -t tmpfs -o size={size}k tmpfs "$WORK/mnt"
+        cp -a "$DATA" "$WORK/mnt/data"
+        export QUARRY_DATA_DIR="$WORK/mnt/data"
+        set +e
+        "$QUARRY" add "$DOCS" --library small > "$WORK/add.out" 2> "$WORK/add.err"; echo $? > "$WORK/add.rc"
+        "$QUARRY" search "employee handbook" --library small --json > "$WORK/search.out" 2> "$WORK/search.err"; echo $? > "$WORK/search.rc"
+        cp -a "$WORK/mnt/data" "$WORK/after""#,
+        size = used_kib + 512
+    );
+    if in_mount_namespace(&script, &[("WORK", work), ("DATA", &data), ("DOCS", &docs)]).is_none() {
+        return;
+    }
+    let error = read(&work.join("add.err"));
+    assert_eq!(read(&work.join("add.rc")).trim(), "1", "the add fails on a full disk: {error}");
+    assert!(error.contains("No space left on device"), "{error}");
+    assert!(error.contains("disk is full"), "the message says what to do: {error}");
+    assert_eq!(read(&work.join("search.rc")).trim(), "0", "{}", read(&work.join("search.err")));
+    assert!(read(&work.join("search.out")).contains("handbook-1p.docx"));
+    assert_eq!(check_consistent(&work.join("after"), "small"), before, "the library is as it was");
+    // Given room again, the same library completes the add.
+    let after = work.join("after");
+    let (_, summary) = ingest(&after, &["add", docs.to_str().unwrap(), "--library", "small", "--json"]);
+    assert_eq!(summary["indexed"], 6, "{summary}");
+
+    // A read-only data folder: changes are refused naming the folder, searches and status still work.
+    let script = r#"mkdir -p "$WORK/ro"
+        mount -t tmpfs -o size=64m tmpfs "$WORK/ro"
+        cp -a "$DATA" "$WORK/ro/data"
+        mount -o remount,ro "$WORK/ro"
+        export QUARRY_DATA_DIR="$WORK/ro/data"
+        set +e
+        "$QUARRY" add "$DOCS" --library small > "$WORK/ro-add.out" 2> "$WORK/ro-add.err"; echo $? > "$WORK/ro-add.rc"
+        "$QUARRY" search "employee handbook" --library small --json > "$WORK/ro-search.out" 2> "$WORK/ro-search.err"; echo $? > "$WORK/ro-search.rc"
+        "$QUARRY" status --library small --json > "$WORK/ro-status.out" 2> "$WORK/ro-status.err"; echo $? > "$WORK/ro-status.rc""#;
+    in_mount_namespace(script, &[("WORK", work), ("DATA", &data), ("DOCS", &docs)]);
+    let error = read(&work.join("ro-add.err"));
+    assert_eq!(read(&work.join("ro-add.rc")).trim(), "1", "{error}");
+    assert!(error.contains("Read-only file system") && error.contains("ro/data/libraries/small"), "{error}");
+    assert_eq!(read(&work.join("ro-search.rc")).trim(), "0", "{}", read(&work.join("ro-search.err")));
+    assert!(read(&work.join("ro-search.out")).contains("handbook-1p.docx"));
+    assert_eq!(read(&work.join("ro-status.rc")).trim(), "0", "{}", read(&work.join("ro-status.err")));
+    assert_eq!(check_consistent(&data, "small"), before);
+}
+
+fn folder_kib(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() { folder_kib(&entry.path()) * 1024 } else { meta.len().div_ceil(4096) * 4096 };
+    }
+    total / 1024
 }

@@ -80,6 +80,25 @@ fn embeddings_keep_the_callers_order_and_reflect_meaning() {
     assert!(cos(0, 3) > cos(0, 2) + 0.2, "paraphrase {} vs unrelated {}", cos(0, 3), cos(0, 2));
 }
 
+#[test]
+fn a_token_budget_splits_calls_without_changing_vectors() {
+    // A budget of 600 padded tokens per call: a 512-token text goes alone, short ones go together.
+    let mut config = EmbedderConfig::default_model().unwrap();
+    config.batch_tokens = 600;
+    let mut embedder = Embedder::new(&config).unwrap();
+    let long = "The board reviewed the quarterly results and the outlook for the next fiscal year. ".repeat(60);
+    let mut texts: Vec<String> = (0..30).map(|i| format!("Passage {i} about engine failures and safe landings.")).collect();
+    texts.insert(7, long.clone());
+    texts.insert(19, long[..long.len() / 3].to_string());
+    let vectors = embedder.embed(&texts).unwrap();
+    assert_eq!(vectors.len(), texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let alone = embedder.embed(&[text.as_str()]).unwrap().remove(0);
+        let cos: f32 = vectors[i].iter().zip(&alone).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&alone));
+        assert!(cos > 0.999, "text {i}: cos {cos}");
+    }
+}
+
 fn norm(v: &[f32]) -> f32 {
     v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
