@@ -33,6 +33,8 @@ pub struct Answer {
     pub seconds: f64,
     /// The model that wrote it.
     pub model: String,
+    /// The libraries searched (set by [`crate::ask`]; empty when an agent is run directly).
+    pub libraries: Vec<String>,
     /// True when the library held nothing relevant and no model was asked to answer.
     pub nothing_found: bool,
 }

@@ -17,6 +17,7 @@ pub mod events;
 mod fused;
 mod naive;
 pub mod prompts;
+pub mod report;
 mod router;
 mod run;
 pub mod structured;
@@ -27,6 +28,7 @@ pub use deep_search::deep_search;
 pub use events::{no_events, AgentEvent, EventSink, PassageRef};
 pub use fused::FusedRetriever;
 pub use naive::naive_rag;
+pub use report::{render_report, ReportOptions};
 pub use router::{route, LibraryInfo, Route};
 pub use run::{AgentConfig, AgentError, Run};
 pub use tokio_util::sync::CancellationToken;
@@ -91,10 +93,10 @@ pub async fn ask(
     }
     let all: Arc<dyn Retriever> = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
     let mut run = Run::new(model, all, config, events, cancel);
+    let mut searched: Vec<String> = libraries.iter().map(|l| l.info.name.clone()).collect();
     let agent = match agent {
         Some(agent) => {
-            let names = libraries.iter().map(|l| l.info.name.clone()).collect();
-            run.emit(AgentEvent::Routed { agent: agent.name().into(), libraries: names, reason: "chosen by the user".into() });
+            run.emit(AgentEvent::Routed { agent: agent.name().into(), libraries: searched.clone(), reason: "chosen by the user".into() });
             agent
         }
         None => {
@@ -103,12 +105,15 @@ pub async fn ask(
             let chosen: Vec<Arc<dyn Retriever>> =
                 libraries.iter().filter(|l| route.libraries.contains(&l.info.name)).map(|l| Arc::clone(&l.retriever)).collect();
             run.retriever = FusedRetriever::over(chosen);
+            searched.retain(|name| route.libraries.contains(name));
             route.agent
         }
     };
-    match agent {
+    let mut answer = match agent {
         AgentKind::Naive => naive_rag(&run, question).await,
         AgentKind::Deep => deep_search(&run, question).await,
         AgentKind::Chain => chain_of_rag(&run, question).await,
-    }
+    }?;
+    answer.libraries = searched;
+    Ok(answer)
 }

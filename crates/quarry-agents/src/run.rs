@@ -193,6 +193,7 @@ impl Run {
             usage,
             seconds,
             model: self.model.describe(),
+            libraries: Vec::new(),
             nothing_found,
         })
     }

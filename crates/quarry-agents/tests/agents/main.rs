@@ -2,3 +2,4 @@
 
 mod fakes;
 mod flows;
+mod report;

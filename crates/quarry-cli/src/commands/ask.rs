@@ -4,7 +4,7 @@
 
 use super::library::ModelArgs;
 use anyhow::Context;
-use quarry_agents::{AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, LibraryInfo, SearchableLibrary};
+use quarry_agents::{render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, LibraryInfo, ReportOptions, SearchableLibrary};
 use quarry_core::ChatModel;
 use quarry_store::{DataDir, Library, LibraryRetriever, SearchMode};
 use std::io::Write;
@@ -81,6 +81,10 @@ pub struct AskArgs {
     /// Print the agent's events and the answer as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also write a Markdown research report (question, answer, sources with quotes, method) to this
+    /// file; its links to the cited files are relative to the file's folder.
+    #[arg(long, value_name = "FILE.md")]
+    pub report: Option<PathBuf>,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
@@ -109,6 +113,8 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
         "auto" => None,
         other => Some(other.parse().map_err(anyhow::Error::msg)?),
     };
+    // Checked before any work: a report that cannot be written should not cost a research run.
+    let report_folder = args.report.as_deref().map(report_folder).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         let libraries = open_libraries(&data, &args.library, args.mode, &args.embedding).await?;
@@ -134,13 +140,53 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
         });
         match quarry_agents::ask(&args.question, agent, model, &libraries, config, events, cancel).await {
             Ok(answer) => {
+                // The report is written before the answer is printed, so with --json the answer stays
+                // the last line; a report that fails to write still lets the answer print.
+                let report = args.report.as_ref().map(|path| {
+                    let options = ReportOptions {
+                        title: None,
+                        date: chrono::Local::now().format("%Y-%m-%d %H:%M").to_string(),
+                        link_base: report_folder.clone(),
+                    };
+                    let written = write_report(path, &render_report(&answer, &options));
+                    if written.is_ok() {
+                        if json {
+                            println!("{}", serde_json::json!({"event": "report", "path": path}));
+                        } else {
+                            eprintln!("report: {}", path.display());
+                        }
+                    }
+                    written
+                });
                 print_answer(&answer, json)?;
-                Ok(())
+                report.transpose().map(|_| ())
             }
             Err(AgentError::Cancelled) => anyhow::bail!("cancelled"),
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// The folder a report at `path` goes in, as an absolute path; an error naming the file when the folder
+/// does not exist or `path` is a folder.
+pub fn report_folder(path: &std::path::Path) -> anyhow::Result<PathBuf> {
+    if path.is_dir() {
+        anyhow::bail!("cannot write the report to {}: it is a folder (give a file name, e.g. report.md)", path.display());
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    parent.canonicalize().with_context(|| format!("cannot write the report to {}: no folder {}", path.display(), parent.display()))
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder, so an interrupted write never
+/// leaves half a report (or destroys an earlier one).
+pub fn write_report(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report.md".into());
+    let partial = path.with_file_name(format!(".{name}.part"));
+    std::fs::write(&partial, text).with_context(|| format!("writing the report {}", partial.display()))?;
+    std::fs::rename(&partial, path).with_context(|| format!("writing the report {}", path.display()))
 }
 
 fn show_event(event: &AgentEvent, json: bool) {

@@ -47,6 +47,41 @@ fn sources_exist(data: &Path, answer: &Value) {
     }
 }
 
+/// The report of `answer` parses as CommonMark with the four sections, an anchor for every citation, and
+/// links that open the cited files relative to the report's folder.
+fn check_report(report: &Path, answer: &Value) {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let text = std::fs::read_to_string(report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+    let mut headings = Vec::new();
+    let mut links = Vec::new();
+    let mut in_h2 = false;
+    for event in Parser::new(&text) {
+        match event {
+            Event::Start(Tag::Heading { level: pulldown_cmark::HeadingLevel::H2, .. }) => {
+                in_h2 = true;
+                headings.push(String::new());
+            }
+            Event::End(pulldown_cmark::TagEnd::Heading(_)) => in_h2 = false,
+            Event::Text(t) if in_h2 => headings.last_mut().unwrap().push_str(&t),
+            Event::Start(Tag::Link { dest_url, .. }) => links.push(dest_url.to_string()),
+            _ => {}
+        }
+    }
+    assert_eq!(headings, ["Question", "Answer", "Sources", "Method"], "{text}");
+    let folder = report.parent().unwrap();
+    // (A link the model wrote into its answer is its own business; the report's are relative.)
+    let files: Vec<&String> = links.iter().filter(|l| l.starts_with("../")).collect();
+    assert_eq!(files.len(), answer["sources"].as_array().unwrap().len(), "a link per source: {text}");
+    for link in files {
+        let path = link.split('#').next().unwrap().replace("%20", " ");
+        assert!(path.starts_with("../ntsb/"), "{link}");
+        assert!(folder.join(&path).is_file(), "{link} opens a file");
+    }
+    for citation in answer["citations"].as_array().unwrap() {
+        assert!(text.contains(&format!("<a id=\"source-{}\">", citation["number"])), "anchor for [{}]", citation["number"]);
+    }
+}
+
 #[test]
 fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     let tmp = tempfile::tempdir().unwrap();
@@ -68,7 +103,12 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     sources_exist(&data, &answer);
 
     // DeepSearch: ≤ 4 sub-queries, ≤ 3 gap queries a round, ≤ 2 rounds; its sources are kept passages.
-    let (events, answer) = ask(&data, &[question, "--agent", "deep", "--max-rounds", "2"]);
+    // It also writes a Markdown report next to the documents' folder.
+    let report = tmp.path().join("reports/deep search.md");
+    std::fs::create_dir_all(report.parent().unwrap()).unwrap();
+    let (events, answer) = ask(&data, &[question, "--agent", "deep", "--max-rounds", "2", "--report", report.to_str().unwrap()]);
+    check_report(&report, &answer);
+    assert_eq!(of(&events, "report").len(), 1, "a report event names the file");
     let rounds = of(&events, "queries");
     assert!(!rounds.is_empty() && rounds.len() <= 2, "{rounds:?}");
     assert!(rounds[0]["queries"].as_array().unwrap().len() <= 4);
@@ -114,6 +154,11 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("/nonexistent/model.gguf"), "{message}");
+    // A report that cannot be written is refused before any work.
+    let output = quarry(&data).args(["ask", "anything", "--agent", "naive", "--report", "/nonexistent/folder/r.md"]).output().unwrap();
+    assert!(!output.status.success());
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(message.contains("cannot write the report to /nonexistent/folder/r.md"), "{message}");
 }
 
 #[test]

@@ -1,0 +1,344 @@
+//! Research reports: a finished [`Answer`] as one Markdown document a person can keep and share.
+//!
+//! Layout (stable; CommonMark only, no tables or other extensions, so any renderer shows it the same):
+//!
+//! ```text
+//! # <title, by default the question>
+//! *Quarry research report · <date>*
+//! ## Question            the question, as asked
+//! ## Answer              the answer; every [n] links to its source below
+//! ## Sources             per cited passage: [n], a link that opens the file (PDFs at the page),
+//!                        the place (page / sheet / heading), the library, and the passage quoted
+//! ### Also read          passages the answer was written from but does not cite (no quote)
+//! ## Method              agent, libraries, model, queries per round, passages retrieved / kept,
+//!                        model calls, tokens, seconds
+//! ```
+//!
+//! Text from documents, the question and the model's answer are data: document text is escaped so it
+//! shows exactly as stored (no Markdown or HTML in it takes effect), and `<` in the answer is escaped so
+//! a model cannot put HTML into the report. Links are relative to the folder the report is saved in
+//! ([`ReportOptions::link_base`]), so the report and the library folders can move together.
+
+use crate::answer::{Answer, Citation};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+/// How to write a report.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// The title (`#` heading); the question when `None`.
+    pub title: Option<String>,
+    /// When it was written, shown under the title as given (e.g. `2026-11-23 14:05`).
+    pub date: String,
+    /// The folder the report will be saved in: links to cited files are relative to it. `None` writes
+    /// absolute paths.
+    pub link_base: Option<PathBuf>,
+}
+
+/// The report for `answer` as CommonMark text (ends with a newline).
+pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
+    let mut out = String::new();
+    let title = options.title.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(&answer.question);
+    let _ = writeln!(out, "# {}\n", escape_inline(&one_line(title)));
+    if options.date.is_empty() {
+        out.push_str("*Quarry research report*\n\n");
+    } else {
+        let _ = writeln!(out, "*Quarry research report · {}*\n", escape_inline(&options.date));
+    }
+
+    out.push_str("## Question\n\n");
+    let _ = writeln!(out, "{}\n", escape_block(&answer.question));
+
+    out.push_str("## Answer\n\n");
+    let body = link_citations(&demote_headings(&escape_html(&answer.markdown)), &cited_set(answer));
+    let _ = writeln!(out, "{}\n", body.trim());
+
+    out.push_str("## Sources\n\n");
+    if answer.citations.is_empty() {
+        out.push_str(if answer.nothing_found {
+            "No passage in the searched libraries was relevant to the question.\n\n"
+        } else {
+            "The answer cites no passage.\n\n"
+        });
+    }
+    for citation in &answer.citations {
+        write_source(&mut out, citation, options.link_base.as_deref());
+    }
+    let uncited: Vec<&Citation> = answer.sources.iter().filter(|s| !answer.citations.iter().any(|c| c.number == s.number)).collect();
+    if !uncited.is_empty() {
+        out.push_str("### Also read\n\nPassages the answer was written from without citing them:\n\n");
+        for source in uncited {
+            let _ = writeln!(out, "- {} {}", source_label(source.number), location(source, options.link_base.as_deref()));
+        }
+        out.push('\n');
+    }
+
+    out.push_str("## Method\n\n");
+    let libraries = if answer.libraries.is_empty() { "—".to_string() } else { answer.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ") };
+    let _ = writeln!(out, "- **Agent:** {}", escape_inline(&answer.agent));
+    let _ = writeln!(out, "- **Libraries:** {libraries}");
+    let _ = writeln!(out, "- **Model:** {}", escape_inline(&answer.model));
+    let _ = writeln!(out, "- **Passages:** {} retrieved, {} used for the answer, {} cited", answer.retrieved, answer.kept, answer.citations.len());
+    let _ = writeln!(
+        out,
+        "- **Model calls:** {}, {} tokens ({} prompt, {} completion)",
+        answer.llm_calls,
+        answer.usage.total(),
+        answer.usage.prompt_tokens,
+        answer.usage.completion_tokens
+    );
+    let _ = writeln!(out, "- **Time:** {:.1} s", answer.seconds);
+    if !answer.queries.is_empty() {
+        out.push_str("- **Queries:**\n");
+        for (i, round) in answer.queries.iter().enumerate() {
+            let list = round.iter().map(|q| format!("“{}”", escape_inline(&one_line(q)))).collect::<Vec<_>>().join("; ");
+            let _ = writeln!(out, "  - round {}: {list}", i + 1);
+        }
+    }
+    out
+}
+
+/// The numbers of the cited sources (the ones with an anchor in the Sources section).
+fn cited_set(answer: &Answer) -> Vec<usize> {
+    answer.citations.iter().map(|c| c.number).collect()
+}
+
+fn source_label(number: usize) -> String {
+    format!("\\[{number}\\]")
+}
+
+/// One cited source: label, anchor, link and place, library, then the passage as a block quote.
+fn write_source(out: &mut String, citation: &Citation, base: Option<&Path>) {
+    let _ = writeln!(out, "{} <a id=\"source-{}\"></a>{}\n", source_label(citation.number), citation.number, location(citation, base));
+    let text = escape_block(citation.passage.text.trim());
+    for line in text.lines() {
+        if line.is_empty() {
+            out.push_str(">\n");
+        } else {
+            let _ = writeln!(out, "> {line}");
+        }
+    }
+    out.push('\n');
+}
+
+/// `[file.pdf](../docs/file.pdf#page=3), p. 3 · library *papers*` (ZIP members: the member's name, a
+/// link to the archive, and `in archive.zip`).
+fn location(citation: &Citation, base: Option<&Path>) -> String {
+    let p = &citation.passage;
+    let (file, member) = match p.path.split_once("!/") {
+        Some((archive, member)) => (archive, Some(member)),
+        None => (p.path.as_str(), None),
+    };
+    let mut target = link_target(Path::new(file), base);
+    if member.is_none() && file.to_ascii_lowercase().ends_with(".pdf") {
+        if let Some(page) = p.page_start {
+            let _ = write!(target, "#page={page}");
+        }
+    }
+    let mut s = format!("[{}]({target})", escape_inline(p.file_name()));
+    if member.is_some() {
+        let archive = Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_string());
+        let _ = write!(s, " in {}", escape_inline(&archive));
+    }
+    let place = p.place();
+    if !place.is_empty() {
+        let _ = write!(s, ", {}", escape_inline(&place));
+    }
+    if !p.library.is_empty() {
+        let _ = write!(s, " · library *{}*", escape_inline(&p.library));
+    }
+    s
+}
+
+/// Characters percent-encoded in link destinations: controls, space and what CommonMark or URLs give a
+/// meaning (`<>()[]#?%"\` and the backtick).
+const LINK: &AsciiSet = &CONTROLS.add(b' ').add(b'<').add(b'>').add(b'(').add(b')').add(b'[').add(b']').add(b'#').add(b'?').add(b'%').add(b'"').add(b'\\').add(b'`');
+
+/// The link destination for `file`: relative to `base` when both are absolute, with `/` separators,
+/// percent-encoded.
+fn link_target(file: &Path, base: Option<&Path>) -> String {
+    let path = match base {
+        Some(base) if file.is_absolute() && base.is_absolute() => relative_path(file, base),
+        _ => file.to_path_buf(),
+    };
+    let joined = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>();
+    let text = if path.is_absolute() { format!("/{}", joined[1..].join("/")) } else { joined.join("/") };
+    utf8_percent_encode(&text, LINK).to_string()
+}
+
+/// `file` as a path relative to the folder `base` (both absolute): `../docs/a.pdf`.
+pub fn relative_path(file: &Path, base: &Path) -> PathBuf {
+    let (file, base) = (normal_components(file), normal_components(base));
+    let common = file.iter().zip(base.iter()).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    for c in &file[common..] {
+        out.push(c.as_os_str());
+    }
+    out
+}
+
+fn normal_components(path: &Path) -> Vec<Component<'_>> {
+    path.components().filter(|c| !matches!(c, Component::CurDir)).collect()
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Escapes the characters that start Markdown inline syntax or HTML (`\`, `` ` ``, `*`, `_`, `[`, `]`,
+/// `<`, `>`, `#`, `|`, `~`, `!`, `&`), so `s` renders literally inside a line.
+pub fn escape_inline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|' | '~' | '!' | '&') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Escapes document text so it renders literally as paragraphs: inline syntax as [`escape_inline`],
+/// plus what would start a block at the beginning of a line (list markers `-`/`+`/`1.`/`1)`, setext
+/// underlines `=`, indented code). Lines are trimmed; paragraph breaks (blank lines) are kept.
+pub fn escape_block(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut blank_run = 0;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            blank_run += 1;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
+        }
+        blank_run = 0;
+        let escaped = escape_inline(line);
+        let first = escaped.chars().next().unwrap_or(' ');
+        if matches!(first, '-' | '+' | '=') {
+            out.push('\\');
+            out.push_str(&escaped);
+        } else if first.is_ascii_digit() {
+            // `12. ` or `3) ` starts an ordered list.
+            let digits = escaped.chars().take_while(|c| c.is_ascii_digit()).count();
+            let (number, rest) = escaped.split_at(digits);
+            if rest.starts_with('.') || rest.starts_with(')') {
+                out.push_str(number);
+                out.push('\\');
+                out.push_str(rest);
+            } else {
+                out.push_str(&escaped);
+            }
+        } else {
+            out.push_str(&escaped);
+        }
+    }
+    out
+}
+
+/// `<` in model output becomes `&lt;` so it cannot carry HTML (code spans and fences are left alone:
+/// there it is literal anyway).
+fn escape_html(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    let mut in_fence = false;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+            out.push_str(line);
+        } else if in_fence {
+            out.push_str(line);
+        } else {
+            let mut in_code = false;
+            for c in line.chars() {
+                match c {
+                    '`' => {
+                        in_code = !in_code;
+                        out.push(c);
+                    }
+                    '<' if !in_code => out.push_str("&lt;"),
+                    _ => out.push(c),
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Headings in the answer go two levels down (`#` → `###`) so they sit under "## Answer".
+fn demote_headings(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len() + 16);
+    let mut in_fence = false;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        let hashes = trimmed.chars().take_while(|&c| c == '#').count();
+        let is_heading = !in_fence && (1..=6).contains(&hashes) && trimmed[hashes..].starts_with([' ', '\t']) && line.len() - trimmed.len() < 4;
+        if is_heading {
+            out.push_str(&"#".repeat((hashes + 2).min(6)));
+            out.push_str(&trimmed[hashes..]);
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Citation markers (`[2]`, `[1, 3]`, `[1-2]`) whose numbers are all in `cited` become links to the
+/// sources' anchors: `[\[2\]](#source-2)`. Other bracketed text is left as it is.
+fn link_citations(markdown: &str, cited: &[usize]) -> String {
+    let mut out = String::with_capacity(markdown.len() + 64);
+    let mut rest = markdown;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after.find(']');
+        let numbers = close.and_then(|close| marker_numbers(&after[..close]));
+        // `[1](…)` is already a link: leave it.
+        let is_link = close.is_some_and(|close| after[close + 1..].starts_with('('));
+        match (close, numbers) {
+            (Some(close), Some(numbers)) if !is_link && numbers.iter().all(|n| cited.contains(n)) => {
+                for n in numbers {
+                    let _ = write!(out, "[\\[{n}\\]](#source-{n})");
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The numbers of a citation marker's inside (`2`, `1, 3`, `1-2`), or `None` when it is not one.
+fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
+    if inside.trim().is_empty() || !inside.chars().all(|c| c.is_ascii_digit() || ", -–".contains(c)) {
+        return None;
+    }
+    let mut numbers = Vec::new();
+    for part in inside.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once(['-', '–']) {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b || b - a >= 10 {
+                    return None;
+                }
+                numbers.extend(a..=b);
+            }
+            None => numbers.push(part.parse().ok()?),
+        }
+    }
+    Some(numbers)
+}
