@@ -3,7 +3,9 @@
 //!
 //! When pdf-extract yields nothing for a page (or panics on it), lopdf's own extractor is tried on that page.
 //! PDFium (see [`crate::pdf_fallback`]) then reads what these may have missed: files lopdf cannot open,
-//! pages still empty or where pdf-extract failed, form-field values, and documents with CJK CID fonts.
+//! pages still empty or where pdf-extract failed, form-field values, documents with CJK CID fonts, and
+//! pages where pdf-extract split words apart (`C o mmissio n file n umber`: it starts a word at every
+//! kerned run of a `TJ` array and guesses spaces from glyph widths; see [`lone_letter_share`]).
 //!
 //! pdf-extract's own `extract_text_by_pages` stops at the first page that fails; here every page is tried
 //! on its own, under a panic guard, so one broken page costs one page, not the document.
@@ -16,6 +18,10 @@ use std::path::Path;
 /// A page with fewer non-whitespace characters than this counts as "no text" when judging whether the
 /// document has a text layer at all.
 const MIN_PAGE_CHARS: usize = 1;
+
+/// A page whose reading has more than this share of lone letters (see [`lone_letter_share`]) is read
+/// again with PDFium. Running English prose has well under 1 %; a page with split words 10–30 %.
+const SPLIT_WORDS_SHARE: f64 = 0.02;
 
 /// Text blocks (one per page with text, `location.page` 1-based), page count and warnings.
 ///
@@ -81,7 +87,7 @@ pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u
     let whole_document = has_form || uses_cjk_cid_fonts(&doc);
     let wanted: Vec<u32> = texts
         .iter()
-        .filter(|(n, t)| whole_document || !has_text(t) || primary_failed.contains(n))
+        .filter(|(n, t)| whole_document || !has_text(t) || primary_failed.contains(n) || lone_letter_share(t) > SPLIT_WORDS_SHARE)
         .map(|(n, _)| *n)
         .collect();
     if let (Some(library), false) = (pdfium, wanted.is_empty()) {
@@ -90,7 +96,7 @@ pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u
             for page in recovered {
                 let Some(slot) = texts.iter_mut().find(|(n, _)| *n == page.number) else { continue };
                 let pdfium_text = tidy_page_text(&page.text);
-                let mut best = if text_len(&pdfium_text) > text_len(&slot.1) { pdfium_text } else { slot.1.clone() };
+                let mut best = if better_reading(&pdfium_text, &slot.1) { pdfium_text } else { slot.1.clone() };
                 let annotations = tidy_page_text(&page.annotations);
                 if has_text(&annotations) && !best.contains(annotations.as_str()) {
                     best = join_nonempty(&best, &annotations);
@@ -155,6 +161,41 @@ fn has_form_fields(doc: &lopdf::Document) -> bool {
         other => Some(other),
     };
     matches!(fields, Some(lopdf::Object::Array(a)) if !a.is_empty())
+}
+
+/// True when `candidate` (PDFium's reading of a page) is better than `current`: more text, or about
+/// as much text (≥ 90 %) with words kept whole where `current` split them (half the lone letters or
+/// fewer).
+fn better_reading(candidate: &str, current: &str) -> bool {
+    let (new_len, old_len) = (text_len(candidate), text_len(current));
+    if new_len > old_len {
+        return true;
+    }
+    let (new_split, old_split) = (lone_letter_share(candidate), lone_letter_share(current));
+    old_split > SPLIT_WORDS_SHARE && new_split * 2.0 <= old_split && new_len * 10 >= old_len * 9
+}
+
+/// Of the words made only of ASCII letters (after trimming punctuation), the share that are one letter
+/// other than `a`, `A` and `I`: near 0 for text read well, high where a reader split words apart
+/// (`UNITED ST A TES`, `n ame o f registran t`). 0.0 for pages with fewer than 20 such words (too little
+/// to judge).
+pub(crate) fn lone_letter_share(text: &str) -> f64 {
+    let (mut words, mut lone) = (0usize, 0usize);
+    for token in text.split_whitespace() {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if word.is_empty() || !word.bytes().all(|b| b.is_ascii_alphabetic()) {
+            continue;
+        }
+        words += 1;
+        if word.len() == 1 && !matches!(word, "a" | "A" | "I") {
+            lone += 1;
+        }
+    }
+    if words < 20 {
+        0.0
+    } else {
+        lone as f64 / words as f64
+    }
 }
 
 /// Non-whitespace characters: how much text a reading of a page found.
@@ -225,6 +266,22 @@ fn tidy_page_text(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn split_words_are_told_from_prose() {
+        let split = "UNITED ST A TES SECURITIES AND EXCHANGE COMMISSION FORM 1 0 -Q QUARTERL Y REPORT PURSUANT T O \
+                     SECTION 13 C o mmissio n file n umber: NVID IA C ORPORA TION (Exact n ame o f registran t as sp ecified in its charter)";
+        let prose = "UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q QUARTERLY REPORT PURSUANT TO SECTION 13 \
+                     Commission file number: NVIDIA CORPORATION (Exact name of registrant as specified in its charter), \
+                     a company of the State of Delaware. (a) Item I.";
+        assert!(lone_letter_share(split) > 0.2, "{}", lone_letter_share(split));
+        assert!(lone_letter_share(prose) < SPLIT_WORDS_SHARE * 2.0, "{}", lone_letter_share(prose));
+        assert!(better_reading(prose, split));
+        assert!(!better_reading(split, prose));
+        // Fewer lone letters but much less text is not better.
+        assert!(!better_reading("UNITED STATES SECURITIES", split));
+        assert_eq!(lone_letter_share("a b c"), 0.0, "too little text to judge");
+    }
 
     #[test]
     fn tidy_collapses_blank_runs_and_strips_controls() {

@@ -2,6 +2,7 @@
 
 use crate::common::*;
 use quarry_ingest::{IngestError, Status};
+use std::path::Path;
 
 #[test]
 fn pdfs_encrypted_with_an_empty_password_open() {
@@ -117,3 +118,21 @@ fn pdf_text_is_recovered_where_poppler_finds_text() {
 
 /// The measured share at the time of writing, so a regression fails; see the README for the figure.
 const PDF_RECOVERY_FLOOR: f64 = 0.95;
+
+#[test]
+fn words_that_pdf_extract_splits_apart_are_read_whole_through_pdfium() {
+    // NVIDIA's 10-Q kerns every few letters; pdf-extract read its first page as
+    // "NVID IA C ORPORA TION … C o mmissio n file n umber", so "NVIDIA" matched no search.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q/2023 Q2 NVDA.pdf");
+    let outcome = parse_one(&path);
+    let doc = outcome.document.as_ref().unwrap();
+    let first_page = &doc.blocks.iter().find(|b| b.location.page == Some(1)).unwrap().text;
+    for phrase in ["NVIDIA CORPORATION", "Commission file number", "name of registrant", "QUARTERLY REPORT"] {
+        assert!(first_page.contains(phrase), "{phrase:?} in page 1: {first_page}");
+    }
+    assert!(outcome.warnings.iter().any(|w| w.contains("PDFium")), "{:?}", outcome.warnings);
+    // Apple's 10-Q, split less often ("The fo llowing discussion", "Sept ember").
+    let apple = text_of(&parse_one(&path.with_file_name("2023 Q1 AAPL.pdf")));
+    assert!(apple.contains("The following discussion should be read"), "{}", &apple[..2000.min(apple.len())]);
+    assert!(apple.contains("last Saturday of September"));
+}
