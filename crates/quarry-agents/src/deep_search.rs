@@ -4,7 +4,9 @@
 //!
 //! Where it differs from deep-searcher: relevance is judged for a batch of passages per model call (not one
 //! call per passage); passages are deduplicated by chunk id across queries and rounds, so none is judged
-//! twice; and a round that adds no new relevant passage ends the search.
+//! twice; the sub-queries' results are merged rank by rank (every sub-query's best hit first), so the
+//! passages judged first and placed first in the answer's context are the best ones; and a round that
+//! adds no new relevant passage ends the search.
 
 use crate::answer::{number_passages, passage_ref, Answer};
 use crate::events::AgentEvent;
@@ -49,19 +51,17 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
 
         // Parallel retrieval, one search per query.
         let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
-        let mut fresh: Vec<Passage> = Vec::new();
+        let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         for (query, result) in queries.iter().zip(results) {
             let passages = result?;
             let hits = passages.len();
-            let mut new = 0;
-            for p in passages {
-                if seen.insert(p.key()) {
-                    new += 1;
-                    fresh.push(p);
-                }
-            }
-            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new });
+            let new: Vec<Passage> = passages.into_iter().filter(|p| seen.insert(p.key())).collect();
+            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: new.len() });
+            per_query.push(new);
         }
+        // Best first across queries, so the first batches judged and the first passages of the answer's
+        // context are every sub-query's top hits, not all of the first sub-query's.
+        let fresh = interleave_by_rank(per_query);
         retrieved += fresh.len();
 
         // Relevance filter, a batch of passages per call.
@@ -129,6 +129,23 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
     run.write_answer("deep", prompts::ANSWER, question, kept, &[], asked, retrieved).await
 }
 
+/// The lists merged rank by rank: the first of each list (in list order), then the second of each, …
+pub(crate) fn interleave_by_rank<T>(lists: Vec<Vec<T>>) -> Vec<T> {
+    let mut iters: Vec<std::vec::IntoIter<T>> = lists.into_iter().map(Vec::into_iter).collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for it in &mut iters {
+            if let Some(item) = it.next() {
+                out.push(item);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
 fn normalise(query: &str) -> String {
     query.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
@@ -140,4 +157,13 @@ pub(crate) fn excerpt(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lists_are_merged_rank_by_rank() {
+        let merged = super::interleave_by_rank(vec![vec![1, 2, 3], vec![], vec![10, 20], vec![100]]);
+        assert_eq!(merged, vec![1, 10, 100, 2, 20, 3]);
+    }
 }

@@ -524,3 +524,57 @@ fn folder_kib(dir: &Path) -> u64 {
     }
     total / 1024
 }
+
+/// Polls `done` every 200 ms for up to `limit`; false when it never held.
+fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+#[test]
+fn watch_follows_new_changed_and_deleted_files_until_interrupted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let ntsb = sample_library().join("ntsb");
+    std::fs::copy(ntsb.join("20080102X00002.pdf"), docs.join("first.pdf")).unwrap();
+    run(&data, &["library", "create", "watched"]);
+    ingest(&data, &["add", docs.to_str().unwrap(), "--library", "watched", "--json"]);
+    let events = tmp.path().join("watch.jsonl");
+    let mut watcher = quarry(&data)
+        .args(["watch", "--library", "watched", "--json", "--quiet-secs", "0.5"])
+        .stdout(std::fs::File::create(&events).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let limit = Duration::from_secs(180);
+    assert!(wait_for(limit, || events_named(&events, "finished") >= 1), "the first sync finishes: {}", read(&events));
+
+    // A new file, a new file in a new subfolder, then a deleted one: each burst becomes a sync.
+    std::fs::copy(ntsb.join("20080108X00029.pdf"), docs.join("second.pdf")).unwrap();
+    std::fs::create_dir_all(docs.join("later")).unwrap();
+    std::fs::copy(ntsb.join("20080117X00072.pdf"), docs.join("later/third.pdf")).unwrap();
+    assert!(wait_for(limit, || count(&status(&data, "watched"), "indexed") == 3), "new files are indexed: {}", status(&data, "watched"));
+    assert!(events_named(&events, "changed") >= 1, "{}", read(&events));
+    let paths: Vec<String> = search(&data, "watched", "aircraft accident pilot", "bm25").iter().map(|h| h["path"].as_str().unwrap().to_string()).collect();
+    assert!(paths.iter().any(|p| p.ends_with("later/third.pdf")), "{paths:?}");
+
+    std::fs::remove_file(docs.join("first.pdf")).unwrap();
+    assert!(wait_for(limit, || count(&status(&data, "watched"), "indexed") == 2), "a deleted file leaves the library: {}", status(&data, "watched"));
+    let paths: Vec<String> = search(&data, "watched", "aircraft accident pilot", "hybrid").iter().map(|h| h["path"].as_str().unwrap().to_string()).collect();
+    assert!(!paths.iter().any(|p| p.ends_with("first.pdf")), "{paths:?}");
+
+    // Ctrl-C (SIGINT) stops it cleanly, and the library needs no repair afterwards.
+    let interrupted = Command::new("kill").args(["-INT", &watcher.id().to_string()]).status().unwrap();
+    assert!(interrupted.success());
+    assert!(wait_for(Duration::from_secs(30), || watcher.try_wait().unwrap().is_some()), "watch stops on Ctrl-C");
+    assert!(watcher.wait().unwrap().success());
+    assert_eq!(check_consistent(&data, "watched").0, 2);
+}
