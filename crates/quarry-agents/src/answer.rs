@@ -57,54 +57,85 @@ pub fn number_passages(passages: &[Passage], max_chars_each: usize, budget_chars
     (out.trim_end().to_string(), used)
 }
 
+/// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
+/// or `None` when it is not a citation marker (other characters, empty, a reversed or longer range).
+pub fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
+    if !inside.chars().all(|c| c.is_ascii_digit() || c.is_whitespace() || ",-–".contains(c)) {
+        return None;
+    }
+    let mut numbers = Vec::new();
+    for part in inside.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once(['-', '–']) {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b || b - a >= 10 {
+                    return None;
+                }
+                numbers.extend(a..=b);
+            }
+            None => {
+                for n in part.split_whitespace() {
+                    numbers.push(n.parse().ok()?);
+                }
+            }
+        }
+    }
+    if numbers.is_empty() { None } else { Some(numbers) }
+}
+
+/// A piece of answer Markdown: plain text, or a citation marker (`raw` is the whole `[…]`).
+#[derive(Debug, PartialEq)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    Marker { raw: &'a str, numbers: Vec<usize> },
+}
+
+/// `markdown` cut into text and citation markers, in order; concatenating the pieces gives it back.
+/// Bracketed text that is not a marker ([`marker_numbers`]) stays text.
+pub fn pieces(markdown: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut text_start = 0;
+    let mut at = 0;
+    while let Some(open) = markdown[at..].find('[').map(|i| at + i) {
+        let Some(close) = markdown[open + 1..].find(']').map(|i| open + 1 + i) else { break };
+        match marker_numbers(&markdown[open + 1..close]) {
+            Some(numbers) => {
+                if open > text_start {
+                    out.push(Piece::Text(&markdown[text_start..open]));
+                }
+                out.push(Piece::Marker { raw: &markdown[open..=close], numbers });
+                text_start = close + 1;
+                at = close + 1;
+            }
+            None => at = open + 1,
+        }
+    }
+    if text_start < markdown.len() {
+        out.push(Piece::Text(&markdown[text_start..]));
+    }
+    out
+}
+
 /// The citation numbers used in `markdown` (`[2]`, `[1][3]`, `[1, 3]`, `[1-2]` is read as 1 and 2), in
 /// order of first use, limited to `1..=count`.
 pub fn cited_numbers(markdown: &str, count: usize) -> Vec<usize> {
     let mut out = Vec::new();
-    let mut rest = markdown;
-    while let Some(open) = rest.find('[') {
-        rest = &rest[open + 1..];
-        let Some(close) = rest.find(']') else { break };
-        let inside = &rest[..close];
-        if !inside.is_empty() && inside.chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ' || c == '-' || c == '–') {
-            let parts: Vec<usize> = inside.split([',', ' ']).filter_map(|s| {
-                let s = s.trim();
-                if let Some((a, b)) = s.split_once(['-', '–']) {
-                    let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                    if a <= b && b - a < 10 { return Some((a..=b).collect::<Vec<_>>()); }
-                    return None;
-                }
-                s.parse().ok().map(|n| vec![n])
-            }).flatten().collect();
-            for n in parts {
+    for piece in pieces(markdown) {
+        if let Piece::Marker { numbers, .. } = piece {
+            for n in numbers {
                 if (1..=count).contains(&n) && !out.contains(&n) {
                     out.push(n);
                 }
             }
         }
-        rest = &rest[close..];
     }
     out
 }
 
 /// `markdown` without its citation markers (`[2]`, `[1, 3]`), e.g. to score it against a reference answer.
 pub fn strip_citations(markdown: &str) -> String {
-    let mut out = String::new();
-    let mut rest = markdown;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        match rest[open..].find(']') {
-            Some(close) if close > 1 && rest[open + 1..open + close].chars().all(|c| c.is_ascii_digit() || ", -–".contains(c)) => {
-                rest = &rest[open + close + 1..]
-            }
-            _ => {
-                out.push('[');
-                rest = &rest[open + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out.trim().to_string()
+    let text: String = pieces(markdown).into_iter().filter_map(|p| if let Piece::Text(t) = p { Some(t) } else { None }).collect();
+    text.trim().to_string()
 }
 
 /// The sources and citations of an answer whose prompt numbered `passages` from 1.
@@ -128,6 +159,13 @@ mod tests {
     fn citation_markers_in_every_common_form() {
         assert_eq!(cited_numbers("A [2]. B [1][3]. C [1, 4]. D [2-3]. E [9]. F [see] [x]", 4), vec![2, 1, 3, 4]);
         assert_eq!(cited_numbers("no markers", 3), Vec::<usize>::new());
+        assert_eq!(cited_numbers("spaces [3 1], spaced range [1 - 2], too long [1-30], reversed [3-1], odd [,]", 4), vec![3, 1, 2]);
+        assert_eq!(marker_numbers("1–3"), Some(vec![1, 2, 3]));
+        assert_eq!(marker_numbers("1, x"), None);
         assert_eq!(strip_citations("Tulsa [1][2], Oklahoma [1, 3]. See [note] []."), "Tulsa , Oklahoma . See [note] [].");
+        let text = "a [see [2]] b [1-2](x) [";
+        let joined: String = pieces(text).iter().map(|p| match p { Piece::Text(t) => *t, Piece::Marker { raw, .. } => raw }).collect();
+        assert_eq!(joined, text, "pieces give the text back");
+        assert_eq!(pieces("[x][2]")[1], Piece::Marker { raw: "[2]", numbers: vec![2] });
     }
 }

@@ -2,19 +2,29 @@
 //! parallel, keep only the passages that help, reflect on what is missing and search again, then write a
 //! cited answer from the kept passages.
 //!
-//! Where it differs from deep-searcher: relevance is judged for a batch of passages per model call (not one
-//! call per passage); passages are deduplicated by chunk id across queries and rounds, so none is judged
-//! twice; the sub-queries' results are merged rank by rank (every sub-query's best hit first), so the
-//! passages judged first and placed first in the answer's context are the best ones; and a round that
-//! adds no new relevant passage ends the search.
+//! Where it differs from deep-searcher:
+//! - round 1 searches the question itself as well as its sub-queries, so a poor decomposition never loses
+//!   what a plain search would have found;
+//! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
+//!   are deduplicated by chunk id across queries and rounds, so none is judged twice;
+//! - the kept passages are ordered by reciprocal rank fusion over every query's ranking (all rounds), so
+//!   a passage that several queries found, or found high, comes first in the answer's context; within a
+//!   round the sub-queries' results are judged rank by rank (every query's best hit first);
+//! - when the judge keeps none of round 1's passages, the best-fused few are kept anyway (reported as a
+//!   degraded step): a small model's over-strict judging must not leave the answer with nothing;
+//! - a round that adds no new relevant passage ends the search.
 
 use crate::answer::{number_passages, passage_ref, Answer};
 use crate::events::AgentEvent;
+use crate::fused::RankFusion;
 use crate::prompts;
 use crate::run::{AgentError, Run};
 use crate::structured::{number_list, string_list, numbers_schema, strings_schema};
 use quarry_core::Passage;
 use std::collections::HashSet;
+
+/// Passages kept from round 1 when the relevance judge keeps none of them.
+pub const FALLBACK_KEEP: usize = 3;
 
 /// Runs DeepSearch for `question` (see the module docs). Model calls: 1 (sub-queries) + ⌈new passages /
 /// batch⌉ per round (relevance) + 1 per round but the last (reflection) + 1 (answer).
@@ -37,13 +47,14 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
         },
         None => vec![],
     };
-    if queries.is_empty() {
-        queries.push(question.to_string());
+    if !queries.iter().any(|q| normalise(q) == normalise(question)) {
+        queries.insert(0, question.to_string());
     }
 
     let mut asked: Vec<Vec<String>> = Vec::new();
     let mut seen: HashSet<(String, u64)> = HashSet::new();
     let mut kept: Vec<Passage> = Vec::new();
+    let mut fusion = RankFusion::default();
     let mut retrieved = 0;
     for round in 1..=config.max_rounds.max(1) {
         run.emit(AgentEvent::Queries { round, queries: queries.clone() });
@@ -55,6 +66,7 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
         for (query, result) in queries.iter().zip(results) {
             let passages = result?;
             let hits = passages.len();
+            fusion.add(passages.iter().map(Passage::key));
             let new: Vec<Passage> = passages.into_iter().filter(|p| seen.insert(p.key())).collect();
             run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: new.len() });
             per_query.push(new);
@@ -86,6 +98,12 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
                 if relevant.contains(&(i + 1)) { round_kept.push(p.clone()) } else { rejected.push(p.clone()) }
             }
         }
+        if round == 1 && round_kept.is_empty() && !rejected.is_empty() {
+            fusion.sort(&mut rejected);
+            let n = FALLBACK_KEEP.min(rejected.len());
+            run.degraded("relevance", &format!("the judge kept none of {} passages", rejected.len()), &format!("keep the {n} best-ranked"));
+            round_kept = rejected.drain(..n).collect();
+        }
         run.emit(AgentEvent::Judged {
             round,
             kept: round_kept.iter().map(passage_ref).collect(),
@@ -93,6 +111,7 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
         });
         let added = round_kept.len();
         kept.extend(round_kept);
+        fusion.sort(&mut kept);
         if added == 0 {
             run.emit(AgentEvent::Stopped { round, reason: "no new relevant passages".into() });
             break;

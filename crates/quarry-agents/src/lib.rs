@@ -26,7 +26,7 @@ pub use answer::{Answer, Citation};
 pub use chain_of_rag::chain_of_rag;
 pub use deep_search::deep_search;
 pub use events::{no_events, AgentEvent, EventSink, PassageRef};
-pub use fused::FusedRetriever;
+pub use fused::{FusedRetriever, RankFusion};
 pub use naive::naive_rag;
 pub use report::{render_report, ReportOptions};
 pub use router::{route, LibraryInfo, Route};

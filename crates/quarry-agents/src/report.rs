@@ -19,7 +19,7 @@
 //! a model cannot put HTML into the report. Links are relative to the folder the report is saved in
 //! ([`ReportOptions::link_base`]), so the report and the library folders can move together.
 
-use crate::answer::{Answer, Citation};
+use crate::answer::{pieces, Answer, Citation, Piece};
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -294,51 +294,25 @@ fn demote_headings(markdown: &str) -> String {
 }
 
 /// Citation markers (`[2]`, `[1, 3]`, `[1-2]`) whose numbers are all in `cited` become links to the
-/// sources' anchors: `[\[2\]](#source-2)`. Other bracketed text is left as it is.
+/// sources' anchors: `[\[2\]](#source-2)`. Other bracketed text, and a marker that is already a link
+/// (`[1](…)`), is left as it is.
 fn link_citations(markdown: &str, cited: &[usize]) -> String {
+    let pieces = pieces(markdown);
     let mut out = String::with_capacity(markdown.len() + 64);
-    let mut rest = markdown;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let close = after.find(']');
-        let numbers = close.and_then(|close| marker_numbers(&after[..close]));
-        // `[1](…)` is already a link: leave it.
-        let is_link = close.is_some_and(|close| after[close + 1..].starts_with('('));
-        match (close, numbers) {
-            (Some(close), Some(numbers)) if !is_link && numbers.iter().all(|n| cited.contains(n)) => {
-                for n in numbers {
-                    let _ = write!(out, "[\\[{n}\\]](#source-{n})");
+    for (i, piece) in pieces.iter().enumerate() {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Marker { raw, numbers } => {
+                let is_link = matches!(pieces.get(i + 1), Some(Piece::Text(next)) if next.starts_with('('));
+                if is_link || !numbers.iter().all(|n| cited.contains(n)) {
+                    out.push_str(raw);
+                } else {
+                    for n in numbers {
+                        let _ = write!(out, "[\\[{n}\\]](#source-{n})");
+                    }
                 }
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('[');
-                rest = after;
             }
         }
     }
-    out.push_str(rest);
     out
-}
-
-/// The numbers of a citation marker's inside (`2`, `1, 3`, `1-2`), or `None` when it is not one.
-fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
-    if inside.trim().is_empty() || !inside.chars().all(|c| c.is_ascii_digit() || ", -–".contains(c)) {
-        return None;
-    }
-    let mut numbers = Vec::new();
-    for part in inside.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once(['-', '–']) {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b || b - a >= 10 {
-                    return None;
-                }
-                numbers.extend(a..=b);
-            }
-            None => numbers.push(part.parse().ok()?),
-        }
-    }
-    Some(numbers)
 }

@@ -76,19 +76,20 @@ async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_an
     let (answer, events) = run_agent("Compare the 2023 revenue of Acme Corporation and Globex", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
 
-    // ≤ 4 sub-queries, all searched at once; then the gap queries that are new (≤ 3 taken, repeats dropped).
+    // The question and ≤ 4 sub-queries, all searched at once; then the gap queries that are new (≤ 3 taken,
+    // repeats dropped).
     assert_eq!(
         retriever.queries(),
-        vec!["Acme Corporation revenue 2023", "Globex revenue 2023", "Acme founded", "Globex founded", "Who is the Globex chief executive", "a"]
+        vec!["Compare the 2023 revenue of Acme Corporation and Globex", "Acme Corporation revenue 2023", "Globex revenue 2023", "Acme founded", "Globex founded", "Who is the Globex chief executive", "a"]
     );
     assert!(retriever.max_in_flight.load(Ordering::SeqCst) >= 2, "sub-queries are retrieved in parallel");
-    // Six distinct passages in round 1, judged 4 + 2; round 2 finds nothing new, so no judging and no
+    // Seven distinct passages in round 1 (the question's words reach every page), judged 4 + 3; round 2 finds nothing new, so no judging and no
     // second reflection: the search stops early.
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "relevance", "reflection", "answer"]);
     let judged: Vec<_> = events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((kept.len(), rejected.len())) } else { None }).collect();
-    assert_eq!(judged, vec![(2, 4), (0, 0)], "out-of-range passage numbers are ignored; nothing is judged twice");
+    assert_eq!(judged, vec![(2, 5), (0, 0)], "out-of-range passage numbers are ignored; nothing is judged twice");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "no new relevant passages")));
-    assert_eq!((answer.retrieved, answer.kept, answer.queries.len()), (6, 2, 2));
+    assert_eq!((answer.retrieved, answer.kept, answer.queries.len()), (7, 2, 2));
     // The answer prompt holds only the kept passages, and each [n] resolves to one of them.
     let prompt = &model.prompts_of("answer")[0];
     assert!(prompt.contains("[1] ") && prompt.contains("[2] ") && !prompt.contains("[3] "), "{prompt}");
@@ -109,7 +110,7 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
     );
     let retriever = Arc::new(corpus("work"));
     let config = AgentConfig { max_rounds: 2, ..AgentConfig::default() };
-    let (answer, events) = run_agent("Who founded Acme and who runs Globex?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let (answer, events) = run_agent("Who founded Acme, and what became of it?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "no reflection after the last round");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "max rounds")));
@@ -126,6 +127,30 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "answer"]);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 1, reason } if reason == "no gaps left")));
     assert_eq!(answer.unwrap().citations[0].passage.citation(), "acme.pdf, p. 1");
+}
+
+#[tokio::test]
+async fn deep_search_orders_kept_passages_by_fused_rank_and_keeps_the_best_when_the_judge_keeps_none() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Globex revenue 2023"]}"#))
+            .on("relevance", text(r#"{"relevant": []}"#))
+            .on("reflection", text(r#"{"queries": []}"#))
+            .on("answer", text("Acme earned 4.2 billion [1], Globex 1.1 billion [2].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let config = AgentConfig { relevance_batch: 8, ..AgentConfig::default() };
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    assert_eq!(retriever.queries(), vec![question, "Globex revenue 2023"], "the question is searched too");
+    assert_eq!(degraded_steps(&events), vec!["relevance"], "a judge that keeps nothing is reported");
+    // Both queries found Acme's and Globex's revenue pages near the top: reciprocal rank fusion puts them
+    // first (acme p. 2: ranks 1 and 2; globex p. 2: ranks 3 and 1), then acme p. 3 (ranks 2 and 4).
+    let order: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(order, vec!["acme.pdf, p. 2", "globex.pdf, p. 2", "acme.pdf, p. 3"]);
+    assert_eq!((answer.retrieved, answer.kept), (7, 3));
+    assert!(model.prompts_of("answer")[0].contains("[2] globex.pdf, p. 2\nGlobex revenue in 2023"));
 }
 
 #[tokio::test]
