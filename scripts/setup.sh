@@ -24,6 +24,7 @@ apt_packages=(
   xvfb webkit2gtk-driver            # app end-to-end tests
   poppler-utils                     # pdftotext: reference probe for ingestion tests
   unzip
+  strace                            # the offline-mode test counts every connect() a command makes
   python3-venv                      # the venv for xllamacpp (test peer server)
 )
 missing=()

@@ -50,6 +50,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists: ONNX Runtime would otherwise send telemetry (see the function's docs).
+    quarry_index::disable_onnx_runtime_telemetry();
     let cli = Cli::parse();
     if !matches!(cli.command, Command::ParseWorker) {
         init_logging();

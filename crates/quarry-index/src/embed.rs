@@ -82,18 +82,35 @@ pub struct Embedder {
     languages: Vec<String>,
 }
 
+/// Turns ONNX Runtime's own telemetry off for this process: sets `ORT_DISABLE_TELEMETRY=1`.
+///
+/// ONNX Runtime 1.31 on Linux (the PyPI build scripts/setup.sh unpacks) sends usage events to
+/// `mobile.events.data.microsoft.com` from a thread of its own, and queues them in
+/// `~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db` — seen with `strace` during
+/// `quarry ask`. `DisableTelemetryEvents` (ort's `with_telemetry(false)`) does not stop it; this variable,
+/// read when the library starts, does. Call it first thing in `main`, before other threads exist (setting
+/// the environment is not thread-safe for C code reading it); the embedder calls it again before it loads
+/// ONNX Runtime, for programs that did not.
+pub fn disable_onnx_runtime_telemetry() {
+    if std::env::var_os("ORT_DISABLE_TELEMETRY").is_none_or(|v| v != "1") {
+        std::env::set_var("ORT_DISABLE_TELEMETRY", "1");
+    }
+}
+
 /// ONNX Runtime binds once per process; the first library path wins.
 static ORT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
 
-/// Loads ONNX Runtime from `library`, checking the file first: ort panics on a missing library.
+/// Loads ONNX Runtime from `library`, checking the file first: ort panics on a missing library. Telemetry off.
 fn onnx_runtime(library: &Path) -> Result<ort::environment::Environment, IndexError> {
     ORT.get_or_init(|| {
+        disable_onnx_runtime_telemetry();
         if !library.is_file() {
             return Err(format!("ONNX Runtime library not found at {} (run scripts/setup.sh)", library.display()));
         }
         ort::init_from(library)
             .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
             .with_name("quarry")
+            .with_telemetry(false)
             .build()
             .map_err(|e| format!("cannot start ONNX Runtime from {}: {e}", library.display()))
     })

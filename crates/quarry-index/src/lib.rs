@@ -19,7 +19,7 @@ pub mod qa;
 mod tokenizer;
 mod vector;
 
-pub use embed::{Embedder, EmbedderConfig};
+pub use embed::{disable_onnx_runtime_telemetry, Embedder, EmbedderConfig};
 pub use error::IndexError;
 pub use fusion::{embedder_covers, fusion_depth, reciprocal_rank_fusion, RRF_K};
 pub use keyword::KeywordIndex;

@@ -46,22 +46,22 @@ impl OpenAiConfig {
 /// A chat model behind an OpenAI-compatible endpoint.
 pub struct OpenAiChat {
     config: OpenAiConfig,
-    client: reqwest::Client,
+    client: quarry_net::HttpClient,
     /// Cleared when the server refuses `response_format` with a JSON schema.
     schema_supported: AtomicBool,
 }
 
 impl OpenAiChat {
-    /// A client for `config`. Errors: the URL is not http(s); the HTTP client cannot be built.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ChatError> {
+    /// A client for `config`, reaching the network through `network` (in offline mode only a server on
+    /// this computer). Errors ([`ChatError::Config`], before any request): the URL is not http(s); offline
+    /// mode refuses its host; the HTTP client cannot be built.
+    pub fn new(config: OpenAiConfig, network: &quarry_net::Network) -> Result<Self, ChatError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(ChatError::Config(format!("LLM URL {:?} must start with http:// or https://", config.base_url)));
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.timeout)
-            .build()
-            .map_err(|e| ChatError::Config(format!("HTTP client: {e}")))?;
+        network.check("the LLM server", &config.base_url).map_err(|e| ChatError::Config(e.to_string()))?;
+        let options = quarry_net::ClientOptions { connect_timeout: config.connect_timeout, timeout: config.timeout };
+        let client = network.client("the LLM server", options).map_err(|e| ChatError::Config(e.to_string()))?;
         Ok(OpenAiChat { config, client, schema_supported: AtomicBool::new(true) })
     }
 
@@ -94,7 +94,7 @@ impl OpenAiChat {
         let endpoint = self.endpoint();
         let mut attempt = 0u32;
         loop {
-            let mut builder = self.client.post(&endpoint).json(body);
+            let mut builder = self.client.post(&endpoint).map_err(|e| ChatError::Config(e.to_string()))?.json(body);
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }

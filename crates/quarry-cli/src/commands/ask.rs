@@ -27,6 +27,10 @@ pub struct LlmArgs {
     /// Environment variable that holds the server's API key (read from the environment, never stored).
     #[arg(long, default_value = "QUARRY_LLM_API_KEY")]
     pub llm_api_key_env: String,
+    /// offline (the default): only this computer is reached — the embedded model, local files and servers
+    /// on localhost; a remote --llm-url is refused before any connection. online: any host.
+    #[arg(long, env = "QUARRY_NETWORK", default_value = "offline")]
+    pub network: quarry_net::NetworkMode,
     /// CPU threads of the embedded model (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -42,7 +46,7 @@ impl LlmArgs {
             let model = self.llm_model.clone().context("--llm-url needs --llm-model (the model name on that server)")?;
             let mut config = quarry_llm::OpenAiConfig::new(url, &model);
             config.api_key = std::env::var(&self.llm_api_key_env).ok().filter(|k| !k.is_empty());
-            return Ok(Arc::new(quarry_llm::OpenAiChat::new(config)?));
+            return Ok(Arc::new(quarry_llm::OpenAiChat::new(config, &quarry_net::Network::new(self.network))?));
         }
         let mut config = match &self.model {
             Some(path) => quarry_gguf::GgufConfig::new(path),

@@ -102,7 +102,7 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert_eq!(streamed.trim(), answer["markdown"].as_str().unwrap());
     sources_exist(&data, &answer);
 
-    // DeepSearch: ≤ 4 sub-queries, ≤ 3 gap queries a round, ≤ 2 rounds; its sources are kept passages.
+    // DeepSearch: the question and ≤ 4 sub-queries, ≤ 3 gap queries a round, ≤ 2 rounds; its sources are kept passages.
     // It also writes a Markdown report next to the documents' folder.
     let report = tmp.path().join("reports/deep search.md");
     std::fs::create_dir_all(report.parent().unwrap()).unwrap();
@@ -111,7 +111,8 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert_eq!(of(&events, "report").len(), 1, "a report event names the file");
     let rounds = of(&events, "queries");
     assert!(!rounds.is_empty() && rounds.len() <= 2, "{rounds:?}");
-    assert!(rounds[0]["queries"].as_array().unwrap().len() <= 4);
+    let first = rounds[0]["queries"].as_array().unwrap();
+    assert!(first.len() <= 5 && first[0] == question, "{first:?}");
     for later in &rounds[1..] {
         assert!(later["queries"].as_array().unwrap().len() <= 3);
     }
@@ -159,6 +160,55 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("cannot write the report to /nonexistent/folder/r.md"), "{message}");
+}
+
+/// Every network connection a command attempts, from `strace -f -e trace=connect,openat` (the addresses of
+/// AF_INET / AF_INET6 connects; Unix sockets are local by nature and not listed), and every file it opens
+/// for writing outside the data folder that a telemetry queue would use (`…/Microsoft/…`).
+fn connects_of(data: &Path, args: &[&str]) -> (std::process::Output, Vec<String>) {
+    let trace = data.join("connect.trace");
+    let quarry_bin = env!("CARGO_BIN_EXE_quarry");
+    let mut command = std::process::Command::new("strace");
+    command.args(["-f", "-qq", "-e", "trace=connect,openat", "-o"]).arg(&trace).arg(quarry_bin).args(args);
+    command.env("QUARRY_DATA_DIR", data).env_remove("QUARRY_NETWORK").env_remove("ORT_DISABLE_TELEMETRY");
+    let output = command.output().expect("strace (scripts/setup.sh installs it)");
+    let text = std::fs::read_to_string(&trace).unwrap_or_else(|e| panic!("no strace output ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    let connects = text
+        .lines()
+        .filter(|l| (l.contains("connect(") && l.contains("AF_INET")) || (l.contains("openat(") && l.contains("/Microsoft/")))
+        .map(str::to_string)
+        .collect();
+    (output, connects)
+}
+
+#[test]
+fn offline_mode_the_default_opens_no_network_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("ntsb");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::copy(sample_library().join("ntsb/20080102X00002.pdf"), docs.join("20080102X00002.pdf")).unwrap();
+    run(&data, &["library", "create", "ntsb"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+
+    // A whole question with the embedded model: no connection at all, not even a DNS lookup (ONNX Runtime's
+    // telemetry made four, to mobile.events.data.microsoft.com, until Quarry turned it off).
+    let question = "What was the probable cause of the accident?";
+    let (output, connects) =
+        connects_of(&data, &["ask", question, "--library", "ntsb", "--agent", "naive", "--json", "--answer-tokens", "32", "--threads", "2"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).lines().last().unwrap().contains("\"event\":\"answer\""));
+    assert_eq!(connects, Vec::<String>::new(), "offline ask connected somewhere");
+
+    // A remote-looking LLM server is refused with a clear error before any connection or lookup.
+    let (output, connects) = connects_of(
+        &data,
+        &["ask", question, "--library", "ntsb", "--agent", "naive", "--llm-url", "https://llm.example.com/v1", "--llm-model", "m"],
+    );
+    assert!(!output.status.success());
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(message.contains("offline mode") && message.contains("https://llm.example.com/v1") && message.contains("--network online"), "{message}");
+    assert!(connects.is_empty(), "{connects:?}");
 }
 
 #[test]

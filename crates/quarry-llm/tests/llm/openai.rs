@@ -3,6 +3,7 @@
 
 use quarry_core::{ChatError, ChatModel, ChatRequest};
 use quarry_llm::{OpenAiChat, OpenAiConfig};
+use quarry_net::{Network, NetworkMode};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,7 +70,7 @@ fn client(url: &str) -> OpenAiChat {
     let mut config = OpenAiConfig::new(url, "test-model");
     config.backoff = Duration::from_millis(10);
     config.max_retries = 3;
-    OpenAiChat::new(config).unwrap()
+    OpenAiChat::new(config, &Network::new(NetworkMode::Offline)).unwrap()
 }
 
 fn request() -> ChatRequest {
@@ -153,5 +154,16 @@ async fn client_errors_are_not_retried_and_unreachable_servers_are_named() {
         Err(e @ ChatError::Unreachable { .. }) => assert!(e.to_string().contains(&url), "{e}"),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(OpenAiChat::new(OpenAiConfig::new("localhost:8080", "m")), Err(ChatError::Config(_))));
+    assert!(matches!(OpenAiChat::new(OpenAiConfig::new("localhost:8080", "m"), &Network::default()), Err(ChatError::Config(_))));
+}
+
+#[tokio::test]
+async fn offline_mode_refuses_a_remote_server_before_any_request_and_online_mode_allows_it() {
+    match OpenAiChat::new(OpenAiConfig::new("https://api.example.com/v1", "m"), &Network::new(NetworkMode::Offline)) {
+        Err(ChatError::Config(message)) => {
+            assert!(message.contains("offline mode") && message.contains("https://api.example.com/v1"), "{message}")
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    assert!(OpenAiChat::new(OpenAiConfig::new("https://api.example.com/v1", "m"), &Network::new(NetworkMode::Online)).is_ok());
 }
