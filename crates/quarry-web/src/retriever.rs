@@ -1,0 +1,216 @@
+//! The web as a retriever for one question: search, fetch, chunk, embed in memory, rank.
+
+use crate::fetch::{fetch_page, Page};
+use crate::providers::{SearchProvider, WebResult};
+use quarry_core::{Block, Format, Location, ParsedDocument, Passage, RetrievalError, Retriever};
+use quarry_index::{embedder_covers, reciprocal_rank_fusion, Embedder, KeywordIndex, VectorIndex, RRF_K};
+use quarry_ingest::Chunker;
+use quarry_net::HttpClient;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Receives every web problem (a failed search or page) as one line naming the provider or URL; the
+/// question goes on from whatever else was found.
+pub type WebProblemSink = Arc<dyn Fn(String) + Send + Sync>;
+
+/// How much of the web one query takes in.
+#[derive(Debug, Clone, Copy)]
+pub struct WebSettings {
+    /// Results asked of the provider per query (default 5).
+    pub results_per_query: usize,
+    /// Result pages fetched per query, best first (default 3); the rest contribute their snippets.
+    pub pages_per_query: usize,
+    /// Most bytes read of one page (default 2 MiB).
+    pub max_page_bytes: usize,
+    /// Longest a page fetch may take, in seconds (default 15).
+    pub page_timeout_seconds: u64,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        WebSettings { results_per_query: 5, pages_per_query: 3, max_page_bytes: 2 << 20, page_timeout_seconds: 15 }
+    }
+}
+
+/// The library name web passages carry.
+pub const WEB_LIBRARY: &str = "web";
+
+/// A [`Retriever`] over web search results. Each page is fetched once per retriever (one per question)
+/// and its chunks embedded once; every query ranks the chunks of its own results by BM25 + dense
+/// (reciprocal rank fusion, as library search does). A passage's `path` is the page URL and its heading
+/// path the page title; `chunk_id`s are unique within the retriever.
+pub struct WebRetriever {
+    provider: Box<dyn SearchProvider>,
+    pages: HttpClient,
+    settings: WebSettings,
+    chunker: Chunker,
+    embedder: Option<Arc<Mutex<Embedder>>>,
+    on_problem: WebProblemSink,
+    /// URL → its chunks (with embeddings), filled as pages are fetched.
+    cache: tokio::sync::Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    pages: HashMap<String, Vec<(Passage, Option<Vec<f32>>)>>,
+    next_id: u64,
+}
+
+impl WebRetriever {
+    /// `pages` fetches result pages (make it with the same [`quarry_net::Network`] as the provider);
+    /// `chunker` cuts pages as library documents are cut; without an embedder ranking is BM25 only.
+    pub fn new(
+        provider: Box<dyn SearchProvider>,
+        pages: HttpClient,
+        settings: WebSettings,
+        chunker: Chunker,
+        embedder: Option<Arc<Mutex<Embedder>>>,
+        on_problem: WebProblemSink,
+    ) -> Self {
+        WebRetriever { provider, pages, settings, chunker, embedder, on_problem, cache: tokio::sync::Mutex::new(Cache::default()) }
+    }
+
+    /// The provider's name, for descriptions.
+    pub fn provider_name(&self) -> &'static str {
+        self.provider.name()
+    }
+
+    /// The chunks of `result`'s page: fetched when it is among the first `pages_per_query`, otherwise
+    /// (or when fetching fails) its snippet as one passage.
+    fn passages_of(&self, result: &WebResult, page: Option<Page>, cache: &mut Cache) -> Vec<Passage> {
+        let title = page.as_ref().map(|p| p.title.clone()).filter(|t| !t.is_empty() && t != &result.url).unwrap_or_else(|| result.title.clone());
+        let text = match &page {
+            Some(page) if !page.text.trim().is_empty() => page.text.clone(),
+            _ => result.snippet.clone(),
+        };
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        let location = Location { heading_path: vec![title.clone()], ..Location::default() };
+        let blocks: Vec<Block> = text.split("\n\n").filter(|p| !p.trim().is_empty()).map(|p| Block { text: p.trim().to_string(), location: location.clone() }).collect();
+        let document = ParsedDocument {
+            path: result.url.clone(),
+            format: Format::Html,
+            content_hash: result.url.clone(),
+            byte_len: text.len() as u64,
+            page_count: None,
+            blocks,
+            warnings: Vec::new(),
+        };
+        self.chunker
+            .chunk(&document)
+            .into_iter()
+            .map(|chunk| {
+                cache.next_id += 1;
+                Passage {
+                    chunk_id: cache.next_id,
+                    library: WEB_LIBRARY.to_string(),
+                    document_id: result.url.clone(),
+                    path: result.url.clone(),
+                    page_start: None,
+                    page_end: None,
+                    sheet: None,
+                    heading_path: vec![title.clone()],
+                    text: chunk.text,
+                    score: 0.0,
+                }
+            })
+            .collect()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+        let embedder = self.embedder.as_ref()?;
+        let mut model = embedder.lock().ok()?;
+        match model.embed(texts) {
+            Ok(vectors) => Some(vectors),
+            Err(e) => {
+                (self.on_problem)(format!("web: embedding page text failed ({e}); ranking by keywords only"));
+                None
+            }
+        }
+    }
+
+    fn covers(&self, query: &str) -> bool {
+        self.embedder.as_ref().and_then(|e| e.lock().ok().map(|m| embedder_covers(m.languages(), query))).unwrap_or(false)
+    }
+}
+
+#[async_trait::async_trait]
+impl Retriever for WebRetriever {
+    /// Never fails: a failed search or page is reported to the problem sink and contributes nothing.
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
+        let results = match self.provider.search(query, self.settings.results_per_query).await {
+            Ok(results) => results,
+            Err(e) => {
+                (self.on_problem)(format!("web search for {query:?} failed: {e}"));
+                return Ok(Vec::new());
+            }
+        };
+        // Fetch the top pages not seen before, in parallel.
+        let wanted: Vec<&WebResult> = {
+            let cache = self.cache.lock().await;
+            results.iter().take(self.settings.pages_per_query).filter(|r| !cache.pages.contains_key(&r.url)).collect()
+        };
+        let fetched = futures::future::join_all(
+            wanted.iter().map(|r| fetch_page(&self.pages, &r.url, self.settings.max_page_bytes, self.settings.page_timeout_seconds)),
+        )
+        .await;
+        let mut cache = self.cache.lock().await;
+        let mut pages: HashMap<&str, Option<Page>> = HashMap::new();
+        for (result, page) in wanted.iter().zip(fetched) {
+            match page {
+                Ok(page) => {
+                    if page.truncated {
+                        (self.on_problem)(format!("page {} is larger than {} MiB: only its start was read", page.url, self.settings.max_page_bytes >> 20));
+                    }
+                    pages.insert(result.url.as_str(), Some(page));
+                }
+                Err(e) => {
+                    (self.on_problem)(format!("{e}; using the search snippet instead"));
+                    pages.insert(result.url.as_str(), None);
+                }
+            }
+        }
+        for result in &results {
+            if cache.pages.contains_key(&result.url) {
+                continue;
+            }
+            let page = pages.remove(result.url.as_str()).flatten();
+            let passages = self.passages_of(result, page, &mut cache);
+            let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+            let vectors = if texts.is_empty() { None } else { self.embed(&texts) };
+            let entry = match vectors {
+                Some(vectors) => passages.into_iter().zip(vectors).map(|(p, v)| (p, Some(v))).collect(),
+                None => passages.into_iter().map(|p| (p, None)).collect(),
+            };
+            cache.pages.insert(result.url.clone(), entry);
+        }
+
+        // Rank this query's chunks: BM25 and dense, fused.
+        let candidates: Vec<&(Passage, Option<Vec<f32>>)> = results.iter().filter_map(|r| cache.pages.get(&r.url)).flatten().collect();
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut keyword = KeywordIndex::in_memory().map_err(|e| RetrievalError(format!("web: {e}")))?;
+        for (i, (passage, _)) in candidates.iter().enumerate() {
+            keyword.add(i as u64, &passage.document_id, &passage.text).map_err(|e| RetrievalError(format!("web: {e}")))?;
+        }
+        keyword.commit().map_err(|e| RetrievalError(format!("web: {e}")))?;
+        let bm25: Vec<u64> = keyword.search(query, candidates.len()).map_err(|e| RetrievalError(format!("web: {e}")))?.into_iter().map(|h| h.0).collect();
+        let mut lists = vec![bm25];
+        if self.covers(query) && candidates.iter().all(|c| c.1.is_some()) {
+            if let Some(q) = self.embed(&[query]).and_then(|mut v| v.pop()) {
+                let mut vectors = VectorIndex::new(q.len());
+                for (i, (_, v)) in candidates.iter().enumerate() {
+                    vectors.add(i as u64, v.as_deref().unwrap_or_default());
+                }
+                lists.push(vectors.search(&q, candidates.len()).into_iter().map(|d| d.0).collect());
+            }
+        }
+        Ok(reciprocal_rank_fusion(&lists, RRF_K)
+            .into_iter()
+            .take(k)
+            .map(|(i, score)| Passage { score, ..candidates[i as usize].0.clone() })
+            .collect())
+    }
+}
