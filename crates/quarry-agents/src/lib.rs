@@ -72,6 +72,9 @@ impl std::str::FromStr for AgentKind {
 pub struct SearchableLibrary {
     pub info: LibraryInfo,
     pub retriever: Arc<dyn Retriever>,
+    /// Searched whichever libraries the router picks (the web, when the person turned it on); the router
+    /// is not asked about it.
+    pub always: bool,
 }
 
 /// Answers `question` over `libraries` with `agent`, or with the agent (and libraries) the router picks
@@ -100,12 +103,18 @@ pub async fn ask(
             agent
         }
         None => {
-            let infos: Vec<LibraryInfo> = libraries.iter().map(|l| l.info.clone()).collect();
-            let route = route(&run, question, &infos).await?;
-            let chosen: Vec<Arc<dyn Retriever>> =
-                libraries.iter().filter(|l| route.libraries.contains(&l.info.name)).map(|l| Arc::clone(&l.retriever)).collect();
+            let infos: Vec<LibraryInfo> = libraries.iter().filter(|l| !l.always).map(|l| l.info.clone()).collect();
+            let route = if infos.is_empty() {
+                // Only always-searched sources: no library to pick; DeepSearch, the router's own fallback.
+                run.emit(AgentEvent::Routed { agent: "deep".into(), libraries: searched.clone(), reason: "no library to choose from".into() });
+                Route { agent: AgentKind::Deep, libraries: Vec::new(), reason: String::new() }
+            } else {
+                route(&run, question, &infos).await?
+            };
+            let picked = |l: &SearchableLibrary| l.always || route.libraries.contains(&l.info.name);
+            let chosen: Vec<Arc<dyn Retriever>> = libraries.iter().filter(|l| picked(l)).map(|l| Arc::clone(&l.retriever)).collect();
             run.retriever = FusedRetriever::over(chosen);
-            searched.retain(|name| route.libraries.contains(name));
+            searched = libraries.iter().filter(|l| picked(l)).map(|l| l.info.name.clone()).collect();
             route.agent
         }
     };

@@ -126,6 +126,13 @@ fn write_source(out: &mut String, citation: &Citation, base: Option<&Path>) {
 /// link to the archive, and `in archive.zip`).
 fn location(citation: &Citation, base: Option<&Path>) -> String {
     let p = &citation.passage;
+    if let Some(url) = p.url() {
+        // A web page: its title, linked to its URL (angle brackets: a parsed URL holds no `<`, `>` or
+        // line break).
+        let title = p.heading_path.first().filter(|t| !t.trim().is_empty()).map(String::as_str).unwrap_or(url);
+        let url: String = url.chars().filter(|c| !matches!(c, '<' | '>' | '\n' | '\r')).collect();
+        return format!("[{}](<{url}>) · web", escape_inline(title));
+    }
     let (file, member) = match p.path.split_once("!/") {
         Some((archive, member)) => (archive, Some(member)),
         None => (p.path.as_str(), None),

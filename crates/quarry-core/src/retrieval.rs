@@ -42,8 +42,21 @@ impl Passage {
         citation_place(self.page_start, self.page_end, self.sheet.as_deref(), &self.heading_path)
     }
 
-    /// The citation form: `report.pdf, pp. 3–4`, `budget.xlsx, sheet Q3`, `handbook.docx, Safety > Ladders`.
+    /// The page's URL when the passage came from the web (its `path` is an http(s) URL and its heading
+    /// path the page title).
+    pub fn url(&self) -> Option<&str> {
+        (self.path.starts_with("http://") || self.path.starts_with("https://")).then_some(self.path.as_str())
+    }
+
+    /// The citation form: `report.pdf, pp. 3–4`, `budget.xlsx, sheet Q3`, `handbook.docx, Safety > Ladders`;
+    /// for a web page `Title (https://…)`.
     pub fn citation(&self) -> String {
+        if let Some(url) = self.url() {
+            return match self.heading_path.first().filter(|t| !t.trim().is_empty()) {
+                Some(title) => format!("{title} ({url})"),
+                None => url.to_string(),
+            };
+        }
         let place = self.place();
         if place.is_empty() { self.file_name().to_string() } else { format!("{}, {place}", self.file_name()) }
     }

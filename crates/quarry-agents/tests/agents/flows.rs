@@ -19,6 +19,7 @@ fn library(retriever: &Arc<MemoryRetriever>) -> SearchableLibrary {
     SearchableLibrary {
         info: LibraryInfo { name: retriever.library.clone(), description: format!("documents of {}", retriever.library) },
         retriever: Arc::clone(retriever) as _,
+        always: false,
     }
 }
 
@@ -257,6 +258,23 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     assert!(matches!(routed, AgentEvent::Routed { agent, libraries, .. } if agent == "naive" && libraries == &vec!["garden".to_string()]), "{routed:?}");
     let router_prompt = &model.calls.lock().unwrap()[0].1;
     assert!(router_prompt.contains("What do tomatoes need?"));
+
+    // An always-searched source (the web, when turned on) is searched whatever the router picks, and the
+    // router is not asked about it.
+    let web = Arc::new(MemoryRetriever::new("web", &[("tomatoes", 1, "Tomatoes need sun and water, says a gardening site.")]));
+    let mut with_web = libraries.to_vec();
+    with_web.push(SearchableLibrary {
+        info: LibraryInfo { name: "web".into(), description: "pages found by web search for this question".into() },
+        retriever: Arc::clone(&web) as _,
+        always: true,
+    });
+    let model = Arc::new(
+        ScriptedModel::new().on("router", text(r#"{"agent": "naive", "libraries": ["garden"]}"#)).on("answer", text("Sun [1].")),
+    );
+    let (answer, _) = run_agent("What do tomatoes need?", None, &model, &with_web, AgentConfig::default()).await;
+    assert_eq!(answer.unwrap().libraries, vec!["garden".to_string(), "web".to_string()]);
+    assert_eq!(web.queries().len(), 1);
+    assert!(!model.prompts_of("router")[0].contains("pages found by web search"));
 
     // Unreadable routing: DeepSearch over every library, reported.
     let model = Arc::new(ScriptedModel::new().on("router", text("I'd go with whatever")));

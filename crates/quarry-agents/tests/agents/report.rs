@@ -182,3 +182,16 @@ fn relative_paths_climb_to_the_common_folder() {
     assert_eq!(relative_path(Path::new("/a/b/c/file.pdf"), Path::new("/a/x/y")), PathBuf::from("../../b/c/file.pdf"));
     assert_eq!(relative_path(Path::new("/a/file.pdf"), Path::new("/a")), PathBuf::from("file.pdf"));
 }
+
+#[test]
+fn web_sources_link_to_their_url_under_their_title() {
+    let mut page = passage(7, Path::new("x"), None, None, "AWS Innovate is on October 06, 2022.");
+    page.path = "https://aws.example/innovate?a=1&b=(2)".into();
+    page.library = "web".into();
+    page.heading_path = vec!["AWS *Innovate*".into()];
+    assert_eq!(page.citation(), "AWS *Innovate* (https://aws.example/innovate?a=1&b=(2))");
+    let report = render_report(&answer(vec![page], "It is in October [1].", &[1]), &ReportOptions { link_base: Some(PathBuf::from("/reports")), ..Default::default() });
+    let parsed = parse(&report);
+    assert!(parsed.links.contains(&"https://aws.example/innovate?a=1&b=(2)".to_string()), "{report}");
+    assert!(report.contains("[AWS \\*Innovate\\*](<https://aws.example/innovate?a=1&b=(2)>) · web"), "{report}");
+}

@@ -90,24 +90,95 @@ pub struct AskArgs {
     #[arg(long, value_name = "FILE.md")]
     pub report: Option<PathBuf>,
     #[command(flatten)]
+    pub web: WebArgs,
+    #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
     pub embedding: ModelArgs,
 }
 
-/// Opens `names` (every library when empty) read-only as retrievers for the agents.
-pub async fn open_libraries(data: &DataDir, names: &[String], mode: SearchMode, embedding: &ModelArgs) -> anyhow::Result<Vec<SearchableLibrary>> {
+/// Web search as another source, off unless asked for; offline mode (the default) turns it off again.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WebArgs {
+    /// Also search the web: result pages are fetched, chunked and embedded for this question and cited by
+    /// URL. Needs --network online (or a provider on this computer, e.g. a local SearXNG).
+    #[arg(long)]
+    pub web: bool,
+    /// searxng (self-hosted; give --web-url), tavily (key in QUARRY_TAVILY_API_KEY) or brave (key in
+    /// QUARRY_BRAVE_API_KEY).
+    #[arg(long, env = "QUARRY_WEB_PROVIDER", default_value = "searxng")]
+    pub web_provider: quarry_web::ProviderKind,
+    /// The provider's base URL (required for SearXNG, e.g. http://127.0.0.1:8888).
+    #[arg(long, env = "QUARRY_WEB_URL")]
+    pub web_url: Option<String>,
+    /// Result pages fetched per query.
+    #[arg(long, default_value_t = 3)]
+    pub web_pages: usize,
+}
+
+impl WebArgs {
+    /// The web as an always-searched source, or `None` when web search is off or offline mode refuses
+    /// the provider (then `notice` says so and the question goes on from the libraries). Errors: a
+    /// provider without its URL or key.
+    pub fn source(
+        &self,
+        network: quarry_net::NetworkMode,
+        embedder: Option<Arc<std::sync::Mutex<quarry_index::Embedder>>>,
+        notice: &dyn Fn(&str),
+        problems: quarry_web::WebProblemSink,
+    ) -> anyhow::Result<Option<SearchableLibrary>> {
+        if !self.web {
+            return Ok(None);
+        }
+        let network = quarry_net::Network::new(network);
+        let mut config = quarry_web::ProviderConfig::new(self.web_provider);
+        config.base_url = self.web_url.clone();
+        let provider = match config.build(&network) {
+            Ok(provider) => provider,
+            Err(quarry_web::WebError::Network(e @ quarry_net::NetError::Offline { .. })) => {
+                notice(&format!("web search is off: {e}; answering from the libraries only"));
+                return Ok(None);
+            }
+            Err(e) => anyhow::bail!("{e}"),
+        };
+        let pages = network.client("web pages", quarry_net::ClientOptions { connect_timeout: std::time::Duration::from_secs(10), timeout: std::time::Duration::from_secs(15) })?;
+        let chunker = match &embedder {
+            Some(model) => {
+                let tokenizer = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.tokenizer_file();
+                quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::from_tokenizer_file(&tokenizer).map_err(anyhow::Error::msg)?, quarry_ingest::ChunkerConfig::default())
+            }
+            None => quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::Characters, quarry_ingest::ChunkerConfig { max_size: 1500, overlap: 200 }),
+        }
+        .map_err(anyhow::Error::msg)?;
+        let settings = quarry_web::WebSettings { pages_per_query: self.web_pages, ..quarry_web::WebSettings::default() };
+        let name = provider.name();
+        let retriever = quarry_web::WebRetriever::new(provider, pages, settings, chunker, embedder, problems);
+        Ok(Some(SearchableLibrary {
+            info: LibraryInfo { name: quarry_web::WEB_LIBRARY.into(), description: format!("web pages found by {name} for this question") },
+            retriever: Arc::new(retriever),
+            always: true,
+        }))
+    }
+}
+
+/// Opens `names` (every library when empty) read-only as retrievers for the agents; `embedder` is needed
+/// unless `mode` is BM25.
+pub async fn open_libraries(
+    data: &DataDir,
+    names: &[String],
+    mode: SearchMode,
+    embedder: Option<Arc<std::sync::Mutex<quarry_index::Embedder>>>,
+) -> anyhow::Result<Vec<SearchableLibrary>> {
     let names: Vec<String> = if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
     if names.is_empty() {
         anyhow::bail!("no libraries in {} (create one with `quarry library create NAME` and `quarry add`)", data.root().display());
     }
-    let embedder = if mode == SearchMode::Bm25 { None } else { Some(embedding.load()?) };
     let mut libraries = Vec::new();
     for name in names {
         let library = Library::open_read(data, &name).await?;
         let retriever = LibraryRetriever::new(library, embedder.clone(), mode)?;
         let description = retriever.describe().await;
-        libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever) });
+        libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever), always: false });
     }
     Ok(libraries)
 }
@@ -121,7 +192,20 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
     let report_folder = args.report.as_deref().map(report_folder).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
-        let libraries = open_libraries(&data, &args.library, args.mode, &args.embedding).await?;
+        let embedder = if args.mode == SearchMode::Bm25 { None } else { Some(args.embedding.load()?) };
+        let mut libraries = open_libraries(&data, &args.library, args.mode, embedder.clone()).await?;
+        let json = args.json;
+        let notice = move |message: &str| {
+            if json {
+                println!("{}", serde_json::json!({"event": "web_notice", "message": message}));
+            } else {
+                eprintln!("{message}");
+            }
+        };
+        let problems: quarry_web::WebProblemSink = Arc::new(move |message: String| notice(&message));
+        if let Some(web) = args.web.source(args.llm.network, embedder, &notice, problems)? {
+            libraries.push(web);
+        }
         let model = args.llm.load()?;
         if !args.json {
             eprintln!("model: {}", model.describe());
@@ -132,7 +216,6 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
             answer_max_tokens: args.answer_tokens.max(16),
             ..AgentConfig::default()
         };
-        let json = args.json;
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
         let cancel = CancellationToken::new();
         let on_ctrl_c = cancel.clone();

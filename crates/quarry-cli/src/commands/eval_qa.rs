@@ -74,6 +74,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
     let libraries = vec![SearchableLibrary {
         info: LibraryInfo { name: "eval".into(), description: format!("{} passages", set.passages.len()) },
         retriever: Arc::clone(&retriever) as _,
+        always: false,
     }];
     let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), ..AgentConfig::default() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -209,6 +209,98 @@ fn offline_mode_the_default_opens_no_network_connection() {
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("offline mode") && message.contains("https://llm.example.com/v1") && message.contains("--network online"), "{message}");
     assert!(connects.is_empty(), "{connects:?}");
+
+    // Web search with a provider on another machine: turned off with a notice, the question is answered
+    // from the library, and nothing is looked up.
+    let (output, connects) = connects_of(
+        &data,
+        &["ask", question, "--library", "ntsb", "--agent", "naive", "--json", "--answer-tokens", "32", "--threads", "2", "--web", "--web-url", "http://search.example.org"],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let notice: Value = stdout.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|e| e["event"] == "web_notice").expect("a web notice");
+    assert!(notice["message"].as_str().unwrap().contains("web search is off: offline mode"), "{notice}");
+    let answer: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(answer["libraries"], serde_json::json!(["ntsb"]));
+    assert_eq!(connects, Vec::<String>::new(), "offline --web connected somewhere");
+}
+
+/// The HTML part of a real e-mail newsletter from shared/eval (unstructured's example documents).
+fn newsletter_html() -> Vec<u8> {
+    let path = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
+        .join("B_documents/unstructured_example-docs/eml/email-replace-mime-encodings-error-3.eml");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mail = mailparse::parse_mail(&bytes).unwrap();
+    fn find(part: &mailparse::ParsedMail) -> Option<Vec<u8>> {
+        if part.ctype.mimetype == "text/html" {
+            return part.get_body_raw().ok();
+        }
+        part.subparts.iter().find_map(find)
+    }
+    find(&mail).expect("an HTML part")
+}
+
+/// A SearXNG stand-in on loopback: `/search?format=json` lists the newsletter page and a missing page;
+/// `/aws` serves the newsletter. Returns the base URL.
+fn searxng_on_loopback() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let page = newsletter_html();
+    let results = serde_json::json!({"query": "q", "number_of_results": 2, "results": [
+        {"url": format!("{base}/aws"), "title": "AWS Innovate", "content": "Every Application Edition", "engine": "test"},
+        {"url": format!("{base}/gone"), "title": "Gone", "content": "moved", "engine": "test"}]})
+    .to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 8192];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let (status, kind, body): (&str, &str, Vec<u8>) = if target.starts_with("/search") {
+                ("200 OK", "application/json", results.clone().into_bytes())
+            } else if target == "/aws" {
+                ("200 OK", "text/html; charset=utf-8", page.clone())
+            } else {
+                ("404 Not Found", "text/plain", b"missing".to_vec())
+            };
+            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(&body);
+        }
+    });
+    base
+}
+
+#[test]
+fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("ntsb");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::copy(sample_library().join("ntsb/20080102X00002.pdf"), docs.join("20080102X00002.pdf")).unwrap();
+    run(&data, &["library", "create", "ntsb"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let base = searxng_on_loopback();
+    let report = tmp.path().join("web.md");
+    // A SearXNG on this computer works in offline mode (the default): only loopback is reached.
+    let (events, answer) = ask(
+        &data,
+        &["When is AWS Innovate Every Application Edition?", "--agent", "naive", "--web", "--web-url", &base, "--report", report.to_str().unwrap()],
+    );
+    assert_eq!(answer["libraries"], serde_json::json!(["ntsb", "web"]));
+    let sources = answer["sources"].as_array().unwrap();
+    let web: Vec<&Value> = sources.iter().filter(|s| s["passage"]["library"] == "web").collect();
+    assert!(!web.is_empty(), "web passages are among the sources: {sources:?}");
+    assert!(web.iter().any(|s| s["passage"]["path"] == format!("{base}/aws") && s["passage"]["text"].as_str().unwrap().contains("October 06, 2022")), "{web:?}");
+    let notices: Vec<&str> = of(&events, "web_notice").iter().map(|e| e["message"].as_str().unwrap()).collect();
+    assert!(notices.iter().any(|m| m.contains("/gone") && m.contains("HTTP 404")), "{notices:?}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    if answer["citations"].as_array().unwrap().iter().any(|c| c["passage"]["library"] == "web") {
+        assert!(text.contains(&format!("](<{base}/aws>) · web")), "{text}");
+    }
 }
 
 #[test]
