@@ -29,8 +29,26 @@ pub const FALLBACK_KEEP: usize = 3;
 /// Runs DeepSearch for `question` (see the module docs). Model calls: 1 (sub-queries) + ⌈new passages /
 /// batch⌉ per round (relevance) + 1 per round but the last (reflection) + 1 (answer).
 pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError> {
-    let config = run.config.clone();
     run.emit(AgentEvent::Started { agent: "deep".into(), question: question.into() });
+    let evidence = deep_search_evidence(run, question).await?;
+    run.write_answer("deep", prompts::ANSWER, question, evidence.kept, &[], evidence.queries, evidence.retrieved).await
+}
+
+/// What DeepSearch found for a question, before any answer is written.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// Kept passages, best first (reciprocal rank fusion over every query).
+    pub kept: Vec<Passage>,
+    /// Queries run, per round.
+    pub queries: Vec<Vec<String>>,
+    /// Distinct passages retrieved.
+    pub retrieved: usize,
+}
+
+/// DeepSearch's search (sub-queries, parallel retrieval, relevance, reflection, rounds) without the
+/// answer step; [`deep_search`] and the long-form report use it.
+pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence, AgentError> {
+    let config = run.config.clone();
 
     // Round 1's queries: the sub-queries (the question itself if the model gives none).
     let max = config.max_sub_queries.max(1).to_string();
@@ -145,7 +163,7 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
             break;
         }
     }
-    run.write_answer("deep", prompts::ANSWER, question, kept, &[], asked, retrieved).await
+    Ok(Evidence { kept, queries: asked, retrieved })
 }
 
 /// The lists merged rank by rank: the first of each list (in list order), then the second of each, …

@@ -37,6 +37,9 @@ pub enum AgentEvent {
     Degraded { step: String, problem: String, fallback: String },
     /// One model call finished.
     LlmCall { step: String, prompt_tokens: u64, completion_tokens: u64, seconds: f64 },
+    /// Progress of a long-form report's section `index` of `count` (1-based; 0 for the introduction and
+    /// conclusion): `planned`, `research`, `write`, `review`, `revise`, `done`.
+    Section { index: usize, count: usize, title: String, stage: String },
     /// A piece of the final answer as it is generated.
     AnswerDelta { text: String },
     /// The run is done.

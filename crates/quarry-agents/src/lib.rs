@@ -18,6 +18,7 @@ mod fused;
 mod naive;
 pub mod prompts;
 pub mod report;
+mod research;
 mod router;
 mod run;
 pub mod structured;
@@ -29,6 +30,8 @@ pub use events::{no_events, AgentEvent, EventSink, PassageRef};
 pub use fused::{FusedRetriever, RankFusion};
 pub use naive::naive_rag;
 pub use report::{render_report, ReportOptions};
+pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};
+pub use deep_search::{deep_search_evidence, Evidence};
 pub use router::{route, LibraryInfo, Route};
 pub use run::{AgentConfig, AgentError, Run};
 pub use tokio_util::sync::CancellationToken;
@@ -125,4 +128,27 @@ pub async fn ask(
     }?;
     answer.libraries = searched;
     Ok(answer)
+}
+
+/// Writes a long-form research report on `topic` over every library in `libraries` (see
+/// [`write_research_report`]); events go to `events`, `cancel` stops it.
+///
+/// Errors: no library given; cancellation; retrieval failures; the model failing on a writing step.
+pub async fn research_report(
+    topic: &str,
+    model: Arc<dyn ChatModel>,
+    libraries: &[SearchableLibrary],
+    config: AgentConfig,
+    research: ResearchConfig,
+    events: EventSink,
+    cancel: CancellationToken,
+) -> Result<ResearchReport, AgentError> {
+    if libraries.is_empty() {
+        return Err(AgentError::Retrieval("no library to search".into()));
+    }
+    let all: Arc<dyn Retriever> = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
+    let run = Run::new(model, all, config, events, cancel);
+    let mut report = write_research_report(&run, topic, research).await?;
+    report.libraries = libraries.iter().map(|l| l.info.name.clone()).collect();
+    Ok(report)
 }

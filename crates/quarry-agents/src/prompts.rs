@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-11-22.1";
+pub const PROMPTS_VERSION: &str = "2026-11-23.1";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
@@ -29,10 +29,30 @@ prompt!(SUPPORTING_PASSAGES, "supporting_passages");
 prompt!(ENOUGH, "enough");
 prompt!(CHAIN_ANSWER, "chain_answer");
 prompt!(ROUTER, "router");
+prompt!(REPORT_PLAN, "report_plan");
+prompt!(REPORT_SECTION, "report_section");
+prompt!(REPORT_REVIEW, "report_review");
+prompt!(REPORT_INTRODUCTION, "report_introduction");
+prompt!(REPORT_CONCLUSION, "report_conclusion");
 
 /// Every prompt, for tests.
-pub const ALL: [Prompt; 10] =
-    [ANSWER, SUB_QUERIES, RELEVANCE, REFLECTION, FOLLOW_UP, INTERMEDIATE_ANSWER, SUPPORTING_PASSAGES, ENOUGH, CHAIN_ANSWER, ROUTER];
+pub const ALL: [Prompt; 15] = [
+    ANSWER,
+    SUB_QUERIES,
+    RELEVANCE,
+    REFLECTION,
+    FOLLOW_UP,
+    INTERMEDIATE_ANSWER,
+    SUPPORTING_PASSAGES,
+    ENOUGH,
+    CHAIN_ANSWER,
+    ROUTER,
+    REPORT_PLAN,
+    REPORT_SECTION,
+    REPORT_REVIEW,
+    REPORT_INTRODUCTION,
+    REPORT_CONCLUSION,
+];
 
 impl Prompt {
     /// (system, user) with every `{name}` replaced by its value from `values`. Braces that are not a

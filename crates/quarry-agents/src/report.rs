@@ -104,12 +104,12 @@ fn cited_set(answer: &Answer) -> Vec<usize> {
     answer.citations.iter().map(|c| c.number).collect()
 }
 
-fn source_label(number: usize) -> String {
+pub(crate) fn source_label(number: usize) -> String {
     format!("\\[{number}\\]")
 }
 
 /// One cited source: label, anchor, link and place, library, then the passage as a block quote.
-fn write_source(out: &mut String, citation: &Citation, base: Option<&Path>) {
+pub(crate) fn write_source(out: &mut String, citation: &Citation, base: Option<&Path>) {
     let _ = writeln!(out, "{} <a id=\"source-{}\"></a>{}\n", source_label(citation.number), citation.number, location(citation, base));
     let text = escape_block(citation.passage.text.trim());
     for line in text.lines() {
@@ -124,7 +124,7 @@ fn write_source(out: &mut String, citation: &Citation, base: Option<&Path>) {
 
 /// `[file.pdf](../docs/file.pdf#page=3), p. 3 · library *papers*` (ZIP members: the member's name, a
 /// link to the archive, and `in archive.zip`).
-fn location(citation: &Citation, base: Option<&Path>) -> String {
+pub(crate) fn location(citation: &Citation, base: Option<&Path>) -> String {
     let p = &citation.passage;
     if let Some(url) = p.url() {
         // A web page: its title, linked to its URL (angle brackets: a parsed URL holds no `<`, `>` or
@@ -192,7 +192,7 @@ fn normal_components(path: &Path) -> Vec<Component<'_>> {
     path.components().filter(|c| !matches!(c, Component::CurDir)).collect()
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -250,7 +250,7 @@ pub fn escape_block(text: &str) -> String {
 
 /// `<` in model output becomes `&lt;` so it cannot carry HTML (code spans and fences are left alone:
 /// there it is literal anyway).
-fn escape_html(markdown: &str) -> String {
+pub(crate) fn escape_html(markdown: &str) -> String {
     let mut out = String::with_capacity(markdown.len());
     let mut in_fence = false;
     for line in markdown.lines() {
@@ -279,7 +279,7 @@ fn escape_html(markdown: &str) -> String {
 }
 
 /// Headings in the answer go two levels down (`#` → `###`) so they sit under "## Answer".
-fn demote_headings(markdown: &str) -> String {
+pub(crate) fn demote_headings(markdown: &str) -> String {
     let mut out = String::with_capacity(markdown.len() + 16);
     let mut in_fence = false;
     for line in markdown.lines() {
@@ -303,7 +303,7 @@ fn demote_headings(markdown: &str) -> String {
 /// Citation markers (`[2]`, `[1, 3]`, `[1-2]`) whose numbers are all in `cited` become links to the
 /// sources' anchors: `[\[2\]](#source-2)`. Other bracketed text, and a marker that is already a link
 /// (`[1](…)`), is left as it is.
-fn link_citations(markdown: &str, cited: &[usize]) -> String {
+pub(crate) fn link_citations(markdown: &str, cited: &[usize]) -> String {
     let pieces = pieces(markdown);
     let mut out = String::with_capacity(markdown.len() + 64);
     for (i, piece) in pieces.iter().enumerate() {

@@ -41,6 +41,9 @@ enum Command {
     Search(commands::library::SearchArgs),
     /// Ask a question: a research agent searches the libraries and writes a cited answer.
     Ask(commands::ask::AskArgs),
+    /// Write a long-form research report on a topic: planned sections, each researched with DeepSearch,
+    /// reviewed once, with an introduction and conclusion, as one Markdown file.
+    Report(commands::report::ReportArgs),
     /// Measure retrieval (and later answer) quality on evaluation sets.
     #[command(subcommand)]
     Eval(commands::eval::EvalCommand),
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Status(args) => data().map_err(Into::into).and_then(|d| commands::library::status(d, args)),
         Command::Search(args) => data().map_err(Into::into).and_then(|d| commands::library::search(d, args)),
         Command::Ask(args) => data().map_err(Into::into).and_then(|d| commands::ask::ask(d, args)),
+        Command::Report(args) => data().map_err(Into::into).and_then(|d| commands::report::report(d, args)),
         Command::Eval(command) => commands::eval::run(command, || data().map_err(Into::into)),
         Command::ParseWorker => commands::parse::run_worker(),
     };

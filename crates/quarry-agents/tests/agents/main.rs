@@ -3,3 +3,4 @@
 mod fakes;
 mod flows;
 mod report;
+mod research;

@@ -276,7 +276,7 @@ pub fn write_report(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     std::fs::rename(&partial, path).with_context(|| format!("writing the report {}", path.display()))
 }
 
-fn show_event(event: &AgentEvent, json: bool) {
+pub fn show_event(event: &AgentEvent, json: bool) {
     if json {
         println!("{}", serde_json::to_string(event).unwrap_or_default());
         return;
@@ -303,6 +303,13 @@ fn show_event(event: &AgentEvent, json: bool) {
             }
         }
         AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
+        AgentEvent::Section { index, count, title, stage } => {
+            if *index == 0 {
+                eprintln!("{title}: {stage}");
+            } else {
+                eprintln!("section {index}/{count} {title:?}: {stage}");
+            }
+        }
         AgentEvent::Degraded { step, problem, fallback } => eprintln!("  {step}: {problem}; {fallback}"),
         AgentEvent::LlmCall { step, prompt_tokens, completion_tokens, seconds } => {
             eprintln!("  [{step}: {prompt_tokens}+{completion_tokens} tokens, {seconds:.1} s]")

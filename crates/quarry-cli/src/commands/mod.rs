@@ -5,3 +5,4 @@ pub mod latency;
 pub mod library;
 pub mod parse;
 pub mod progress;
+pub mod report;

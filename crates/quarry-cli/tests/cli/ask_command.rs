@@ -396,3 +396,84 @@ fn deep_search_through_a_real_openai_compatible_server() {
     assert!(!answer["markdown"].as_str().unwrap().trim().is_empty());
     sources_exist(&data, &answer);
 }
+
+#[test]
+fn a_long_form_report_with_the_embedded_model_has_planned_sections_and_working_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("ntsb");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in ["20080102X00002.pdf", "20080108X00029.pdf"] {
+        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "ntsb"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let out = tmp.path().join("reports/accidents.md");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let output = run(
+        &data,
+        &[
+            "report", "Causes of the aviation accidents investigated by the NTSB", "--library", "ntsb", "--out", out.to_str().unwrap(),
+            "--max-sections", "2", "--max-rounds", "1", "--review-queries", "1", "-k", "4", "--section-tokens", "120", "--threads", "2", "--json",
+        ],
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "research_report", "{last}");
+    let sections = last["sections"].as_array().unwrap();
+    assert!((1..=2).contains(&sections.len()), "{last}");
+    let stages: Vec<&str> = of(&lines, "section").iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages.iter().filter(|s| **s == "done").count(), sections.len(), "{stages:?}");
+    assert_eq!(last["llm_calls"].as_u64().unwrap() as usize, of(&lines, "llm_call").len());
+
+    use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
+    let text = std::fs::read_to_string(&out).unwrap();
+    let (mut headings, mut links, mut current) = (Vec::new(), Vec::new(), None::<String>);
+    for event in Parser::new(&text) {
+        match event {
+            Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) => current = Some(String::new()),
+            Event::Text(t) => {
+                if let Some(c) = current.as_mut() {
+                    c.push_str(&t)
+                }
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some(c) = current.take() {
+                    headings.push(c)
+                }
+            }
+            Event::Start(Tag::Link { dest_url, .. }) => links.push(dest_url.to_string()),
+            _ => {}
+        }
+    }
+    assert_eq!(headings.first().map(String::as_str), Some("Introduction"), "{text}");
+    assert_eq!(headings[headings.len() - 3..], ["Conclusion", "Sources", "Method"], "{text}");
+    assert_eq!(headings.len(), sections.len() + 4, "{text}");
+    for link in &links {
+        if let Some(anchor) = link.strip_prefix('#') {
+            assert!(text.contains(&format!("<a id=\"{anchor}\"></a>")), "citation {link} has its source");
+        } else {
+            let file = link.split('#').next().unwrap();
+            let path = out.parent().unwrap().join(percent_decode(file));
+            assert!(path.exists(), "{link} opens a file ({})", path.display());
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
