@@ -118,11 +118,7 @@ impl ProviderConfig {
         let options = ClientOptions { connect_timeout: Duration::from_secs(10).min(self.timeout), timeout: self.timeout };
         let client = network.client(&what, options)?;
         let seconds = self.timeout.as_secs();
-        Ok(match self.kind {
-            ProviderKind::Searxng => Box::new(Searxng { base, client, what, seconds }),
-            ProviderKind::Tavily => Box::new(Tavily { base, client, what, seconds, key: key.unwrap_or_default() }),
-            ProviderKind::Brave => Box::new(Brave { base, client, what, seconds, key: key.unwrap_or_default() }),
-        })
+        Ok(Box::new(Service { kind: self.kind, base, client, what, seconds, key: key.unwrap_or_default() }))
     }
 }
 
@@ -190,27 +186,9 @@ fn strip_tags(fragment: &str) -> String {
     out.replace("&amp;", "&").replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").trim().to_string()
 }
 
-struct Searxng {
-    base: String,
-    client: HttpClient,
-    what: String,
-    seconds: u64,
-}
-
-#[async_trait::async_trait]
-impl SearchProvider for Searxng {
-    fn name(&self) -> &'static str {
-        "searxng"
-    }
-
-    async fn search(&self, query: &str, count: usize) -> Result<Vec<WebResult>, WebError> {
-        let request = self.client.get(&format!("{}/search", self.base))?.query(&[("q", query), ("format", "json")]);
-        let answer = json_answer(&self.what, self.seconds, request).await?;
-        results_at(&self.what, &answer, "/results", "content", count)
-    }
-}
-
-struct Tavily {
+/// One provider: the service's kind and how to reach it (`key` is empty for SearXNG).
+struct Service {
+    kind: ProviderKind,
     base: String,
     client: HttpClient,
     what: String,
@@ -219,43 +197,31 @@ struct Tavily {
 }
 
 #[async_trait::async_trait]
-impl SearchProvider for Tavily {
+impl SearchProvider for Service {
     fn name(&self) -> &'static str {
-        "tavily"
+        self.kind.name()
     }
 
     async fn search(&self, query: &str, count: usize) -> Result<Vec<WebResult>, WebError> {
-        let body = serde_json::json!({ "query": query, "max_results": count, "search_depth": "basic" });
-        let request = self.client.post(&format!("{}/search", self.base))?.bearer_auth(&self.key).json(&body);
+        let (request, pointer, snippet) = match self.kind {
+            ProviderKind::Searxng => (self.client.get(&format!("{}/search", self.base))?.query(&[("q", query), ("format", "json")]), "/results", "content"),
+            ProviderKind::Tavily => {
+                let body = serde_json::json!({ "query": query, "max_results": count, "search_depth": "basic" });
+                (self.client.post(&format!("{}/search", self.base))?.bearer_auth(&self.key).json(&body), "/results", "content")
+            }
+            ProviderKind::Brave => {
+                let count_text = count.clamp(1, 20).to_string();
+                let request = self
+                    .client
+                    .get(&format!("{}/res/v1/web/search", self.base))?
+                    .query(&[("q", query), ("count", count_text.as_str())])
+                    .header("Accept", "application/json")
+                    .header("X-Subscription-Token", &self.key);
+                (request, "/web/results", "description")
+            }
+        };
         let answer = json_answer(&self.what, self.seconds, request).await?;
-        results_at(&self.what, &answer, "/results", "content", count)
-    }
-}
-
-struct Brave {
-    base: String,
-    client: HttpClient,
-    what: String,
-    seconds: u64,
-    key: String,
-}
-
-#[async_trait::async_trait]
-impl SearchProvider for Brave {
-    fn name(&self) -> &'static str {
-        "brave"
-    }
-
-    async fn search(&self, query: &str, count: usize) -> Result<Vec<WebResult>, WebError> {
-        let count_text = count.clamp(1, 20).to_string();
-        let request = self
-            .client
-            .get(&format!("{}/res/v1/web/search", self.base))?
-            .query(&[("q", query), ("count", count_text.as_str())])
-            .header("Accept", "application/json")
-            .header("X-Subscription-Token", &self.key);
-        let answer = json_answer(&self.what, self.seconds, request).await?;
-        results_at(&self.what, &answer, "/web/results", "description", count)
+        results_at(&self.what, &answer, pointer, snippet, count)
     }
 }
 

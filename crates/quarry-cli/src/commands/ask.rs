@@ -161,6 +161,50 @@ impl WebArgs {
     }
 }
 
+/// What a research run searches and writes with: the libraries (`names`, or all), the web when
+/// `--web` is on (web notices go to stderr, or stdout as `web_notice` JSON lines), and the model.
+pub async fn open_sources(
+    data: &DataDir,
+    names: &[String],
+    mode: SearchMode,
+    embedding: &ModelArgs,
+    web: &WebArgs,
+    llm: &LlmArgs,
+    json: bool,
+) -> anyhow::Result<(Vec<SearchableLibrary>, Arc<dyn ChatModel>)> {
+    let embedder = if mode == SearchMode::Bm25 { None } else { Some(embedding.load()?) };
+    let mut libraries = open_libraries(data, names, mode, embedder.clone()).await?;
+    let notice = move |message: &str| {
+        if json {
+            println!("{}", serde_json::json!({"event": "web_notice", "message": message}));
+        } else {
+            eprintln!("{message}");
+        }
+    };
+    let problems: quarry_web::WebProblemSink = Arc::new(move |message: String| notice(&message));
+    if let Some(source) = web.source(llm.network, embedder, &notice, problems)? {
+        libraries.push(source);
+    }
+    let model = llm.load()?;
+    if !json {
+        eprintln!("model: {}", model.describe());
+    }
+    Ok((libraries, model))
+}
+
+/// A cancellation token that Ctrl-C cancels (the run stops within the model call in progress).
+pub fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nstopping…");
+            on_ctrl_c.cancel();
+        }
+    });
+    cancel
+}
+
 /// Opens `names` (every library when empty) read-only as retrievers for the agents; `embedder` is needed
 /// unless `mode` is BM25.
 pub async fn open_libraries(
@@ -192,24 +236,8 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
     let report_folder = args.report.as_deref().map(report_folder).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
-        let embedder = if args.mode == SearchMode::Bm25 { None } else { Some(args.embedding.load()?) };
-        let mut libraries = open_libraries(&data, &args.library, args.mode, embedder.clone()).await?;
         let json = args.json;
-        let notice = move |message: &str| {
-            if json {
-                println!("{}", serde_json::json!({"event": "web_notice", "message": message}));
-            } else {
-                eprintln!("{message}");
-            }
-        };
-        let problems: quarry_web::WebProblemSink = Arc::new(move |message: String| notice(&message));
-        if let Some(web) = args.web.source(args.llm.network, embedder, &notice, problems)? {
-            libraries.push(web);
-        }
-        let model = args.llm.load()?;
-        if !args.json {
-            eprintln!("model: {}", model.describe());
-        }
+        let (libraries, model) = open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
         let config = AgentConfig {
             max_rounds: args.max_rounds.max(1),
             top_k: args.k.max(1),
@@ -217,14 +245,7 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
             ..AgentConfig::default()
         };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
-        let cancel = CancellationToken::new();
-        let on_ctrl_c = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nstopping…");
-                on_ctrl_c.cancel();
-            }
-        });
+        let cancel = cancel_on_ctrl_c();
         match quarry_agents::ask(&args.question, agent, model, &libraries, config, events, cancel).await {
             Ok(answer) => {
                 // The report is written before the answer is printed, so with --json the answer stays

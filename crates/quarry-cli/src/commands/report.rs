@@ -1,10 +1,10 @@
 //! `quarry report`: a long-form research report on a topic (plan, DeepSearch per section, review,
 //! introduction and conclusion) written as one Markdown file.
 
-use super::ask::{open_libraries, report_folder, show_event, write_report, LlmArgs, WebArgs};
+use super::ask::{cancel_on_ctrl_c, open_sources, report_folder, show_event, write_report, LlmArgs, WebArgs};
 use super::library::ModelArgs;
 use anyhow::Context;
-use quarry_agents::{render_research_report, AgentConfig, AgentError, CancellationToken, ReportOptions, ResearchConfig};
+use quarry_agents::{render_research_report, AgentConfig, AgentError, ReportOptions, ResearchConfig};
 use quarry_store::{DataDir, SearchMode};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,35 +54,12 @@ pub fn report(data: DataDir, args: ReportArgs) -> anyhow::Result<()> {
     let folder = args.out.as_deref().map(report_folder).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
-        let embedder = if args.mode == SearchMode::Bm25 { None } else { Some(args.embedding.load()?) };
-        let mut libraries = open_libraries(&data, &args.library, args.mode, embedder.clone()).await?;
         let json = args.json;
-        let notice = move |message: &str| {
-            if json {
-                println!("{}", serde_json::json!({"event": "web_notice", "message": message}));
-            } else {
-                eprintln!("{message}");
-            }
-        };
-        let problems: quarry_web::WebProblemSink = Arc::new(move |message: String| notice(&message));
-        if let Some(web) = args.web.source(args.llm.network, embedder, &notice, problems)? {
-            libraries.push(web);
-        }
-        let model = args.llm.load()?;
-        if !json {
-            eprintln!("model: {}", model.describe());
-        }
+        let (libraries, model) = open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
         let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), ..AgentConfig::default() };
         let research = ResearchConfig { max_sections: args.max_sections.max(1), max_review_queries: args.review_queries, section_max_tokens: args.section_tokens.max(64) };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
-        let cancel = CancellationToken::new();
-        let on_ctrl_c = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nstopping…");
-                on_ctrl_c.cancel();
-            }
-        });
+        let cancel = cancel_on_ctrl_c();
         let report = match quarry_agents::research_report(&args.topic, model, &libraries, config, research, events, cancel).await {
             Ok(report) => report,
             Err(AgentError::Cancelled) => anyhow::bail!("cancelled"),

@@ -50,23 +50,8 @@ fn sources_exist(data: &Path, answer: &Value) {
 /// The report of `answer` parses as CommonMark with the four sections, an anchor for every citation, and
 /// links that open the cited files relative to the report's folder.
 fn check_report(report: &Path, answer: &Value) {
-    use pulldown_cmark::{Event, Parser, Tag};
     let text = std::fs::read_to_string(report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
-    let mut headings = Vec::new();
-    let mut links = Vec::new();
-    let mut in_h2 = false;
-    for event in Parser::new(&text) {
-        match event {
-            Event::Start(Tag::Heading { level: pulldown_cmark::HeadingLevel::H2, .. }) => {
-                in_h2 = true;
-                headings.push(String::new());
-            }
-            Event::End(pulldown_cmark::TagEnd::Heading(_)) => in_h2 = false,
-            Event::Text(t) if in_h2 => headings.last_mut().unwrap().push_str(&t),
-            Event::Start(Tag::Link { dest_url, .. }) => links.push(dest_url.to_string()),
-            _ => {}
-        }
-    }
+    let (headings, links) = headings_and_links(&text);
     assert_eq!(headings, ["Question", "Answer", "Sources", "Method"], "{text}");
     let folder = report.parent().unwrap();
     // (A link the model wrote into its answer is its own business; the report's are relative.)
@@ -162,6 +147,38 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     assert!(message.contains("cannot write the report to /nonexistent/folder/r.md"), "{message}");
 }
 
+/// A data folder under `tmp` with a library `ntsb` of the named sample NTSB reports (copied to `tmp/ntsb`).
+fn ntsb_library(tmp: &Path, names: &[&str]) -> std::path::PathBuf {
+    let data = tmp.join("data");
+    let docs = tmp.join("ntsb");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in names {
+        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "ntsb"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    data
+}
+
+/// The `##` headings and the link destinations of a Markdown report, parsed with pulldown-cmark.
+fn headings_and_links(text: &str) -> (Vec<String>, Vec<String>) {
+    use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
+    let (mut headings, mut links, mut in_h2) = (Vec::new(), Vec::new(), false);
+    for event in Parser::new(text) {
+        match event {
+            Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) => {
+                in_h2 = true;
+                headings.push(String::new());
+            }
+            Event::End(TagEnd::Heading(_)) => in_h2 = false,
+            Event::Text(t) if in_h2 => headings.last_mut().unwrap().push_str(&t),
+            Event::Start(Tag::Link { dest_url, .. }) => links.push(dest_url.to_string()),
+            _ => {}
+        }
+    }
+    (headings, links)
+}
+
 /// Every network connection a command attempts, from `strace -f -e trace=connect,openat` (the addresses of
 /// AF_INET / AF_INET6 connects; Unix sockets are local by nature and not listed), and every file it opens
 /// for writing outside the data folder that a telemetry queue would use (`…/Microsoft/…`).
@@ -184,12 +201,7 @@ fn connects_of(data: &Path, args: &[&str]) -> (std::process::Output, Vec<String>
 #[test]
 fn offline_mode_the_default_opens_no_network_connection() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let docs = tmp.path().join("ntsb");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::copy(sample_library().join("ntsb/20080102X00002.pdf"), docs.join("20080102X00002.pdf")).unwrap();
-    run(&data, &["library", "create", "ntsb"]);
-    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let data = ntsb_library(tmp.path(), &["20080102X00002.pdf"]);
 
     // A whole question with the embedded model: no connection at all, not even a DNS lookup (ONNX Runtime's
     // telemetry made four, to mobile.events.data.microsoft.com, until Quarry turned it off).
@@ -277,12 +289,7 @@ fn searxng_on_loopback() -> String {
 #[test]
 fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let docs = tmp.path().join("ntsb");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::copy(sample_library().join("ntsb/20080102X00002.pdf"), docs.join("20080102X00002.pdf")).unwrap();
-    run(&data, &["library", "create", "ntsb"]);
-    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let data = ntsb_library(tmp.path(), &["20080102X00002.pdf"]);
     let base = searxng_on_loopback();
     let report = tmp.path().join("web.md");
     // A SearXNG on this computer works in offline mode (the default): only loopback is reached.
@@ -369,14 +376,7 @@ impl Drop for LlmServer {
 #[test]
 fn deep_search_through_a_real_openai_compatible_server() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let docs = tmp.path().join("ntsb");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in ["20080102X00002.pdf", "20080108X00029.pdf"] {
-        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
-    }
-    run(&data, &["library", "create", "ntsb"]);
-    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let data = ntsb_library(tmp.path(), &["20080102X00002.pdf", "20080108X00029.pdf"]);
     let server = LlmServer::start();
     let (events, answer) = ask(
         &data,
@@ -400,14 +400,7 @@ fn deep_search_through_a_real_openai_compatible_server() {
 #[test]
 fn a_long_form_report_with_the_embedded_model_has_planned_sections_and_working_links() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let docs = tmp.path().join("ntsb");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in ["20080102X00002.pdf", "20080108X00029.pdf"] {
-        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
-    }
-    run(&data, &["library", "create", "ntsb"]);
-    run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
+    let data = ntsb_library(tmp.path(), &["20080102X00002.pdf", "20080108X00029.pdf"]);
     let out = tmp.path().join("reports/accidents.md");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     let output = run(
@@ -426,26 +419,8 @@ fn a_long_form_report_with_the_embedded_model_has_planned_sections_and_working_l
     assert_eq!(stages.iter().filter(|s| **s == "done").count(), sections.len(), "{stages:?}");
     assert_eq!(last["llm_calls"].as_u64().unwrap() as usize, of(&lines, "llm_call").len());
 
-    use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
     let text = std::fs::read_to_string(&out).unwrap();
-    let (mut headings, mut links, mut current) = (Vec::new(), Vec::new(), None::<String>);
-    for event in Parser::new(&text) {
-        match event {
-            Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) => current = Some(String::new()),
-            Event::Text(t) => {
-                if let Some(c) = current.as_mut() {
-                    c.push_str(&t)
-                }
-            }
-            Event::End(TagEnd::Heading(_)) => {
-                if let Some(c) = current.take() {
-                    headings.push(c)
-                }
-            }
-            Event::Start(Tag::Link { dest_url, .. }) => links.push(dest_url.to_string()),
-            _ => {}
-        }
-    }
+    let (headings, links) = headings_and_links(&text);
     assert_eq!(headings.first().map(String::as_str), Some("Introduction"), "{text}");
     assert_eq!(headings[headings.len() - 3..], ["Conclusion", "Sources", "Method"], "{text}");
     assert_eq!(headings.len(), sections.len() + 4, "{text}");
