@@ -7,6 +7,7 @@ use quarry_index::{embedder_covers, reciprocal_rank_fusion, Embedder, KeywordInd
 use quarry_ingest::Chunker;
 use quarry_net::HttpClient;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Receives every web problem (a failed search or page) as one line naming the provider or URL; the
@@ -36,7 +37,8 @@ impl Default for WebSettings {
 pub const WEB_LIBRARY: &str = "web";
 
 /// A [`Retriever`] over web search results. Each page is fetched once per retriever (one per question)
-/// and its chunks embedded once; every query ranks the chunks of its own results by BM25 + dense
+/// and its chunks embedded once, also when parallel queries (DeepSearch's sub-queries) find it at the
+/// same time; every query ranks the chunks of its own results by BM25 + dense
 /// (reciprocal rank fusion, as library search does). A passage's `path` is the page URL and its heading
 /// path the page title; `chunk_id`s are unique within the retriever.
 pub struct WebRetriever {
@@ -46,15 +48,15 @@ pub struct WebRetriever {
     chunker: Chunker,
     embedder: Option<Arc<Mutex<Embedder>>>,
     on_problem: WebProblemSink,
-    /// URL → its chunks (with embeddings), filled as pages are fetched.
-    cache: tokio::sync::Mutex<Cache>,
+    /// URL → its chunks (with embeddings), each set once by whichever query reaches it first; later
+    /// queries wait for that one instead of fetching again.
+    pages_by_url: std::sync::Mutex<HashMap<String, Arc<PageCell>>>,
+    /// The next passage `chunk_id`.
+    next_id: AtomicU64,
 }
 
-#[derive(Default)]
-struct Cache {
-    pages: HashMap<String, Vec<(Passage, Option<Vec<f32>>)>>,
-    next_id: u64,
-}
+/// A page's chunks with their embeddings (`None` without an embedder or when embedding failed).
+type PageCell = tokio::sync::OnceCell<Vec<(Passage, Option<Vec<f32>>)>>;
 
 impl WebRetriever {
     /// `pages` fetches result pages (make it with the same [`quarry_net::Network`] as the provider);
@@ -67,7 +69,7 @@ impl WebRetriever {
         embedder: Option<Arc<Mutex<Embedder>>>,
         on_problem: WebProblemSink,
     ) -> Self {
-        WebRetriever { provider, pages, settings, chunker, embedder, on_problem, cache: tokio::sync::Mutex::new(Cache::default()) }
+        WebRetriever { provider, pages, settings, chunker, embedder, on_problem, pages_by_url: Default::default(), next_id: AtomicU64::new(1) }
     }
 
     /// The provider's name, for descriptions.
@@ -77,7 +79,7 @@ impl WebRetriever {
 
     /// The chunks of `result`'s page: fetched when it is among the first `pages_per_query`, otherwise
     /// (or when fetching fails) its snippet as one passage.
-    fn passages_of(&self, result: &WebResult, page: Option<Page>, cache: &mut Cache) -> Vec<Passage> {
+    fn passages_of(&self, result: &WebResult, page: Option<Page>) -> Vec<Passage> {
         let title = page.as_ref().map(|p| p.title.clone()).filter(|t| !t.is_empty() && t != &result.url).unwrap_or_else(|| result.title.clone());
         let text = match &page {
             Some(page) if !page.text.trim().is_empty() => page.text.clone(),
@@ -101,9 +103,8 @@ impl WebRetriever {
             .chunk(&document)
             .into_iter()
             .map(|chunk| {
-                cache.next_id += 1;
                 Passage {
-                    chunk_id: cache.next_id,
+                    chunk_id: self.next_id.fetch_add(1, Ordering::Relaxed),
                     library: WEB_LIBRARY.to_string(),
                     document_id: result.url.clone(),
                     path: result.url.clone(),
@@ -116,6 +117,22 @@ impl WebRetriever {
                 }
             })
             .collect()
+    }
+
+    /// The page of `result`, or `None` (reported) when it cannot be fetched.
+    async fn fetch(&self, result: &WebResult) -> Option<Page> {
+        match fetch_page(&self.pages, &result.url, self.settings.max_page_bytes, self.settings.page_timeout_seconds).await {
+            Ok(page) => {
+                if page.truncated {
+                    (self.on_problem)(format!("page {} is larger than {} MiB: only its start was read", page.url, self.settings.max_page_bytes >> 20));
+                }
+                Some(page)
+            }
+            Err(e) => {
+                (self.on_problem)(format!("{e}; using the search snippet instead"));
+                None
+            }
+        }
     }
 
     fn embed(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
@@ -146,48 +163,27 @@ impl Retriever for WebRetriever {
                 return Ok(Vec::new());
             }
         };
-        // Fetch the top pages not seen before, in parallel.
-        let wanted: Vec<&WebResult> = {
-            let cache = self.cache.lock().await;
-            results.iter().take(self.settings.pages_per_query).filter(|r| !cache.pages.contains_key(&r.url)).collect()
+        // Each result's chunks: the top pages fetched (in parallel, each page once), the rest their snippets.
+        let cells: Vec<Arc<PageCell>> = {
+            let mut by_url = self.pages_by_url.lock().unwrap_or_else(|e| e.into_inner());
+            results.iter().map(|r| Arc::clone(by_url.entry(r.url.clone()).or_default())).collect()
         };
-        let fetched = futures::future::join_all(
-            wanted.iter().map(|r| fetch_page(&self.pages, &r.url, self.settings.max_page_bytes, self.settings.page_timeout_seconds)),
-        )
+        let fetch_page_of = self.settings.pages_per_query;
+        let chunked = futures::future::join_all(results.iter().zip(&cells).enumerate().map(|(i, (result, cell))| {
+            cell.get_or_init(move || async move {
+                let page = if i < fetch_page_of { self.fetch(result).await } else { None };
+                let passages = self.passages_of(result, page);
+                let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+                match if texts.is_empty() { None } else { self.embed(&texts) } {
+                    Some(vectors) => passages.into_iter().zip(vectors).map(|(p, v)| (p, Some(v))).collect(),
+                    None => passages.into_iter().map(|p| (p, None)).collect(),
+                }
+            })
+        }))
         .await;
-        let mut cache = self.cache.lock().await;
-        let mut pages: HashMap<&str, Option<Page>> = HashMap::new();
-        for (result, page) in wanted.iter().zip(fetched) {
-            match page {
-                Ok(page) => {
-                    if page.truncated {
-                        (self.on_problem)(format!("page {} is larger than {} MiB: only its start was read", page.url, self.settings.max_page_bytes >> 20));
-                    }
-                    pages.insert(result.url.as_str(), Some(page));
-                }
-                Err(e) => {
-                    (self.on_problem)(format!("{e}; using the search snippet instead"));
-                    pages.insert(result.url.as_str(), None);
-                }
-            }
-        }
-        for result in &results {
-            if cache.pages.contains_key(&result.url) {
-                continue;
-            }
-            let page = pages.remove(result.url.as_str()).flatten();
-            let passages = self.passages_of(result, page, &mut cache);
-            let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
-            let vectors = if texts.is_empty() { None } else { self.embed(&texts) };
-            let entry = match vectors {
-                Some(vectors) => passages.into_iter().zip(vectors).map(|(p, v)| (p, Some(v))).collect(),
-                None => passages.into_iter().map(|p| (p, None)).collect(),
-            };
-            cache.pages.insert(result.url.clone(), entry);
-        }
 
         // Rank this query's chunks: BM25 and dense, fused.
-        let candidates: Vec<&(Passage, Option<Vec<f32>>)> = results.iter().filter_map(|r| cache.pages.get(&r.url)).flatten().collect();
+        let candidates: Vec<&(Passage, Option<Vec<f32>>)> = chunked.into_iter().flatten().collect();
         if candidates.is_empty() {
             return Ok(Vec::new());
         }

@@ -203,7 +203,11 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
         None,
         Arc::new(move |p| sink.lock().unwrap().push(p)),
     );
-    let passages = retriever.retrieve("When is AWS Innovate Every Application Edition?", 20).await.unwrap();
+    // Two queries at once (as DeepSearch's sub-queries run) share one fetch of each page.
+    let (passages, together) =
+        tokio::join!(retriever.retrieve("When is AWS Innovate Every Application Edition?", 20), retriever.retrieve("AWS Innovate registration", 5));
+    let passages = passages.unwrap();
+    assert!(together.unwrap().iter().any(|p| p.path.ends_with("/aws")));
     let top = &passages[0];
     assert_eq!((top.path.as_str(), top.library.as_str()), (format!("{base}/aws").as_str(), "web"));
     assert_eq!(top.heading_path, vec!["AWS".to_string()]);
