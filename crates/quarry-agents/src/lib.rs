@@ -94,11 +94,7 @@ pub async fn ask(
     events: EventSink,
     cancel: CancellationToken,
 ) -> Result<Answer, AgentError> {
-    if libraries.is_empty() {
-        return Err(AgentError::Retrieval("no library to search".into()));
-    }
-    let all: Arc<dyn Retriever> = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
-    let mut run = Run::new(model, all, config, events, cancel);
+    let mut run = run_over_all(libraries, model, config, events, cancel)?;
     let mut searched: Vec<String> = libraries.iter().map(|l| l.info.name.clone()).collect();
     let agent = match agent {
         Some(agent) => {
@@ -143,12 +139,23 @@ pub async fn research_report(
     events: EventSink,
     cancel: CancellationToken,
 ) -> Result<ResearchReport, AgentError> {
+    let run = run_over_all(libraries, model, config, events, cancel)?;
+    let mut report = write_research_report(&run, topic, research).await?;
+    report.libraries = libraries.iter().map(|l| l.info.name.clone()).collect();
+    Ok(report)
+}
+
+/// A run whose retriever searches every one of `libraries` (fused). Errors: no library given.
+fn run_over_all(
+    libraries: &[SearchableLibrary],
+    model: Arc<dyn ChatModel>,
+    config: AgentConfig,
+    events: EventSink,
+    cancel: CancellationToken,
+) -> Result<Run, AgentError> {
     if libraries.is_empty() {
         return Err(AgentError::Retrieval("no library to search".into()));
     }
     let all: Arc<dyn Retriever> = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
-    let run = Run::new(model, all, config, events, cancel);
-    let mut report = write_research_report(&run, topic, research).await?;
-    report.libraries = libraries.iter().map(|l| l.info.name.clone()).collect();
-    Ok(report)
+    Ok(Run::new(model, all, config, events, cancel))
 }

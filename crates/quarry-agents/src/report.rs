@@ -39,13 +39,7 @@ pub struct ReportOptions {
 /// The report for `answer` as CommonMark text (ends with a newline).
 pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     let mut out = String::new();
-    let title = options.title.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(&answer.question);
-    let _ = writeln!(out, "# {}\n", escape_inline(&one_line(title)));
-    if options.date.is_empty() {
-        out.push_str("*Quarry research report*\n\n");
-    } else {
-        let _ = writeln!(out, "*Quarry research report · {}*\n", escape_inline(&options.date));
-    }
+    write_title(&mut out, options, &answer.question);
 
     out.push_str("## Question\n\n");
     let _ = writeln!(out, "{}\n", escape_block(&answer.question));
@@ -66,13 +60,7 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
         write_source(&mut out, citation, options.link_base.as_deref());
     }
     let uncited: Vec<&Citation> = answer.sources.iter().filter(|s| !answer.citations.iter().any(|c| c.number == s.number)).collect();
-    if !uncited.is_empty() {
-        out.push_str("### Also read\n\nPassages the answer was written from without citing them:\n\n");
-        for source in uncited {
-            let _ = writeln!(out, "- {} {}", source_label(source.number), location(source, options.link_base.as_deref()));
-        }
-        out.push('\n');
-    }
+    write_also_read(&mut out, &uncited, "the answer was", options.link_base.as_deref());
 
     out.push_str("## Method\n\n");
     let libraries = if answer.libraries.is_empty() { "—".to_string() } else { answer.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ") };
@@ -97,6 +85,30 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
         }
     }
     out
+}
+
+/// The `#` title (the option's, else `fallback`) and the line under it with the date.
+pub(crate) fn write_title(out: &mut String, options: &ReportOptions, fallback: &str) {
+    let title = options.title.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(fallback);
+    let _ = writeln!(out, "# {}\n", escape_inline(&one_line(title)));
+    if options.date.is_empty() {
+        out.push_str("*Quarry research report*\n\n");
+    } else {
+        let _ = writeln!(out, "*Quarry research report · {}*\n", escape_inline(&options.date));
+    }
+}
+
+/// The "Also read" list of passages `who` ("the answer was") written from without citing; nothing when
+/// there are none.
+pub(crate) fn write_also_read(out: &mut String, uncited: &[&Citation], who: &str, base: Option<&Path>) {
+    if uncited.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "### Also read\n\nPassages {who} written from without citing them:\n");
+    for source in uncited {
+        let _ = writeln!(out, "- {} {}", source_label(source.number), location(source, base));
+    }
+    out.push('\n');
 }
 
 /// The numbers of the cited sources (the ones with an anchor in the Sources section).

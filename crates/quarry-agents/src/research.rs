@@ -11,7 +11,7 @@ use crate::answer::{number_passages, pieces, strip_citations, Citation, Piece};
 use crate::deep_search::{deep_search_evidence, excerpt};
 use crate::events::AgentEvent;
 use crate::prompts;
-use crate::report::{demote_headings, escape_html, escape_inline, link_citations, location, one_line, source_label, write_source, ReportOptions};
+use crate::report::{demote_headings, escape_html, escape_inline, link_citations, one_line, write_also_read, write_source, write_title, ReportOptions};
 use crate::run::{AgentError, Run};
 use crate::structured::{find_json, string_list, yes_no};
 use quarry_core::{Passage, TokenUsage};
@@ -315,13 +315,7 @@ fn excerpt_chars(text: &str, max: usize) -> String {
 /// documents and from the model is escaped as in [`crate::render_report`].
 pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) -> String {
     let mut out = String::new();
-    let title = options.title.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(&report.topic);
-    let _ = writeln!(out, "# {}\n", escape_inline(&one_line(title)));
-    if options.date.is_empty() {
-        out.push_str("*Quarry research report*\n\n");
-    } else {
-        let _ = writeln!(out, "*Quarry research report · {}*\n", escape_inline(&options.date));
-    }
+    write_title(&mut out, options, &report.topic);
     let body = |markdown: &str| link_citations(&demote_headings(&escape_html(markdown)), &report.cited).trim().to_string();
     out.push_str("## Introduction\n\n");
     let _ = writeln!(out, "{}\n", body(&report.introduction));
@@ -340,13 +334,7 @@ pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) 
         write_source(&mut out, source, options.link_base.as_deref());
     }
     let uncited: Vec<&Citation> = report.sources.iter().filter(|s| !report.cited.contains(&s.number)).collect();
-    if !uncited.is_empty() {
-        out.push_str("### Also read\n\nPassages the sections were written from without citing them:\n\n");
-        for source in uncited {
-            let _ = writeln!(out, "- {} {}", source_label(source.number), location(source, options.link_base.as_deref()));
-        }
-        out.push('\n');
-    }
+    write_also_read(&mut out, &uncited, "the sections were", options.link_base.as_deref());
 
     out.push_str("## Method\n\n");
     let libraries = if report.libraries.is_empty() { "—".to_string() } else { report.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ") };
