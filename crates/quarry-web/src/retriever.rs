@@ -5,7 +5,9 @@ use crate::providers::{SearchProvider, WebResult};
 use quarry_core::{Block, Format, Location, ParsedDocument, Passage, RetrievalError, Retriever};
 use quarry_index::{embedder_covers, reciprocal_rank_fusion, Embedder, KeywordIndex, VectorIndex, RRF_K};
 use quarry_ingest::Chunker;
-use quarry_net::HttpClient;
+use crate::WebError;
+use quarry_net::{ClientOptions, HttpClient, Network};
+use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,17 +61,20 @@ pub struct WebRetriever {
 type PageCell = tokio::sync::OnceCell<Vec<(Passage, Option<Vec<f32>>)>>;
 
 impl WebRetriever {
-    /// `pages` fetches result pages (make it with the same [`quarry_net::Network`] as the provider);
-    /// `chunker` cuts pages as library documents are cut; without an embedder ranking is BM25 only.
+    /// Result pages are fetched through `network` (give it the provider's network) with the settings'
+    /// page timeout; `chunker` cuts pages as library documents are cut; without an embedder ranking is
+    /// BM25 only. Errors: the HTTP client cannot be built.
     pub fn new(
         provider: Box<dyn SearchProvider>,
-        pages: HttpClient,
+        network: &Network,
         settings: WebSettings,
         chunker: Chunker,
         embedder: Option<Arc<Mutex<Embedder>>>,
         on_problem: WebProblemSink,
-    ) -> Self {
-        WebRetriever { provider, pages, settings, chunker, embedder, on_problem, pages_by_url: Default::default(), next_id: AtomicU64::new(1) }
+    ) -> Result<Self, WebError> {
+        let timeout = Duration::from_secs(settings.page_timeout_seconds.max(1));
+        let pages = network.client("web pages", ClientOptions { connect_timeout: timeout.min(Duration::from_secs(10)), timeout })?;
+        Ok(WebRetriever { provider, pages, settings, chunker, embedder, on_problem, pages_by_url: Default::default(), next_id: AtomicU64::new(1) })
     }
 
     /// The provider's name, for descriptions.

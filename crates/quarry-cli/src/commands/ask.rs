@@ -141,7 +141,6 @@ impl WebArgs {
             }
             Err(e) => anyhow::bail!("{e}"),
         };
-        let pages = network.client("web pages", quarry_net::ClientOptions { connect_timeout: std::time::Duration::from_secs(10), timeout: std::time::Duration::from_secs(15) })?;
         let chunker = match &embedder {
             Some(model) => {
                 let tokenizer = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.tokenizer_file();
@@ -152,7 +151,7 @@ impl WebArgs {
         .map_err(anyhow::Error::msg)?;
         let settings = quarry_web::WebSettings { pages_per_query: self.web_pages, ..quarry_web::WebSettings::default() };
         let name = provider.name();
-        let retriever = quarry_web::WebRetriever::new(provider, pages, settings, chunker, embedder, problems);
+        let retriever = quarry_web::WebRetriever::new(provider, &network, settings, chunker, embedder, problems)?;
         Ok(Some(SearchableLibrary {
             info: LibraryInfo { name: quarry_web::WEB_LIBRARY.into(), description: format!("web pages found by {name} for this question") },
             retriever: Arc::new(retriever),

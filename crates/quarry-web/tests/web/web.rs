@@ -197,12 +197,13 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
     config.base_url = Some(base.clone());
     let retriever = WebRetriever::new(
         config.build(&network).unwrap(),
-        network.client("web pages", ClientOptions::default()).unwrap(),
+        &network,
         WebSettings { pages_per_query: 4, ..WebSettings::default() },
         Chunker::new(ChunkSizer::Characters, ChunkerConfig { max_size: 1200, overlap: 100 }).unwrap(),
         None,
         Arc::new(move |p| sink.lock().unwrap().push(p)),
-    );
+    )
+    .unwrap();
     // Two queries at once (as DeepSearch's sub-queries run) share one fetch of each page.
     let (passages, together) =
         tokio::join!(retriever.retrieve("When is AWS Innovate Every Application Edition?", 20), retriever.retrieve("AWS Innovate registration", 5));
