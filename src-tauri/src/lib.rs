@@ -1,12 +1,43 @@
 //! The Quarry desktop shell (Tauri v2). Wiring only: commands here call the library crates and return
 //! their results; every behaviour lives in `crates/` and is reachable from the `quarry` CLI too.
 
+pub mod batch;
 pub mod commands;
+pub mod state;
 
-/// Builds and runs the app; exits with a message if the window system cannot start.
+/// Builds and runs the app over the data folder (`QUARRY_DATA_DIR`, else the platform's data folder);
+/// exits with a message if the data folder cannot be found or the window system cannot start.
 pub fn run() {
+    let data = match quarry_store::DataDir::resolve(None) {
+        Ok(data) => data,
+        Err(error) => {
+            eprintln!("quarry: {error}");
+            std::process::exit(1);
+        }
+    };
+    let worker = std::env::current_exe().unwrap_or_else(|_| "quarry-app".into());
     let result = tauri::Builder::default()
-        .invoke_handler(tauri::generate_handler![commands::app_info])
+        .plugin(tauri_plugin_dialog::init())
+        .manage(state::AppState::new(data, worker))
+        .invoke_handler(tauri::generate_handler![
+            commands::app_info,
+            commands::list_libraries,
+            commands::create_library,
+            commands::rename_library,
+            commands::delete_library,
+            commands::add_to_library,
+            commands::pick_files,
+            commands::cancel_ingest,
+            commands::list_conversations,
+            commands::load_conversation,
+            commands::rename_conversation,
+            commands::delete_conversation,
+            commands::ask,
+            commands::stop_ask,
+            commands::passage_context,
+            commands::open_source,
+            commands::export_report,
+        ])
         .run(tauri::generate_context!());
     if let Err(error) = result {
         eprintln!("quarry: the desktop app could not start: {error}");

@@ -1,12 +1,164 @@
-// The one module that talks to the Rust backend. Every `invoke` goes through here, typed.
+// The one module that talks to the Rust backend: every `invoke` and every event subscription goes
+// through here, typed after the Rust structs in src-tauri/src/commands.rs and the crates they return.
 import { invoke } from "@tauri-apps/api/core";
+import { listen, type UnlistenFn } from "@tauri-apps/api/event";
+import { getCurrentWebview } from "@tauri-apps/api/webview";
 
 export interface AppInfo {
   version: string;
   /** Formats the ingestion layer reads, by short name (pdf, docx, xlsx, …). */
   formats: string[];
+  /** Where libraries and conversations are kept. */
+  data_dir: string;
 }
 
-export function appInfo(): Promise<AppInfo> {
-  return invoke<AppInfo>("app_info");
+export interface LibraryView {
+  name: string;
+  indexed: number;
+  failed: number;
+  pending: number;
+  chunks: number;
+  /** [path, reason] of each failed document. */
+  failures: [string, string][];
+  ingesting: boolean;
+  error: string | null;
+}
+
+export interface IngestSummary {
+  files: number;
+  unchanged: number;
+  indexed: number;
+  failed: number;
+  skipped: number;
+  moved: number;
+  removed: number;
+  chunks: number;
+  pages: number;
+  seconds: number;
+  cancelled: boolean;
+}
+
+/** quarry_store::IngestEvent, plus `error` when the run itself failed. */
+export type IngestEvent =
+  | { event: "scanned"; files: number; to_read: number; unchanged: number }
+  | { event: "unreadable"; path: string; error: string }
+  | { event: "read"; path: string; format: string; pages: number | null; chunks: number }
+  | { event: "skipped"; path: string; reason: string }
+  | { event: "failed"; path: string; status: string; error: string }
+  | { event: "moved"; from: string; to: string }
+  | { event: "indexed"; documents: number; chunks: number }
+  | { event: "embedding"; done: number; known: number }
+  | { event: "file_done"; path: string }
+  | { event: "removed"; path: string }
+  | ({ event: "finished" } & IngestSummary)
+  | { event: "error"; error: string };
+
+export interface Passage {
+  library: string;
+  document_id: string;
+  /** Absolute path (`/a/b.zip!/c.pdf` for a ZIP member) or a web page's URL. */
+  path: string;
+  page_start: number | null;
+  page_end: number | null;
+  sheet: string | null;
+  heading_path: string[];
+  text: string;
+}
+
+export interface Citation {
+  number: number;
+  passage: Passage;
+}
+
+export interface Answer {
+  question: string;
+  agent: string;
+  markdown: string;
+  citations: Citation[];
+  sources: Citation[];
+  queries: string[][];
+  retrieved: number;
+  kept: number;
+  llm_calls: number;
+  usage: { prompt_tokens: number; completion_tokens: number };
+  seconds: number;
+  model: string;
+  libraries: string[];
+  nothing_found: boolean;
+}
+
+export interface Turn {
+  question: string;
+  agent: string;
+  libraries: string[];
+  answer: Answer | null;
+  error: string | null;
+  /** The run's events (AgentEvent JSON), without streamed text. */
+  trace: AgentEvent[];
+  asked_ms: number;
+}
+
+export interface Conversation {
+  id: string;
+  title: string;
+  created_ms: number;
+  updated_ms: number;
+  turns: Turn[];
+}
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  updated_ms: number;
+  turns: number;
+}
+
+/** quarry_agents::AgentEvent (the fields the trace shows), plus the app's `conversation` and `error`. */
+export type AgentEvent = { event: string; [field: string]: unknown };
+
+export interface PassageContext {
+  before: string | null;
+  text: string;
+  after: string | null;
+  in_library: boolean;
+}
+
+export type Agent = "auto" | "naive" | "deep" | "chain";
+
+export const appInfo = () => invoke<AppInfo>("app_info");
+export const listLibraries = () => invoke<LibraryView[]>("list_libraries");
+export const createLibrary = (name: string) => invoke<void>("create_library", { name });
+export const renameLibrary = (from: string, to: string) => invoke<void>("rename_library", { from, to });
+export const deleteLibrary = (name: string) => invoke<void>("delete_library", { name });
+export const addToLibrary = (library: string, paths: string[]) => invoke<IngestSummary>("add_to_library", { library, paths });
+export const pickFiles = (folders: boolean) => invoke<string[]>("pick_files", { folders });
+export const cancelIngest = (library: string) => invoke<boolean>("cancel_ingest", { library });
+export const listConversations = () => invoke<[ConversationSummary[], string[]]>("list_conversations");
+export const loadConversation = (id: string) => invoke<Conversation>("load_conversation", { id });
+export const renameConversation = (id: string, title: string) => invoke<Conversation>("rename_conversation", { id, title });
+export const deleteConversation = (id: string) => invoke<void>("delete_conversation", { id });
+export const ask = (conversation: string | null, question: string, agent: Agent, libraries: string[]) =>
+  invoke<Conversation>("ask", { conversation, question, agent, libraries });
+export const stopAsk = (conversation: string) => invoke<boolean>("stop_ask", { conversation });
+export const passageContext = (conversation: string, turn: number, number: number) =>
+  invoke<PassageContext>("passage_context", { conversation, turn, number });
+export const openSource = (conversation: string, turn: number, number: number) =>
+  invoke<void>("open_source", { conversation, turn, number });
+export const exportReport = (conversation: string, turn: number) => invoke<string | null>("export_report", { conversation, turn });
+
+/** Batches of ingest progress for `library` (see src-tauri/src/batch.rs). */
+export function onIngest(handler: (library: string, events: IngestEvent[]) => void): Promise<UnlistenFn> {
+  return listen<{ key: string; events: IngestEvent[] }>("ingest", (e) => handler(e.payload.key, e.payload.events));
+}
+
+/** Batches of agent events for a conversation (streamed answer text arrives as `answer_delta`). */
+export function onAgent(handler: (conversation: string, events: AgentEvent[]) => void): Promise<UnlistenFn> {
+  return listen<{ key: string; events: AgentEvent[] }>("agent", (e) => handler(e.payload.key, e.payload.events));
+}
+
+/** Files and folders dropped on the window (Tauri v2 drag-drop). */
+export function onDrop(handler: (paths: string[]) => void): Promise<UnlistenFn> {
+  return getCurrentWebview().onDragDropEvent((e) => {
+    if (e.payload.type === "drop") handler(e.payload.paths);
+  });
 }

@@ -2,17 +2,17 @@
 
 use crate::events::PassageRef;
 use quarry_core::{Passage, TokenUsage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One citation: the number used in the answer text (`[n]`) and the passage it points to.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Citation {
     pub number: usize,
     pub passage: Passage,
 }
 
 /// A finished answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
     pub question: String,
     /// The agent that produced it (`naive`, `deep`, `chain`).

@@ -12,6 +12,7 @@
 
 pub mod answer;
 mod chain_of_rag;
+pub mod conversation;
 mod deep_search;
 pub mod events;
 mod fused;
@@ -25,6 +26,7 @@ pub mod structured;
 
 pub use answer::{Answer, Citation};
 pub use chain_of_rag::chain_of_rag;
+pub use conversation::{Conversation, ConversationError, ConversationStore, ConversationSummary, Turn};
 pub use deep_search::deep_search;
 pub use events::{no_events, AgentEvent, EventSink, PassageRef};
 pub use fused::{FusedRetriever, RankFusion};

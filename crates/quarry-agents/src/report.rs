@@ -335,3 +335,31 @@ pub(crate) fn link_citations(markdown: &str, cited: &[usize]) -> String {
     }
     out
 }
+
+/// The folder a report at `path` goes in, as an absolute path (the base of its relative links).
+///
+/// Errors (naming the file): `path` is a folder, or its folder does not exist.
+pub fn report_folder(path: &Path) -> std::io::Result<PathBuf> {
+    if path.is_dir() {
+        return Err(std::io::Error::other(format!("cannot write the report to {}: it is a folder (give a file name, e.g. report.md)", path.display())));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    parent
+        .canonicalize()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write the report to {}: no folder {}", path.display(), parent.display())))
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder, so an interrupted write never
+/// leaves half a report (or destroys an earlier one).
+///
+/// Errors (naming the file): the folder is not writable, the disk is full.
+pub fn write_report(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report.md".into());
+    let partial = path.with_file_name(format!(".{name}.part"));
+    let named = |e: std::io::Error, p: &Path| std::io::Error::new(e.kind(), format!("writing the report {}: {e}", p.display()));
+    std::fs::write(&partial, text).map_err(|e| named(e, &partial))?;
+    std::fs::rename(&partial, path).map_err(|e| named(e, path))
+}

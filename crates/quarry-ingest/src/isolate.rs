@@ -17,6 +17,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +50,9 @@ pub struct IsolationConfig {
     pub options: ParseOptions,
     /// Send the parsed text back (for ingestion) or only the report figures (for `quarry parse`).
     pub include_documents: bool,
+    /// Set it to stop: workers finish the file each is reading and take no new one (the app's Cancel).
+    /// Shared by clones of this config.
+    pub stop: Arc<AtomicBool>,
 }
 
 impl IsolationConfig {
@@ -60,6 +64,7 @@ impl IsolationConfig {
             memory_limit_bytes: 3 << 30,
             options: ParseOptions::default(),
             include_documents: true,
+            stop: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -149,7 +154,8 @@ fn write_line<W: Write>(out: &mut W, reply: &Reply) -> std::io::Result<()> {
 /// document as it finishes (a ZIP gives several outcomes for one input). Outcomes of different inputs
 /// arrive in completion order; sort by `input_index` for a stable order.
 ///
-/// Never fails as a whole: a worker that cannot start turns into `crashed` rows naming the reason.
+/// Never fails as a whole: a worker that cannot start turns into `crashed` rows naming the reason. Once
+/// `config.stop` is set, files not yet started get no outcome.
 pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_outcome: impl FnMut(usize, FileOutcome)) {
     let queue: Arc<Mutex<VecDeque<(usize, InputFile)>>> =
         Arc::new(Mutex::new(inputs.iter().cloned().enumerate().collect()));
@@ -161,6 +167,9 @@ pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_out
             scope.spawn(move || {
                 let mut supervisor = Supervisor { config, worker: None };
                 loop {
+                    if config.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or(None);
                     let Some((index, file)) = next else { break };
                     supervisor.parse(&file, &mut |outcome| {

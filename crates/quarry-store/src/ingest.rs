@@ -92,6 +92,9 @@ pub struct IngestSummary {
     pub chunks: usize,
     pub pages: u64,
     pub seconds: f64,
+    /// The run was stopped (`IngestOptions::isolation.stop`): what was read is committed, the rest is
+    /// left for the next `add` or `sync` (the paths are already recorded as sources).
+    pub cancelled: bool,
 }
 
 /// What [`Library::remove`] took out.
@@ -271,6 +274,9 @@ impl Library {
         let known_by_id: HashMap<&str, &DocumentRecord> = known.iter().map(|d| (d.document_id.as_str(), d)).collect();
         let mut plan: Vec<Planned> = Vec::new();
         let mut replaced_origins: HashSet<String> = HashSet::new();
+        // (old origin, index in `plan` of the file that replaces it): a stopped run keeps the old version
+        // of a changed file it did not get to.
+        let mut replaced_by: Vec<(String, usize)> = Vec::new();
         let mut present_files: HashSet<String> = HashSet::new();
         summary.files = inputs.len();
         for input in inputs {
@@ -326,6 +332,7 @@ impl Library {
             if let Some(prev) = previous {
                 if prev.origin_id != hash {
                     replaced_origins.insert(prev.origin_id.clone());
+                    replaced_by.push((prev.origin_id.clone(), plan.len()));
                 }
             }
             let display = file_path.clone();
@@ -347,9 +354,13 @@ impl Library {
         let mut seen: HashSet<String> = HashSet::new();
         let mut rehome: Vec<(String, String, String, String)> = Vec::new();
         let (mut embedded, mut known_chunks) = (0usize, 0usize);
+        let mut finished_inputs: HashSet<usize> = HashSet::new();
         while let Some((index, outcome)) = receiver.recv().await {
             let planned = &plan[index];
             let top = outcome.path == planned.input.display;
+            if top {
+                finished_inputs.insert(index);
+            }
             let record = |document_id: String, format: &str, state: DocumentState| DocumentRecord {
                 document_id,
                 origin_id: planned.hash.clone(),
@@ -438,6 +449,14 @@ impl Library {
         summary.indexed += documents;
         summary.chunks += chunks;
 
+        summary.cancelled = options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) && finished_inputs.len() < plan.len();
+        if summary.cancelled {
+            for (old_origin, index) in &replaced_by {
+                if !finished_inputs.contains(index) {
+                    replaced_origins.remove(old_origin);
+                }
+            }
+        }
         for (id, origin, path, file_path) in &rehome {
             self.store.move_document(id, origin, path, file_path).await?;
         }

@@ -385,6 +385,26 @@ impl Library {
         self.documents.get(document_id).is_some_and(|d| d.state == DocumentState::Indexed)
     }
 
+    /// A chunk with its neighbours in the same document: (text of the chunk before, the chunk, text of the
+    /// chunk after) — what a citation panel shows as surrounding text. `None` when the library has no chunk
+    /// `chunk_id` (e.g. its document was removed since the answer was written).
+    ///
+    /// Errors: LanceDB I/O.
+    pub async fn chunk_in_context(&self, chunk_id: u64) -> Result<Option<(Option<String>, ChunkRecord, Option<String>)>, StoreError> {
+        let Some(chunk) = self.store.chunks_by_id(&[chunk_id]).await?.into_iter().next() else {
+            return Ok(None);
+        };
+        let mut neighbours = vec![crate::store::chunk_id(&chunk.document_id, chunk.chunk_index + 1)];
+        if chunk.chunk_index > 0 {
+            neighbours.push(crate::store::chunk_id(&chunk.document_id, chunk.chunk_index - 1));
+        }
+        let found = self.store.chunks_by_id(&neighbours).await?;
+        let text_at = |index: u32| found.iter().find(|c| c.chunk_index == index && c.document_id == chunk.document_id).map(|c| c.text.clone());
+        let before = chunk.chunk_index.checked_sub(1).and_then(text_at);
+        let after = text_at(chunk.chunk_index + 1);
+        Ok(Some((before, chunk, after)))
+    }
+
     /// Counts and failures for `quarry status`.
     pub async fn status(&mut self) -> Result<LibraryStatus, StoreError> {
         self.refresh_documents().await?;

@@ -32,6 +32,13 @@ pub struct ChunkingInfo {
     pub overlap_tokens: usize,
 }
 
+impl Default for ChunkingInfo {
+    /// 512 tokens with at most 76 tokens of overlap: what `quarry library create` uses without options.
+    fn default() -> Self {
+        ChunkingInfo { max_tokens: 512, overlap_tokens: 76 }
+    }
+}
+
 /// The contents of `library.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LibraryManifest {

@@ -6,7 +6,8 @@ use super::library::ModelArgs;
 use anyhow::Context;
 use quarry_agents::{render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, LibraryInfo, ReportOptions, SearchableLibrary};
 use quarry_core::ChatModel;
-use quarry_store::{DataDir, Library, LibraryRetriever, SearchMode};
+use quarry_session::open_libraries;
+use quarry_store::{DataDir, SearchMode};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,23 +41,23 @@ pub struct LlmArgs {
 }
 
 impl LlmArgs {
+    /// These flags as the settings [`quarry_session::LlmSettings::load`] reads (the API key from the
+    /// environment variable named by `--llm-api-key-env`).
+    pub fn settings(&self) -> quarry_session::LlmSettings {
+        quarry_session::LlmSettings {
+            model_file: self.model.clone(),
+            url: self.llm_url.clone(),
+            model: self.llm_model.clone(),
+            api_key: std::env::var(&self.llm_api_key_env).ok().filter(|k| !k.is_empty()),
+            network: self.network,
+            threads: self.threads,
+            context_tokens: self.context_tokens,
+        }
+    }
+
     /// Loads the chosen model. Errors: a missing model file; a bad URL.
     pub fn load(&self) -> anyhow::Result<Arc<dyn ChatModel>> {
-        if let Some(url) = &self.llm_url {
-            let model = self.llm_model.clone().context("--llm-url needs --llm-model (the model name on that server)")?;
-            let mut config = quarry_llm::OpenAiConfig::new(url, &model);
-            config.api_key = std::env::var(&self.llm_api_key_env).ok().filter(|k| !k.is_empty());
-            return Ok(Arc::new(quarry_llm::OpenAiChat::new(config, &quarry_net::Network::new(self.network))?));
-        }
-        let mut config = match &self.model {
-            Some(path) => quarry_gguf::GgufConfig::new(path),
-            None => quarry_gguf::GgufConfig::default_model()?,
-        };
-        if let Some(threads) = self.threads {
-            config.threads = threads.max(1);
-        }
-        config.context_tokens = self.context_tokens;
-        Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
+        self.settings().load()
     }
 }
 
@@ -204,28 +205,6 @@ pub fn cancel_on_ctrl_c() -> CancellationToken {
     cancel
 }
 
-/// Opens `names` (every library when empty) read-only as retrievers for the agents; `embedder` is needed
-/// unless `mode` is BM25.
-pub async fn open_libraries(
-    data: &DataDir,
-    names: &[String],
-    mode: SearchMode,
-    embedder: Option<Arc<std::sync::Mutex<quarry_index::Embedder>>>,
-) -> anyhow::Result<Vec<SearchableLibrary>> {
-    let names: Vec<String> = if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
-    if names.is_empty() {
-        anyhow::bail!("no libraries in {} (create one with `quarry library create NAME` and `quarry add`)", data.root().display());
-    }
-    let mut libraries = Vec::new();
-    for name in names {
-        let library = Library::open_read(data, &name).await?;
-        let retriever = LibraryRetriever::new(library, embedder.clone(), mode)?;
-        let description = retriever.describe().await;
-        libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever), always: false });
-    }
-    Ok(libraries)
-}
-
 pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
     let agent: Option<AgentKind> = match args.agent.as_str() {
         "auto" => None,
@@ -274,26 +253,14 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
     })
 }
 
-/// The folder a report at `path` goes in, as an absolute path; an error naming the file when the folder
-/// does not exist or `path` is a folder.
+/// [`quarry_agents::report::report_folder`] with its error as an `anyhow` error.
 pub fn report_folder(path: &std::path::Path) -> anyhow::Result<PathBuf> {
-    if path.is_dir() {
-        anyhow::bail!("cannot write the report to {}: it is a folder (give a file name, e.g. report.md)", path.display());
-    }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    parent.canonicalize().with_context(|| format!("cannot write the report to {}: no folder {}", path.display(), parent.display()))
+    Ok(quarry_agents::report::report_folder(path)?)
 }
 
-/// Writes `text` to `path` through a temporary file in the same folder, so an interrupted write never
-/// leaves half a report (or destroys an earlier one).
+/// [`quarry_agents::report::write_report`] with its error as an `anyhow` error.
 pub fn write_report(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report.md".into());
-    let partial = path.with_file_name(format!(".{name}.part"));
-    std::fs::write(&partial, text).with_context(|| format!("writing the report {}", partial.display()))?;
-    std::fs::rename(&partial, path).with_context(|| format!("writing the report {}", path.display()))
+    Ok(quarry_agents::report::write_report(path, text)?)
 }
 
 pub fn show_event(event: &AgentEvent, json: bool) {

@@ -274,6 +274,21 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The first Ctrl-C stops an ingest run gently: files being read finish and are committed, the rest is
+/// left for `quarry sync`. (A second Ctrl-C kills the process; the library stays consistent either way.)
+fn stop_on_ctrl_c(options: &IngestOptions) {
+    let stop = options.isolation.stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nstopping after the files being read (Ctrl-C again to quit now)…");
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
 pub fn add(data: DataDir, args: AddArgs) -> anyhow::Result<()> {
     let embedder = args.ingest.model.load()?;
     let options = args.ingest.options()?;
@@ -281,6 +296,7 @@ pub fn add(data: DataDir, args: AddArgs) -> anyhow::Result<()> {
     let missing: Vec<&PathBuf> = args.paths.iter().filter(|p| !p.exists()).collect();
     runtime()?.block_on(async {
         let mut library = Library::open_write(&data, &args.library, &model_id).await?;
+        stop_on_ctrl_c(&options);
         let mut progress = IngestProgress::new(args.ingest.json);
         let summary = library.add(&args.paths, &embedder, &options, &mut |e| progress.event(e)).await?;
         progress.finish(&summary);
@@ -316,6 +332,7 @@ pub fn sync(data: DataDir, args: SyncArgs) -> anyhow::Result<()> {
     let model_id = embedding_info(&embedder)?.model_id;
     runtime()?.block_on(async {
         let mut library = Library::open_write(&data, &args.library, &model_id).await?;
+        stop_on_ctrl_c(&options);
         let mut progress = IngestProgress::new(args.ingest.json);
         let summary = library.sync(&embedder, &options, &mut |e| progress.event(e)).await?;
         progress.finish(&summary);

@@ -90,5 +90,8 @@ impl IngestProgress {
             summary.removed,
             summary.seconds
         );
+        if summary.cancelled {
+            eprintln!("stopped: what was read is saved; `quarry sync` reads the rest");
+        }
     }
 }

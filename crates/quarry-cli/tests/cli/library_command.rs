@@ -578,3 +578,55 @@ fn watch_follows_new_changed_and_deleted_files_until_interrupted() {
     assert!(watcher.wait().unwrap().success());
     assert_eq!(check_consistent(&data, "watched").0, 2);
 }
+
+/// Ctrl-C during `quarry add` (the app's Stop button uses the same stop flag): the files being read
+/// finish and are committed, the run ends cleanly saying it was stopped, nothing is half indexed, and
+/// `quarry sync` reads exactly the files that were left.
+#[test]
+fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    for name in ["ntsb", "office", "sec-10-q"] {
+        copy_dir(&sample_library().join(name), &docs.join(name));
+    }
+    let docs_arg = docs.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "stop"]);
+    let events = tmp.path().join("events.jsonl");
+    let mut child = quarry(&data)
+        .args(["add", &docs_arg, "--library", "stop", "--json", "--workers", "1"])
+        .stdout(std::fs::File::create(&events).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while events_named(&events, "file_done") == 0 && started.elapsed() < Duration::from_secs(300) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(events_named(&events, "file_done") > 0, "no file finished within 5 minutes");
+    let interrupted = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(interrupted.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "a stopped add is not a failure: {stderr}");
+    assert!(stderr.contains("stopping after the files being read"), "{stderr}");
+    let text = std::fs::read_to_string(&events).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let scanned = lines.iter().find(|e| e["event"] == "scanned").expect("a scanned event");
+    let first = lines.iter().find(|e| e["event"] == "finished").expect("a finished event");
+    assert_eq!(first["cancelled"], true, "{first}");
+    let to_read = scanned["to_read"].as_u64().unwrap();
+    let files_done = events_named(&events, "file_done") as u64;
+    assert!(files_done < to_read, "the stop came too late to leave anything: {files_done} of {to_read}");
+    let (indexed_after_stop, _) = check_consistent(&data, "stop");
+    assert_eq!(indexed_after_stop as u64, first["indexed"].as_u64().unwrap(), "{first}");
+
+    // The stopped run recorded the folder as a source: sync reads the files it did not get to.
+    let (_, second) = ingest(&data, &["sync", "--library", "stop", "--json"]);
+    assert_eq!(second["cancelled"], false, "{second}");
+    assert_eq!(second["files"].as_u64().unwrap() - second["unchanged"].as_u64().unwrap(), to_read - files_done, "{second}");
+    let (indexed, _) = check_consistent(&data, "stop");
+    assert_eq!(indexed as u64, first["indexed"].as_u64().unwrap() + second["indexed"].as_u64().unwrap());
+    let status = status(&data, "stop");
+    assert_eq!(count(&status, "pending"), 0, "{status}");
+}

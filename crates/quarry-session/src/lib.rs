@@ -1,0 +1,92 @@
+//! What the `quarry` CLI and the desktop app share to run a question: open libraries as the agents'
+//! retrievers ([`open_libraries`]) and load the chosen language model ([`LlmSettings::load`]). Both front
+//! ends are thin layers over this and the library crates.
+
+use anyhow::Context;
+use quarry_agents::{LibraryInfo, SearchableLibrary};
+use quarry_core::ChatModel;
+use quarry_store::{DataDir, Library, LibraryRetriever, SearchMode};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LlmSettings {
+    /// A GGUF model file run in-process; `None` with no `url`: the set-up script's SmolLM2-135M-Instruct.
+    pub model_file: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible server, with its API prefix (`http://127.0.0.1:11434/v1`).
+    pub url: Option<String>,
+    /// Model name on that server (required with `url`).
+    pub model: Option<String>,
+    /// The server's API key (never written to disk by Quarry).
+    #[serde(skip)]
+    pub api_key: Option<String>,
+    /// Offline (default) reaches only this computer; online any host.
+    pub network: quarry_net::NetworkMode,
+    /// CPU threads of the embedded model (`None`: all cores).
+    pub threads: Option<usize>,
+    /// Context length of the embedded model, in tokens.
+    pub context_tokens: u32,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        LlmSettings {
+            model_file: None,
+            url: None,
+            model: None,
+            api_key: None,
+            network: quarry_net::NetworkMode::Offline,
+            threads: None,
+            context_tokens: 4096,
+        }
+    }
+}
+
+impl LlmSettings {
+    /// Loads the chosen model. Errors: a missing or unreadable model file; a server URL without a model
+    /// name; a remote URL in offline mode.
+    pub fn load(&self) -> anyhow::Result<Arc<dyn ChatModel>> {
+        if let Some(url) = &self.url {
+            let model = self.model.clone().context("an OpenAI-compatible server needs a model name (--llm-model)")?;
+            let mut config = quarry_llm::OpenAiConfig::new(url, &model);
+            config.api_key = self.api_key.clone().filter(|k| !k.is_empty());
+            return Ok(Arc::new(quarry_llm::OpenAiChat::new(config, &quarry_net::Network::new(self.network))?));
+        }
+        let mut config = match &self.model_file {
+            Some(path) => quarry_gguf::GgufConfig::new(path),
+            None => quarry_gguf::GgufConfig::default_model()?,
+        };
+        if let Some(threads) = self.threads {
+            config.threads = threads.max(1);
+        }
+        config.context_tokens = self.context_tokens;
+        Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
+    }
+}
+
+/// Opens `names` (every library when empty) read-only as retrievers for the agents; `embedder` is needed
+/// unless `mode` is BM25.
+///
+/// Errors: no libraries at all (the message says how to make one); a name that is not a library; a
+/// library built with another embedding model than `embedder`.
+pub async fn open_libraries(
+    data: &DataDir,
+    names: &[String],
+    mode: SearchMode,
+    embedder: Option<Arc<Mutex<quarry_index::Embedder>>>,
+) -> anyhow::Result<Vec<SearchableLibrary>> {
+    let names: Vec<String> = if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
+    if names.is_empty() {
+        anyhow::bail!("no libraries in {} (create one with `quarry library create NAME` and `quarry add`)", data.root().display());
+    }
+    let mut libraries = Vec::new();
+    for name in names {
+        let library = Library::open_read(data, &name).await?;
+        let retriever = LibraryRetriever::new(library, embedder.clone(), mode)?;
+        let description = retriever.describe().await;
+        libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever), always: false });
+    }
+    Ok(libraries)
+}

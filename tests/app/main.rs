@@ -1,0 +1,203 @@
+//! End-to-end tests of the desktop app: the real `quarry-app` binary, in a real WebKitGTK window under
+//! Xvfb, driven through tauri-driver + WebKitWebDriver like a person would — real files from
+//! ../shared/eval, the real embedding model and the embedded SmolLM2 GGUF.
+//!
+//! Needs (installed by scripts/setup.sh): `xvfb-run`, `/usr/bin/WebKitWebDriver` (webkit2gtk-driver),
+//! `tauri-driver` (in `~/.cache/quarry/tools/bin`, or `QUARRY_TAURI_DRIVER`), the model files, and ui/dist
+//! (built by setup.sh; the binary embeds it). Screenshots of each main screen are saved in
+//! `$CARGO_TARGET_TMPDIR/app-screenshots/`.
+
+mod webdriver;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use webdriver::Session;
+
+fn eval_dir() -> PathBuf {
+    let dir = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval"));
+    assert!(dir.join("C_private_library").is_dir(), "no evaluation documents at {} (set QUARRY_EVAL_DIR)", dir.display());
+    dir
+}
+
+fn tauri_driver() -> PathBuf {
+    let path = std::env::var_os("QUARRY_TAURI_DRIVER").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        home.join(".cache/quarry/tools/bin/tauri-driver")
+    });
+    assert!(path.is_file(), "tauri-driver not found at {} (run scripts/setup.sh)", path.display());
+    path
+}
+
+/// tauri-driver on a free port under its own Xvfb display; killed (with the display) on drop.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start(env: &[(&str, &Path)]) -> Driver {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
+        let native_port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
+        let mut command = Command::new("xvfb-run");
+        command
+            .args(["-a", "-s", "-screen 0 1280x860x24"])
+            .arg(tauri_driver())
+            .args(["--port", &port.to_string(), "--native-port", &native_port.to_string(), "--native-driver", "/usr/bin/WebKitWebDriver"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            // A new process group, so the whole tree (Xvfb, drivers, app) is killed together.
+            .process_group(0);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let child = command.spawn().expect("starting xvfb-run tauri-driver");
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Driver { child, url }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // The whole process group: xvfb-run, Xvfb, tauri-driver, WebKitWebDriver and the app.
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+use std::os::unix::process::CommandExt;
+
+async fn open_app(driver: &Driver) -> Session {
+    let session = Session::start(&driver.url, env!("CARGO_BIN_EXE_quarry-app")).await.expect("starting the app through tauri-driver");
+    session.wait_until("return document.body.dataset.ready === 'true'", Duration::from_secs(60)).await.expect("the app shows its window");
+    session
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// First run → create a library → drop real files on the window → see them indexed → ask a question with
+/// the embedded model → a cited answer → a citation opens its panel → export a report and check the file →
+/// restart the app and see the conversation again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_after_a_restart() {
+    let eval = eval_dir();
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let report = work.path().join("reports/answer.md");
+    std::fs::create_dir_all(report.parent().unwrap()).unwrap();
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("app-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let driver = Driver::start(&[("QUARRY_DATA_DIR", &data), ("QUARRY_APP_SAVE_PATH", &report)]);
+
+    let app = open_app(&driver).await;
+    let welcome = app.wait_for("#welcome", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(welcome.contains("Create a library"), "{welcome}");
+    let formats = app.wait_for("#formats", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(formats.contains("pdf") && formats.contains(&data.display().to_string()), "{formats}");
+    app.screenshot(&shots.join("1-first-run.png")).await.unwrap();
+
+    // Create a library.
+    app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("private").await.unwrap();
+    app.wait_for("#create-library", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("li[data-library='private']", 2 * MINUTE).await.unwrap();
+
+    // Drop real files on the window: a real OS drag cannot be made through WebDriver, so the test emits
+    // the event Tauri emits for one (`tauri://drag-drop` to the main webview).
+    let docs = eval.join("C_private_library/docs");
+    let files: Vec<String> = [
+        "en_ntsb-aviation-reports/20080102X00002.pdf",
+        "en_ntsb-aviation-reports/20080102X00005.pdf",
+        "en_misc_office/handbook-1p.docx",
+        "en_misc_office/2023-half-year-analyses-by-segment.xlsx",
+    ]
+    .iter()
+    .map(|f| docs.join(f).display().to_string())
+    .collect();
+    let broken = work.path().join("broken.pdf");
+    std::fs::write(&broken, b"%PDF-1.7\nthis is not a real PDF").unwrap();
+    let mut dropped = files.clone();
+    dropped.push(broken.display().to_string());
+    app.script(
+        "window.__TAURI_INTERNALS__.invoke('plugin:event|emit_to', {target: {kind: 'AnyLabel', label: 'main'}, event: 'tauri://drag-drop', payload: {paths: arguments[0], position: {x: 400, y: 300}}}); return true;",
+        vec![serde_json::json!(dropped)],
+    )
+    .await
+    .unwrap();
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
+    let summary = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(summary.contains("4 indexed") && summary.contains("1 failed"), "{summary}");
+    let failed_row = app.wait_for("#ingest-files .state-failed", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(failed_row.contains("broken.pdf"), "{failed_row}");
+    let counts = app.wait_until("return document.querySelector(\"li[data-library='private'] .counts\").textContent", MINUTE).await.unwrap();
+    assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
+    app.screenshot(&shots.join("2-library-indexed.png")).await.unwrap();
+
+    // Ask with the embedded model (Naive RAG: one model call, so the test stays short).
+    app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
+    let question = app.wait_for("#question", MINUTE).await.unwrap();
+    question.type_text("What caused the accident of the airplane?").await.unwrap();
+    question.type_text("\u{E007}").await.unwrap(); // Enter sends
+    app.wait_for(".turn.live", MINUTE).await.unwrap();
+    app.wait_until("return !document.querySelector('.turn.live') && document.querySelector('.turn .answer')", 15 * MINUTE).await.unwrap();
+    let answer = app.wait_for(".turn .answer", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(!answer.trim().is_empty());
+    let trace = app.wait_for("details.trace summary", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(trace.contains("steps"), "{trace}");
+    app.wait_for(".sources .cite", MINUTE).await.unwrap();
+    app.screenshot(&shots.join("3-answer.png")).await.unwrap();
+
+    // A citation opens its panel with the quoted passage.
+    app.wait_for(".sources .cite", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return !document.getElementById('citation').hidden && document.querySelector('#citation-text mark')?.textContent.length > 20", MINUTE)
+        .await
+        .unwrap();
+    let place = app.wait_for("#citation-place", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(place.contains("private"), "{place}");
+    let title = app.wait_for("#citation-title", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(files.iter().any(|f| title.contains(Path::new(f).file_name().unwrap().to_str().unwrap())), "{title}");
+    app.screenshot(&shots.join("4-citation.png")).await.unwrap();
+
+    // Export a report (the save dialog is answered by QUARRY_APP_SAVE_PATH).
+    app.wait_for(".turn .export", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return document.querySelector('.turn .exported').textContent.startsWith('Saved')", MINUTE).await.unwrap();
+    let markdown = std::fs::read_to_string(&report).unwrap();
+    for heading in ["## Question", "## Answer", "## Sources", "## Method"] {
+        assert!(markdown.contains(heading), "{heading} missing from\n{markdown}");
+    }
+    let links: Vec<String> = pulldown_cmark::Parser::new(&markdown)
+        .filter_map(|e| match e {
+            pulldown_cmark::Event::Start(pulldown_cmark::Tag::Link { dest_url, .. }) => Some(dest_url.to_string()),
+            _ => None,
+        })
+        .filter(|l| !l.starts_with('#'))
+        .collect();
+    assert!(!links.is_empty(), "no file links in\n{markdown}");
+    for link in &links {
+        let decoded = link.replace("%20", " ");
+        let target = report.parent().unwrap().join(decoded.split('#').next().unwrap());
+        assert!(target.exists(), "report link {link} does not resolve from {}", report.display());
+    }
+    app.quit().await.unwrap();
+
+    // Restart: the conversation is still there and reopens with its answer.
+    let app = open_app(&driver).await;
+    app.wait_for("#conversations li", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for(".turn .answer", MINUTE).await.unwrap();
+    let reopened = app.wait_for(".turn .question", MINUTE).await.unwrap().text().await.unwrap();
+    assert_eq!(reopened, "What caused the accident of the airplane?");
+    let counts = app.wait_until("return document.querySelector(\"li[data-library='private'] .counts\")?.textContent", MINUTE).await.unwrap();
+    assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
+    app.screenshot(&shots.join("5-after-restart.png")).await.unwrap();
+    app.quit().await.unwrap();
+}
