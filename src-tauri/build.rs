@@ -19,6 +19,9 @@ const COMMANDS: &[&str] = &[
     "passage_context",
     "open_source",
     "export_report",
+    "get_settings",
+    "save_settings",
+    "test_connection",
 ];
 
 fn main() {

@@ -285,18 +285,33 @@ async fn run_question(
     cancel: CancellationToken,
 ) -> Reply<quarry_agents::Answer> {
     let embedder = state.embedder().await?;
-    let sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(embedder)).await.map_err(|e| format!("{e:#}"))?;
-    let model = state.model().await?;
-    let sink = batcher.clone();
-    let events: quarry_agents::EventSink = Arc::new(move |event| {
-        let value = serde_json::to_value(&event).unwrap_or_default();
-        if value["event"] != "answer_delta" {
-            if let Ok(mut t) = trace.lock() {
-                t.push(value.clone());
+    let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(embedder.clone())).await.map_err(|e| format!("{e:#}"))?;
+    let settings = state.settings();
+    // Every event goes to the webview; all but streamed text also to the trace kept with the turn.
+    let record: Arc<dyn Fn(serde_json::Value) + Send + Sync> = {
+        let batcher = batcher.clone();
+        Arc::new(move |value: serde_json::Value| {
+            if value["event"] != "answer_delta" {
+                if let Ok(mut t) = trace.lock() {
+                    t.push(value.clone());
+                }
             }
-        }
-        sink.push(value);
-    });
+            batcher.push(value);
+        })
+    };
+    let web_notice = {
+        let record = record.clone();
+        move |message: &str| record(serde_json::json!({"event": "web_notice", "message": message}))
+    };
+    let problems: quarry_session::WebProblemSink = {
+        let record = record.clone();
+        Arc::new(move |message: String| record(serde_json::json!({"event": "web_notice", "message": message})))
+    };
+    if let Some(web) = quarry_session::web_source(&settings.web, settings.network, Some(embedder), &web_notice, problems).map_err(|e| format!("{e:#}"))? {
+        sources.push(web);
+    }
+    let model = state.model().await?;
+    let events: quarry_agents::EventSink = Arc::new(move |event| record(serde_json::to_value(&event).unwrap_or_default()));
     match quarry_agents::ask(question, kind, model, &sources, AgentConfig::default(), events, cancel).await {
         Ok(answer) => Ok(answer),
         Err(AgentError::Cancelled) => Err("stopped".into()),
@@ -416,4 +431,123 @@ fn file_stem(title: &str) -> String {
     } else {
         stem
     }
+}
+
+/// Where each API key comes from, for the settings screen (the key itself is never sent to the webview).
+#[derive(Debug, Serialize)]
+pub struct KeyState {
+    /// `llm`, `tavily`, `brave`.
+    pub name: &'static str,
+    /// `environment`, `keyring` or `none`.
+    pub source: &'static str,
+    /// The environment variable that overrides the keyring.
+    pub variable: &'static str,
+}
+
+/// The settings screen's data.
+#[derive(Debug, Serialize)]
+pub struct SettingsView {
+    pub settings: quarry_session::Settings,
+    /// The settings file.
+    pub path: String,
+    /// The data folder in use now (a changed `data_dir` takes effect at the next start).
+    pub data_dir_in_use: String,
+    pub keys: Vec<KeyState>,
+    /// Why the keyring cannot be used, if it cannot.
+    pub keyring_problem: Option<String>,
+    /// Why the settings file could not be read at start.
+    pub settings_problem: Option<String>,
+}
+
+const KEYS: [(&str, quarry_secrets::Secret); 3] =
+    [("llm", quarry_secrets::Secret::LlmApiKey), ("tavily", quarry_secrets::Secret::TavilyApiKey), ("brave", quarry_secrets::Secret::BraveApiKey)];
+
+/// `get_settings`.
+#[tauri::command]
+pub async fn get_settings(state: State<'_, AppState>) -> Reply<SettingsView> {
+    let settings = state.settings();
+    let (keys, keyring_problem) = tauri::async_runtime::spawn_blocking(|| {
+        let mut problem = None;
+        let keys = KEYS
+            .iter()
+            .map(|(name, secret)| {
+                let source = if std::env::var(secret.variable()).is_ok_and(|v| !v.trim().is_empty()) {
+                    "environment"
+                } else {
+                    match quarry_secrets::is_stored(*secret) {
+                        Ok(true) => "keyring",
+                        Ok(false) => "none",
+                        Err(e) => {
+                            problem = Some(e.to_string());
+                            "none"
+                        }
+                    }
+                };
+                KeyState { name, source, variable: secret.variable() }
+            })
+            .collect::<Vec<_>>();
+        (keys, problem)
+    })
+    .await
+    .map_err(text)?;
+    Ok(SettingsView {
+        settings,
+        path: state.settings_path.display().to_string(),
+        data_dir_in_use: state.data.root().display().to_string(),
+        keys,
+        keyring_problem,
+        settings_problem: state.settings_problem.clone(),
+    })
+}
+
+/// `save_settings`: checks and writes the settings (the next question uses them; a new data folder
+/// takes effect at the next start) and stores the API keys given in `keys` (`[name, value]`; an empty
+/// value deletes the key) in the OS keyring.
+///
+/// Errors: an OpenAI-compatible URL without a model name, a model file or folder that does not exist,
+/// the settings file cannot be written, the keyring refuses a key.
+#[tauri::command]
+pub async fn save_settings(state: State<'_, AppState>, settings: quarry_session::Settings, keys: Vec<(String, String)>) -> Reply<SettingsView> {
+    let mut settings = settings;
+    settings.llm.url = settings.llm.url.filter(|u| !u.trim().is_empty());
+    settings.llm.model = settings.llm.model.filter(|m| !m.trim().is_empty());
+    settings.web.url = settings.web.url.filter(|u| !u.trim().is_empty());
+    if settings.llm.url.is_some() && settings.llm.model.is_none() {
+        return Err("an OpenAI-compatible server needs a model name".into());
+    }
+    for (what, path) in [("model file", &settings.llm.model_file), ("embedding model folder", &settings.embedding.model_dir), ("data folder", &settings.data_dir)] {
+        if let Some(path) = path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+            if what != "data folder" && !path.exists() {
+                return Err(format!("the {what} {} does not exist", path.display()));
+            }
+        }
+    }
+    settings.llm.model_file = settings.llm.model_file.filter(|p| !p.as_os_str().is_empty());
+    settings.embedding.model_dir = settings.embedding.model_dir.filter(|p| !p.as_os_str().is_empty());
+    settings.data_dir = settings.data_dir.filter(|p| !p.as_os_str().is_empty());
+    tauri::async_runtime::spawn_blocking(move || {
+        for (name, value) in keys {
+            let secret = quarry_secrets::Secret::parse(&name).ok_or_else(|| format!("unknown key {name:?}"))?;
+            quarry_secrets::set(secret, &value).map_err(text)?;
+        }
+        Ok::<(), String>(())
+    })
+    .await
+    .map_err(text)??;
+    settings.save(&state.settings_path).map_err(text)?;
+    *state.settings.write().map_err(text)? = settings;
+    get_settings(state).await
+}
+
+/// `test_connection`: loads the model `settings` describe (with `llm_key` when given, else the stored
+/// key) and asks it for a one-word reply. Returns "model — reply".
+#[tauri::command]
+pub async fn test_connection(settings: quarry_session::Settings, llm_key: Option<String>) -> Reply<String> {
+    let mut llm = settings.llm_settings();
+    llm.url = llm.url.filter(|u| !u.trim().is_empty());
+    llm.model = llm.model.filter(|m| !m.trim().is_empty());
+    llm.model_file = llm.model_file.filter(|p| !p.as_os_str().is_empty());
+    llm.api_key = llm_key.filter(|k| !k.trim().is_empty());
+    let (model, reply) = llm.check().await.map_err(|e| format!("{e:#}"))?;
+    Ok(format!("{model} — replied {reply:?}"))
 }

@@ -5,10 +5,20 @@ pub mod batch;
 pub mod commands;
 pub mod state;
 
-/// Builds and runs the app over the data folder (`QUARRY_DATA_DIR`, else the platform's data folder);
-/// exits with a message if the data folder cannot be found or the window system cannot start.
+/// Builds and runs the app with the person's settings (`quarry_session::Settings`; unreadable settings
+/// fall back to the defaults and the problem is shown) over the data folder (`QUARRY_DATA_DIR`, else the
+/// settings' folder, else the platform's data folder); exits with a message if no data folder can be
+/// found or the window system cannot start.
 pub fn run() {
-    let data = match quarry_store::DataDir::resolve(None) {
+    let (settings_path, settings, problem) = match quarry_session::Settings::default_path() {
+        Ok(path) => match quarry_session::Settings::load(&path) {
+            Ok(settings) => (path, settings, None),
+            Err(e) => (path, quarry_session::Settings::default(), Some(e.to_string())),
+        },
+        Err(e) => (std::path::PathBuf::from("settings.toml"), quarry_session::Settings::default(), Some(e.to_string())),
+    };
+    let explicit = if std::env::var_os("QUARRY_DATA_DIR").is_some_and(|v| !v.is_empty()) { None } else { settings.data_dir.clone() };
+    let data = match quarry_store::DataDir::resolve(explicit) {
         Ok(data) => data,
         Err(error) => {
             eprintln!("quarry: {error}");
@@ -18,7 +28,7 @@ pub fn run() {
     let worker = std::env::current_exe().unwrap_or_else(|_| "quarry-app".into());
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
-        .manage(state::AppState::new(data, worker))
+        .manage(state::AppState::new(data, settings_path, settings, problem, worker))
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
             commands::list_libraries,
@@ -37,6 +47,9 @@ pub fn run() {
             commands::passage_context,
             commands::open_source,
             commands::export_report,
+            commands::get_settings,
+            commands::save_settings,
+            commands::test_connection,
         ])
         .run(tauri::generate_context!());
     if let Err(error) = result {

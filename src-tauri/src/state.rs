@@ -1,22 +1,27 @@
-//! What the app holds while it runs: where data lives, the models (loaded on first use and kept), and
-//! the stop handles of runs in progress.
+//! What the app holds while it runs: where data lives, the person's settings, the models (loaded on first
+//! use and kept until the settings change them), and the stop handles of runs in progress.
 
 use quarry_agents::{CancellationToken, ConversationStore};
 use quarry_core::ChatModel;
-use quarry_index::{Embedder, EmbedderConfig};
+use quarry_index::Embedder;
+use quarry_session::{EmbeddingSettings, LlmSettings, Settings};
 use quarry_store::DataDir;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
-use tokio::sync::OnceCell;
+use std::sync::{Arc, Mutex, RwLock};
 
 /// The app's shared state (Tauri managed state).
 pub struct AppState {
     pub data: DataDir,
     pub conversations: ConversationStore,
-    embedder: OnceCell<Arc<Mutex<Embedder>>>,
-    model: OnceCell<Arc<dyn ChatModel>>,
+    /// `settings.toml` (see `quarry_session::Settings::default_path`).
+    pub settings_path: PathBuf,
+    pub settings: RwLock<Settings>,
+    /// Why the settings file could not be read at start (the defaults are used then).
+    pub settings_problem: Option<String>,
+    embedder: tokio::sync::Mutex<Option<(EmbeddingSettings, Arc<Mutex<Embedder>>)>>,
+    model: tokio::sync::Mutex<Option<(LlmSettings, Arc<dyn ChatModel>)>>,
     /// Stop flags of ingest runs, by library name.
     pub ingests: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Cancellation of question runs, by conversation id.
@@ -26,48 +31,69 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State over the data folder `data` (conversations in `<data>/conversations`).
-    pub fn new(data: DataDir, worker_program: PathBuf) -> Self {
+    /// State over the data folder `data` (conversations in `<data>/conversations`) with `settings` read
+    /// from `settings_path`.
+    pub fn new(data: DataDir, settings_path: PathBuf, settings: Settings, settings_problem: Option<String>, worker_program: PathBuf) -> Self {
         let conversations = ConversationStore::new(data.root().join("conversations"));
         AppState {
             data,
             conversations,
-            embedder: OnceCell::new(),
-            model: OnceCell::new(),
+            settings_path,
+            settings: RwLock::new(settings),
+            settings_problem,
+            embedder: tokio::sync::Mutex::new(None),
+            model: tokio::sync::Mutex::new(None),
             ingests: Mutex::new(HashMap::new()),
             asks: Mutex::new(HashMap::new()),
             worker_program,
         }
     }
 
-    /// The embedding model (the set-up script's all-MiniLM-L6-v2), loaded once.
+    /// A copy of the current settings.
+    pub fn settings(&self) -> Settings {
+        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The embedding model of the settings (default all-MiniLM-L6-v2), loaded once and again only when
+    /// the embedding settings change.
     ///
     /// Errors: the model files or ONNX Runtime are missing (the message names the file).
     pub async fn embedder(&self) -> Result<Arc<Mutex<Embedder>>, String> {
-        self.embedder
-            .get_or_try_init(|| async {
-                tokio::task::spawn_blocking(|| {
-                    let config = EmbedderConfig::default_model().map_err(|e| e.to_string())?;
-                    Embedder::new(&config).map(|e| Arc::new(Mutex::new(e))).map_err(|e| format!("loading the embedding model {}: {e}", config.model_id))
-                })
-                .await
-                .map_err(|e| e.to_string())?
-            })
-            .await
-            .cloned()
+        let wanted = self.settings().embedding;
+        let mut slot = self.embedder.lock().await;
+        if let Some((loaded_for, embedder)) = slot.as_ref() {
+            if *loaded_for == wanted {
+                return Ok(embedder.clone());
+            }
+        }
+        let settings = wanted.clone();
+        let embedder = tokio::task::spawn_blocking(move || {
+            let config = settings.config().map_err(|e| e.to_string())?;
+            Embedder::new(&config).map(|e| Arc::new(Mutex::new(e))).map_err(|e| format!("loading the embedding model {}: {e}", config.model_id))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        *slot = Some((wanted, embedder.clone()));
+        Ok(embedder)
     }
 
-    /// The language model (the embedded SmolLM2 GGUF by default), loaded once.
+    /// The language model of the settings (default: the embedded SmolLM2 GGUF), loaded once and again
+    /// only when the LLM or network settings change.
     ///
-    /// Errors: the model file is missing or unreadable.
+    /// Errors: the model file is missing or unreadable; a remote server in offline mode.
     pub async fn model(&self) -> Result<Arc<dyn ChatModel>, String> {
-        self.model
-            .get_or_try_init(|| async {
-                tokio::task::spawn_blocking(|| quarry_session::LlmSettings::default().load().map_err(|e| format!("loading the language model: {e:#}")))
-                    .await
-                    .map_err(|e| e.to_string())?
-            })
+        let wanted = self.settings().llm_settings();
+        let mut slot = self.model.lock().await;
+        if let Some((loaded_for, model)) = slot.as_ref() {
+            if *loaded_for == wanted {
+                return Ok(model.clone());
+            }
+        }
+        let settings = wanted.clone();
+        let model = tokio::task::spawn_blocking(move || settings.load().map_err(|e| format!("loading the language model: {e:#}")))
             .await
-            .cloned()
+            .map_err(|e| e.to_string())??;
+        *slot = Some((wanted, model.clone()));
+        Ok(model)
     }
 }

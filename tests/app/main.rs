@@ -98,7 +98,16 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     std::fs::create_dir_all(report.parent().unwrap()).unwrap();
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("app-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
-    let driver = Driver::start(&[("QUARRY_DATA_DIR", &data), ("QUARRY_APP_SAVE_PATH", &report)]);
+    let config = work.path().join("config");
+    // API keys go to a private GNOME Keyring on a private session bus, never the machine's own.
+    let keyring = quarry_secrets::test_session::KeyringSession::start();
+    let bus = PathBuf::from(keyring.address());
+    let driver = Driver::start(&[
+        ("QUARRY_DATA_DIR", &data),
+        ("QUARRY_CONFIG_DIR", &config),
+        ("QUARRY_APP_SAVE_PATH", &report),
+        ("DBUS_SESSION_BUS_ADDRESS", &bus),
+    ]);
 
     let app = open_app(&driver).await;
     let welcome = app.wait_for("#welcome", MINUTE).await.unwrap().text().await.unwrap();
@@ -188,6 +197,45 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
         let target = report.parent().unwrap().join(decoded.split('#').next().unwrap());
         assert!(target.exists(), "report link {link} does not resolve from {}", report.display());
     }
+
+    // Settings: the zero-configuration defaults, a working "test connection" with the embedded model, an
+    // API key into the OS keyring, web search on (a SearXNG address where nothing listens).
+    app.wait_for("#open-settings", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return !document.getElementById('settings').hidden", MINUTE).await.unwrap();
+    let defaults = app.script("return [document.getElementById('llm-embedded').checked, document.getElementById('network').value, document.getElementById('web-enabled').checked]", vec![]).await.unwrap();
+    assert_eq!(defaults, serde_json::json!([true, "offline", false]));
+    app.wait_for("#test-connection", MINUTE).await.unwrap().click().await.unwrap();
+    let connection = app.wait_until("const t = document.getElementById('connection-result').textContent; return (t.startsWith('OK') || t.includes('rror')) && t", 5 * MINUTE).await.unwrap();
+    assert!(connection.as_str().unwrap().starts_with("OK: smollm2"), "{connection}");
+    app.wait_for("#llm-key", MINUTE).await.unwrap().type_text("sk-quarry-test-key").await.unwrap();
+    app.wait_for("#web-enabled", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("#web-url", MINUTE).await.unwrap().type_text("http://127.0.0.1:9").await.unwrap();
+    app.wait_for("#save-settings", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return document.getElementById('settings-result').textContent.startsWith('Saved')", MINUTE).await.unwrap();
+    let key_note = app.script("return document.getElementById('llm-key').placeholder", vec![]).await.unwrap();
+    assert!(key_note.as_str().unwrap().contains("OS keyring"), "{key_note}");
+    let stored = std::fs::read_to_string(config.join("settings.toml")).unwrap();
+    assert!(stored.contains("http://127.0.0.1:9") && !stored.contains("sk-quarry-test-key"), "{stored}");
+    app.screenshot(&shots.join("6-settings.png")).await.unwrap();
+    app.wait_for("#close-settings", MINUTE).await.unwrap().click().await.unwrap();
+
+    // With web search on and its provider unreachable, the question still gets an answer from the
+    // library, and the trace says what happened to the web.
+    let question = app.wait_for("#question", MINUTE).await.unwrap();
+    question.type_text("Where did the accident happen?\u{E007}").await.unwrap();
+    app.wait_until("return document.querySelectorAll('.turn .answer').length === 2 && !document.querySelector('.turn.live')", 15 * MINUTE).await.unwrap();
+    let web_trace = app.script("return [...document.querySelectorAll('.turn')].pop().querySelector('details.trace').textContent", vec![]).await.unwrap();
+    assert!(web_trace.as_str().unwrap().contains("Web:"), "{web_trace}");
+
+    // Esc stops a running question within the model call in progress.
+    app.script("document.getElementById('agent').value = 'deep'; return true;", vec![]).await.unwrap();
+    let question = app.wait_for("#question", MINUTE).await.unwrap();
+    question.type_text("Compare the two accidents in detail.\u{E007}").await.unwrap();
+    app.wait_for(".turn.live details.trace li", 5 * MINUTE).await.unwrap();
+    app.wait_for("#question", MINUTE).await.unwrap().type_text("\u{E00C}").await.unwrap(); // Esc
+    app.wait_until("return !document.querySelector('.turn.live') && document.querySelectorAll('.turn').length === 3", 5 * MINUTE).await.unwrap();
+    let stopped = app.script("return [...document.querySelectorAll('.turn')].pop().querySelector('.error')?.textContent", vec![]).await.unwrap();
+    assert_eq!(stopped, serde_json::json!("stopped"));
     app.quit().await.unwrap();
 
     // Restart: the conversation is still there and reopens with its answer.
@@ -196,8 +244,13 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for(".turn .answer", MINUTE).await.unwrap();
     let reopened = app.wait_for(".turn .question", MINUTE).await.unwrap().text().await.unwrap();
     assert_eq!(reopened, "What caused the accident of the airplane?");
+    assert_eq!(app.script("return document.querySelectorAll('.turn').length", vec![]).await.unwrap(), serde_json::json!(3));
     let counts = app.wait_until("return document.querySelector(\"li[data-library='private'] .counts\")?.textContent", MINUTE).await.unwrap();
     assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
     app.screenshot(&shots.join("5-after-restart.png")).await.unwrap();
+    // The settings survived the restart.
+    app.wait_for("#open-settings", MINUTE).await.unwrap().click().await.unwrap();
+    let kept = app.wait_until("return document.getElementById('web-url').value", MINUTE).await.unwrap();
+    assert_eq!(kept, serde_json::json!("http://127.0.0.1:9"));
     app.quit().await.unwrap();
 }

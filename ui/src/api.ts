@@ -125,6 +125,30 @@ export interface PassageContext {
 
 export type Agent = "auto" | "naive" | "deep" | "chain";
 
+/** quarry_session::Settings (API keys are never part of it: they live in the OS keyring). */
+export interface Settings {
+  network: "offline" | "online";
+  llm: { model_file: string | null; url: string | null; model: string | null; threads: number | null; context_tokens: number };
+  embedding: { model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
+  web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number };
+  data_dir: string | null;
+}
+
+export interface KeyState {
+  name: "llm" | "tavily" | "brave";
+  source: "environment" | "keyring" | "none";
+  variable: string;
+}
+
+export interface SettingsView {
+  settings: Settings;
+  path: string;
+  data_dir_in_use: string;
+  keys: KeyState[];
+  keyring_problem: string | null;
+  settings_problem: string | null;
+}
+
 export const appInfo = () => invoke<AppInfo>("app_info");
 export const listLibraries = () => invoke<LibraryView[]>("list_libraries");
 export const createLibrary = (name: string) => invoke<void>("create_library", { name });
@@ -145,6 +169,11 @@ export const passageContext = (conversation: string, turn: number, number: numbe
 export const openSource = (conversation: string, turn: number, number: number) =>
   invoke<void>("open_source", { conversation, turn, number });
 export const exportReport = (conversation: string, turn: number) => invoke<string | null>("export_report", { conversation, turn });
+
+export const getSettings = () => invoke<SettingsView>("get_settings");
+/** Saves `settings`; `keys` are [name, value] pairs stored in the OS keyring (an empty value deletes). */
+export const saveSettings = (settings: Settings, keys: [string, string][]) => invoke<SettingsView>("save_settings", { settings, keys });
+export const testConnection = (settings: Settings, llmKey: string | null) => invoke<string>("test_connection", { settings, llmKey });
 
 /** Batches of ingest progress for `library` (see src-tauri/src/batch.rs). */
 export function onIngest(handler: (library: string, events: IngestEvent[]) => void): Promise<UnlistenFn> {

@@ -376,6 +376,8 @@ function traceLine(e: AgentEvent): string | null {
       return `${f.step}: ${f.problem}; ${f.fallback}`;
     case "llm_call":
       return `${f.step}: ${f.prompt_tokens} + ${f.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
+    case "web_notice":
+      return `Web: ${f.message}`;
     case "finished":
       return `Finished: ${f.llm_calls} model calls, ${f.usage.prompt_tokens + f.usage.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
     default:
@@ -535,6 +537,109 @@ async function showCitation(turn: number, number: number) {
   }
 }
 
+// ---------------------------------------------------------------- settings
+
+let shownSettings: api.SettingsView | null = null;
+const input = (id: string) => $<HTMLInputElement>(id);
+const orNull = (value: string) => (value.trim() === "" ? null : value.trim());
+
+function keyNote(view: api.SettingsView, name: string): string {
+  const key = view.keys.find((k) => k.name === name);
+  if (!key) return "";
+  if (key.source === "environment") return `set by ${key.variable}`;
+  if (key.source === "keyring") return "stored in the OS keyring (type to replace, clear to keep)";
+  return "not set";
+}
+
+function fillSettings(view: api.SettingsView) {
+  shownSettings = view;
+  const s = view.settings;
+  input(s.llm.url ? "llm-server" : "llm-embedded").checked = true;
+  input("llm-model-file").value = s.llm.model_file ?? "";
+  input("llm-url").value = s.llm.url ?? "";
+  input("llm-model").value = s.llm.model ?? "";
+  input("llm-key").value = "";
+  input("llm-key").placeholder = keyNote(view, "llm");
+  $<HTMLSelectElement>("network").value = s.network;
+  input("web-enabled").checked = s.web.enabled;
+  $<HTMLSelectElement>("web-provider").value = s.web.provider;
+  input("web-url").value = s.web.url ?? "";
+  input("web-pages").value = String(s.web.pages);
+  input("web-key").value = "";
+  input("web-key").placeholder = keyNote(view, s.web.provider === "brave" ? "brave" : "tavily");
+  input("embedding-dir").value = s.embedding.model_dir ?? "";
+  input("data-dir").value = s.data_dir ?? "";
+  input("data-dir").placeholder = view.data_dir_in_use;
+  $("data-dir-note").textContent = `In use now: ${view.data_dir_in_use}. A new data folder takes effect at the next start.`;
+  $("keys-note").textContent =
+    `Settings file: ${view.path}. API keys are kept in the OS keyring, never in that file.` + (view.keyring_problem ? ` Keyring: ${view.keyring_problem}` : "");
+  showError("settings-problem", view.settings_problem);
+}
+
+function readSettings(): api.Settings {
+  const base = shownSettings!.settings;
+  const server = input("llm-server").checked;
+  return {
+    ...base,
+    network: $<HTMLSelectElement>("network").value as api.Settings["network"],
+    llm: {
+      ...base.llm,
+      model_file: server ? null : orNull(input("llm-model-file").value),
+      url: server ? orNull(input("llm-url").value) : null,
+      model: server ? orNull(input("llm-model").value) : null,
+    },
+    embedding: { ...base.embedding, model_dir: orNull(input("embedding-dir").value) },
+    web: {
+      enabled: input("web-enabled").checked,
+      provider: $<HTMLSelectElement>("web-provider").value as api.Settings["web"]["provider"],
+      url: orNull(input("web-url").value),
+      pages: Math.max(1, Number(input("web-pages").value) || 3),
+    },
+    data_dir: orNull(input("data-dir").value),
+  };
+}
+
+async function openSettings() {
+  try {
+    fillSettings(await api.getSettings());
+    document.body.classList.add("show-settings");
+    $("settings").hidden = false;
+    $("settings-result").textContent = "";
+    $("connection-result").textContent = "";
+  } catch (error) {
+    setStatus(String(error));
+  }
+}
+
+function closeSettings() {
+  document.body.classList.remove("show-settings");
+  $("settings").hidden = true;
+}
+
+async function saveSettings() {
+  const settings = readSettings();
+  const keys: [string, string][] = [];
+  if (input("llm-key").value.trim()) keys.push(["llm", input("llm-key").value]);
+  if (input("web-key").value.trim() && settings.web.provider !== "searxng") keys.push([settings.web.provider, input("web-key").value]);
+  $("settings-result").textContent = "Saving…";
+  try {
+    fillSettings(await api.saveSettings(settings, keys));
+    $("settings-result").textContent = "Saved. The next question uses these settings.";
+    setStatus(`Quarry · ${settings.network}${settings.web.enabled ? " · web search on" : ""}`);
+  } catch (error) {
+    $("settings-result").textContent = String(error);
+  }
+}
+
+async function testConnection() {
+  $("connection-result").textContent = "Loading the model and asking it for one word…";
+  try {
+    $("connection-result").textContent = `OK: ${await api.testConnection(readSettings(), orNull(input("llm-key").value))}`;
+  } catch (error) {
+    $("connection-result").textContent = String(error);
+  }
+}
+
 // ---------------------------------------------------------------- start
 
 function wire() {
@@ -567,10 +672,15 @@ function wire() {
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
       if (state.running) stop();
+      else if (!$("settings").hidden) closeSettings();
       else $("citation").hidden = true;
     }
   });
   $("stop").onclick = stop;
+  $("open-settings").onclick = openSettings;
+  $("close-settings").onclick = closeSettings;
+  $("settings-form").onsubmit = (e) => (e.preventDefault(), saveSettings());
+  $("test-connection").onclick = testConnection;
   $("cancel-ingest").onclick = () => api.cancelIngest(ingest.library);
   $("close-citation").onclick = () => ($("citation").hidden = true);
   $("open-source").onclick = async () => {
@@ -597,7 +707,9 @@ async function start() {
   try {
     const info = await api.appInfo();
     $("formats").textContent = `Reads ${info.formats.join(", ")}. Data folder: ${info.data_dir}`;
-    setStatus(`Quarry ${info.version} · offline`);
+    const view = await api.getSettings();
+    setStatus(`Quarry ${info.version} · ${view.settings.network}${view.settings.web.enabled ? " · web search on" : ""}`);
+    if (view.settings_problem) setStatus(view.settings_problem);
   } catch (error) {
     setStatus(`Backend unavailable: ${String(error)}`);
   }

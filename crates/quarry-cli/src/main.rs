@@ -44,6 +44,9 @@ enum Command {
     /// Write a long-form research report on a topic: planned sections, each researched with DeepSearch,
     /// reviewed once, with an introduction and conclusion, as one Markdown file.
     Report(commands::report::ReportArgs),
+    /// API keys (llm, tavily, brave) in the OS keyring: set (from stdin), delete, status.
+    #[command(subcommand)]
+    Secret(commands::secret::SecretCommand),
     /// Measure retrieval (and later answer) quality on evaluation sets.
     #[command(subcommand)]
     Eval(commands::eval::EvalCommand),
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Ask(args) => data().map_err(Into::into).and_then(|d| commands::ask::ask(d, args)),
         Command::Report(args) => data().map_err(Into::into).and_then(|d| commands::report::report(d, args)),
         Command::Eval(command) => commands::eval::run(command, || data().map_err(Into::into)),
+        Command::Secret(command) => commands::secret::run(command),
         Command::ParseWorker => commands::parse::run_worker(),
     };
     match result {

@@ -10,8 +10,15 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+mod settings;
+mod web;
+pub use settings::{EmbeddingSettings, Settings, SettingsError};
+pub use quarry_web::WebProblemSink;
+pub use web::{web_source, WebSearchSettings};
+
 /// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LlmSettings {
     /// A GGUF model file run in-process; `None` with no `url`: the set-up script's SmolLM2-135M-Instruct.
     pub model_file: Option<PathBuf>,
@@ -19,10 +26,13 @@ pub struct LlmSettings {
     pub url: Option<String>,
     /// Model name on that server (required with `url`).
     pub model: Option<String>,
-    /// The server's API key (never written to disk by Quarry).
+    /// The server's API key (never written to disk by Quarry); `None`: `QUARRY_LLM_API_KEY`, else the OS
+    /// keyring's entry (see `quarry_secrets`), else no key (local servers need none).
     #[serde(skip)]
     pub api_key: Option<String>,
-    /// Offline (default) reaches only this computer; online any host.
+    /// Offline (default) reaches only this computer; online any host. Not stored with the LLM choice:
+    /// [`Settings::network`] governs it.
+    #[serde(skip)]
     pub network: quarry_net::NetworkMode,
     /// CPU threads of the embedded model (`None`: all cores).
     pub threads: Option<usize>,
@@ -51,7 +61,7 @@ impl LlmSettings {
         if let Some(url) = &self.url {
             let model = self.model.clone().context("an OpenAI-compatible server needs a model name (--llm-model)")?;
             let mut config = quarry_llm::OpenAiConfig::new(url, &model);
-            config.api_key = self.api_key.clone().filter(|k| !k.is_empty());
+            config.api_key = self.api_key.clone().or_else(|| quarry_secrets::get(quarry_secrets::Secret::LlmApiKey).ok().flatten()).filter(|k| !k.is_empty());
             return Ok(Arc::new(quarry_llm::OpenAiChat::new(config, &quarry_net::Network::new(self.network))?));
         }
         let mut config = match &self.model_file {
@@ -63,6 +73,20 @@ impl LlmSettings {
         }
         config.context_tokens = self.context_tokens;
         Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
+    }
+}
+
+impl LlmSettings {
+    /// Loads the model and asks it for one short reply: what a "test connection" button does. Returns
+    /// the model's description and its reply.
+    ///
+    /// Errors: as [`load`](Self::load); the server is unreachable, refuses the key or the model name.
+    pub async fn check(&self) -> anyhow::Result<(String, String)> {
+        let settings = self.clone();
+        let model = tokio::task::spawn_blocking(move || settings.load()).await??;
+        let request = quarry_core::ChatRequest::new("connection_check", "You are a connection check.", "Reply with the single word: ready", 8);
+        let response = model.complete(&request, None).await?;
+        Ok((model.describe(), response.text.trim().to_string()))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::library::ModelArgs;
 use anyhow::Context;
-use quarry_agents::{render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, LibraryInfo, ReportOptions, SearchableLibrary};
+use quarry_agents::{render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, ReportOptions, SearchableLibrary};
 use quarry_core::ChatModel;
 use quarry_session::open_libraries;
 use quarry_store::{DataDir, SearchMode};
@@ -25,7 +25,8 @@ pub struct LlmArgs {
     /// Model name on that server.
     #[arg(long, env = "QUARRY_LLM_MODEL", requires = "llm_url")]
     pub llm_model: Option<String>,
-    /// Environment variable that holds the server's API key (read from the environment, never stored).
+    /// Environment variable that holds the server's API key; when it is unset the OS keyring's entry is used
+    /// (`quarry secret set llm`).
     #[arg(long, default_value = "QUARRY_LLM_API_KEY")]
     pub llm_api_key_env: String,
     /// offline (the default): only this computer is reached — the embedded model, local files and servers
@@ -118,9 +119,12 @@ pub struct WebArgs {
 }
 
 impl WebArgs {
-    /// The web as an always-searched source, or `None` when web search is off or offline mode refuses
-    /// the provider (then `notice` says so and the question goes on from the libraries). Errors: a
-    /// provider without its URL or key.
+    /// These flags as [`quarry_session::WebSearchSettings`] (keys from the providers' environment variables).
+    pub fn settings(&self) -> quarry_session::WebSearchSettings {
+        quarry_session::WebSearchSettings { enabled: self.web, provider: self.web_provider, url: self.web_url.clone(), pages: self.web_pages, api_key: None }
+    }
+
+    /// The web as an always-searched source: see [`quarry_session::web_source`].
     pub fn source(
         &self,
         network: quarry_net::NetworkMode,
@@ -128,36 +132,7 @@ impl WebArgs {
         notice: &dyn Fn(&str),
         problems: quarry_web::WebProblemSink,
     ) -> anyhow::Result<Option<SearchableLibrary>> {
-        if !self.web {
-            return Ok(None);
-        }
-        let network = quarry_net::Network::new(network);
-        let mut config = quarry_web::ProviderConfig::new(self.web_provider);
-        config.base_url = self.web_url.clone();
-        let provider = match config.build(&network) {
-            Ok(provider) => provider,
-            Err(quarry_web::WebError::Network(e @ quarry_net::NetError::Offline { .. })) => {
-                notice(&format!("web search is off: {e}; answering from the libraries only"));
-                return Ok(None);
-            }
-            Err(e) => anyhow::bail!("{e}"),
-        };
-        let chunker = match &embedder {
-            Some(model) => {
-                let tokenizer = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.tokenizer_file();
-                quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::from_tokenizer_file(&tokenizer).map_err(anyhow::Error::msg)?, quarry_ingest::ChunkerConfig::default())
-            }
-            None => quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::Characters, quarry_ingest::ChunkerConfig { max_size: 1500, overlap: 200 }),
-        }
-        .map_err(anyhow::Error::msg)?;
-        let settings = quarry_web::WebSettings { pages_per_query: self.web_pages, ..quarry_web::WebSettings::default() };
-        let name = provider.name();
-        let retriever = quarry_web::WebRetriever::new(provider, &network, settings, chunker, embedder, problems)?;
-        Ok(Some(SearchableLibrary {
-            info: LibraryInfo { name: quarry_web::WEB_LIBRARY.into(), description: format!("web pages found by {name} for this question") },
-            retriever: Arc::new(retriever),
-            always: true,
-        }))
+        quarry_session::web_source(&self.settings(), network, embedder, notice, problems)
     }
 }
 

@@ -29,28 +29,18 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
+    /// These flags as [`quarry_session::EmbeddingSettings`].
+    pub fn settings(&self) -> quarry_session::EmbeddingSettings {
+        quarry_session::EmbeddingSettings {
+            model_dir: self.model_dir.clone(),
+            model_id: self.model_id.clone(),
+            languages: self.model_languages.clone(),
+            onnx_runtime: self.onnx_runtime.clone(),
+        }
+    }
+
     pub fn config(&self) -> anyhow::Result<EmbedderConfig> {
-        let mut config = match &self.model_dir {
-            Some(dir) => {
-                let runtime = match &self.onnx_runtime {
-                    Some(runtime) => runtime.clone(),
-                    None => EmbedderConfig::default_onnx_runtime()?,
-                };
-                let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "custom".into());
-                EmbedderConfig::with_files(runtime, dir.clone(), &id)
-            }
-            None => EmbedderConfig::default_model()?,
-        };
-        if let Some(runtime) = &self.onnx_runtime {
-            config.onnx_runtime = runtime.clone();
-        }
-        if let Some(id) = &self.model_id {
-            config.model_id = id.clone();
-        }
-        if let Some(languages) = &self.model_languages {
-            config.languages = languages.clone();
-        }
-        Ok(config)
+        Ok(self.settings().config()?)
     }
 
     pub fn load(&self) -> anyhow::Result<Arc<Mutex<Embedder>>> {

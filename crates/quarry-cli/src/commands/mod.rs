@@ -6,3 +6,4 @@ pub mod library;
 pub mod parse;
 pub mod progress;
 pub mod report;
+pub mod secret;

@@ -452,3 +452,38 @@ fn percent_decode(s: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// `quarry secret`: a key read from stdin goes to the OS keyring (a private GNOME Keyring here), `status`
+/// says where each key comes from without printing it, the environment variable wins, `delete` removes it.
+#[test]
+fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
+    let session = quarry_secrets::test_session::KeyringSession::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = |args: &[&str], stdin: Option<&str>, env: Option<&str>| {
+        let mut command = super::library_command::quarry(&tmp.path().join("data"));
+        command.arg("secret").args(args).env("DBUS_SESSION_BUS_ADDRESS", session.address()).env_remove("QUARRY_BRAVE_API_KEY");
+        command.env_remove("QUARRY_TAVILY_API_KEY").env_remove("QUARRY_LLM_API_KEY");
+        if let Some(value) = env {
+            command.env("QUARRY_BRAVE_API_KEY", value);
+        }
+        command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut input = child.stdin.take().unwrap();
+            input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "quarry secret {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    secret(&["set", "tavily"], Some("tvly-cli-secret\n"), None);
+    let status = secret(&["status"], None, None);
+    assert!(status.contains("tavily-api-key\tin the OS keyring"), "{status}");
+    assert!(status.contains("brave-api-key\tnot set"), "{status}");
+    assert!(!status.contains("tvly-cli-secret"), "a key is never printed: {status}");
+    let status = secret(&["status"], None, Some("from-env"));
+    assert!(status.contains("brave-api-key\tfrom QUARRY_BRAVE_API_KEY"), "{status}");
+    secret(&["delete", "tavily"], None, None);
+    assert!(secret(&["status"], None, None).contains("tavily-api-key\tnot set"));
+}

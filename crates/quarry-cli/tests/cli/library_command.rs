@@ -593,7 +593,7 @@ fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     let docs_arg = docs.to_string_lossy().into_owned();
     run(&data, &["library", "create", "stop"]);
     let events = tmp.path().join("events.jsonl");
-    let mut child = quarry(&data)
+    let child = quarry(&data)
         .args(["add", &docs_arg, "--library", "stop", "--json", "--workers", "1"])
         .stdout(std::fs::File::create(&events).unwrap())
         .stderr(Stdio::piped())

@@ -1,0 +1,165 @@
+//! API keys kept in the operating system's keyring — the Secret Service (GNOME Keyring, KWallet,
+//! KeePassXC) on Linux, the Keychain on macOS, the Credential Manager on Windows — through the `keyring`
+//! crate, never in Quarry's files. Each key has an environment variable that wins when set, so scripts
+//! and CI need no keyring.
+
+/// The keys Quarry stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Secret {
+    /// The OpenAI-compatible server's API key.
+    LlmApiKey,
+    TavilyApiKey,
+    BraveApiKey,
+}
+
+/// The keyring's service name for every Quarry entry.
+pub const SERVICE: &str = "org.quarry.app";
+
+impl Secret {
+    /// The entry's user name in the keyring (`llm-api-key`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Secret::LlmApiKey => "llm-api-key",
+            Secret::TavilyApiKey => "tavily-api-key",
+            Secret::BraveApiKey => "brave-api-key",
+        }
+    }
+
+    /// The environment variable that overrides the keyring (`QUARRY_LLM_API_KEY`, …).
+    pub fn variable(self) -> &'static str {
+        match self {
+            Secret::LlmApiKey => "QUARRY_LLM_API_KEY",
+            Secret::TavilyApiKey => "QUARRY_TAVILY_API_KEY",
+            Secret::BraveApiKey => "QUARRY_BRAVE_API_KEY",
+        }
+    }
+
+    /// `llm`, `tavily`, `brave` (as the CLI names them).
+    pub fn parse(name: &str) -> Option<Secret> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "llm" | "llm-api-key" => Some(Secret::LlmApiKey),
+            "tavily" | "tavily-api-key" => Some(Secret::TavilyApiKey),
+            "brave" | "brave-api-key" => Some(Secret::BraveApiKey),
+            _ => None,
+        }
+    }
+}
+
+/// Keyring failures, with what to do about them.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("the OS keyring is not available ({0}); on Linux a Secret Service (GNOME Keyring, KWallet or KeePassXC) must be running in your session — or set the key in the environment variable {1}")]
+    Unavailable(String, &'static str),
+    #[error("the OS keyring refused to store {0}: {1}")]
+    Store(&'static str, String),
+}
+
+fn entry(secret: Secret) -> Result<keyring::Entry, SecretError> {
+    keyring::Entry::new(SERVICE, secret.name()).map_err(|e| SecretError::Unavailable(e.to_string(), secret.variable()))
+}
+
+/// The key: its environment variable when set and not empty, else the keyring's entry, else `None`.
+///
+/// Errors: the keyring cannot be reached (the message says how to fix it or use the variable).
+pub fn get(secret: Secret) -> Result<Option<String>, SecretError> {
+    if let Some(value) = std::env::var(secret.variable()).ok().filter(|v| !v.trim().is_empty()) {
+        return Ok(Some(value));
+    }
+    match entry(secret)?.get_password() {
+        Ok(value) => Ok(Some(value).filter(|v| !v.is_empty())),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(e) => Err(SecretError::Unavailable(e.to_string(), secret.variable())),
+    }
+}
+
+/// Stores `value` in the keyring (replacing an earlier one); an empty value deletes the entry.
+///
+/// Errors: the keyring cannot be reached or refuses the write.
+pub fn set(secret: Secret, value: &str) -> Result<(), SecretError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return delete(secret);
+    }
+    entry(secret)?.set_password(value).map_err(|e| match e {
+        keyring::Error::NoStorageAccess(inner) | keyring::Error::PlatformFailure(inner) => SecretError::Unavailable(inner.to_string(), secret.variable()),
+        other => SecretError::Store(secret.name(), other.to_string()),
+    })
+}
+
+/// Removes the keyring entry (nothing to remove is not an error).
+pub fn delete(secret: Secret) -> Result<(), SecretError> {
+    match entry(secret)?.delete_credential() {
+        Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+        Err(e) => Err(SecretError::Unavailable(e.to_string(), secret.variable())),
+    }
+}
+
+/// Whether the key is in the keyring itself (ignoring the environment), for a settings screen that
+/// shows "stored" without ever showing the key. Errors: as [`get`].
+pub fn is_stored(secret: Secret) -> Result<bool, SecretError> {
+    match entry(secret)?.get_password() {
+        Ok(value) => Ok(!value.is_empty()),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(e) => Err(SecretError::Unavailable(e.to_string(), secret.variable())),
+    }
+}
+
+/// Test support: a private Secret Service (a D-Bus session bus with GNOME Keyring on it, both from
+/// Debian packages that scripts/setup.sh installs), so tests never touch the person's own keyring.
+#[cfg(feature = "test-session")]
+pub mod test_session {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Child, Command, Stdio};
+    
+    /// A session bus with an unlocked GNOME Keyring; both stop when this is dropped.
+    pub struct KeyringSession {
+        bus: Child,
+        address: String,
+        _home: tempfile::TempDir,
+    }
+    
+    impl KeyringSession {
+        /// Starts `dbus-daemon --session` and an unlocked `gnome-keyring-daemon` on it, in a temporary home.
+        ///
+        /// Panics (it is test support) when either program is missing or fails to start.
+        pub fn start() -> KeyringSession {
+            let home = tempfile::tempdir().unwrap();
+            let mut bus = Command::new("dbus-daemon")
+                .args(["--session", "--nofork", "--print-address=1"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("dbus-daemon (scripts/setup.sh installs dbus-daemon)");
+            let mut address = String::new();
+            BufReader::new(bus.stdout.take().unwrap()).read_line(&mut address).unwrap();
+            let address = address.trim().to_string();
+            assert!(!address.is_empty(), "dbus-daemon printed no address");
+            let mut keyring = Command::new("gnome-keyring-daemon")
+                .args(["--unlock", "--components=secrets"])
+                .env("DBUS_SESSION_BUS_ADDRESS", &address)
+                .env("HOME", home.path())
+                .env("XDG_DATA_HOME", home.path().join("data"))
+                .env("XDG_RUNTIME_DIR", home.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("gnome-keyring-daemon (scripts/setup.sh installs gnome-keyring)");
+            // The login keyring's password, on stdin: the daemon creates the keyring and unlocks it.
+            keyring.stdin.take().unwrap().write_all(b"quarry-test").unwrap();
+            assert!(keyring.wait().unwrap().success(), "gnome-keyring-daemon --unlock failed");
+            KeyringSession { bus, address, _home: home }
+        }
+    
+        /// The bus address, for `DBUS_SESSION_BUS_ADDRESS`.
+        pub fn address(&self) -> &str {
+            &self.address
+        }
+    }
+    
+    impl Drop for KeyringSession {
+        fn drop(&mut self) {
+            // GNOME Keyring leaves when its session bus goes away.
+            let _ = self.bus.kill();
+            let _ = self.bus.wait();
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The person's settings, kept as TOML in `settings.toml` of the config folder (`QUARRY_CONFIG_DIR`, else
+//! the platform's: `~/.config/quarry` on Linux). Missing file: the zero-configuration defaults (embedded
+//! models, offline, web search off). Secrets (API keys) are never written here.
+
+use crate::{LlmSettings, WebSearchSettings};
+use quarry_index::EmbedderConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Errors reading or writing the settings file; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a valid settings file: {message}")]
+    Format { path: PathBuf, message: String },
+    #[error("no home folder found; set QUARRY_CONFIG_DIR")]
+    NoHome,
+}
+
+/// Which embedding model new libraries use (`None` fields: the set-up script's all-MiniLM-L6-v2).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EmbeddingSettings {
+    /// Folder of an ONNX sentence-embedding model: model.onnx, tokenizer.json, config.json,
+    /// special_tokens_map.json, tokenizer_config.json.
+    pub model_dir: Option<PathBuf>,
+    /// Name recorded with each library for that model (default: the folder name).
+    pub model_id: Option<String>,
+    /// ISO 639-1 codes of the languages the model was trained on (default `en`).
+    pub languages: Option<Vec<String>>,
+    /// The ONNX Runtime library (default: the set-up script's copy).
+    pub onnx_runtime: Option<PathBuf>,
+}
+
+impl EmbeddingSettings {
+    /// The embedder configuration. Errors: the default model or ONNX Runtime is not installed.
+    pub fn config(&self) -> Result<EmbedderConfig, quarry_index::IndexError> {
+        let mut config = match &self.model_dir {
+            Some(dir) => {
+                let runtime = match &self.onnx_runtime {
+                    Some(runtime) => runtime.clone(),
+                    None => EmbedderConfig::default_onnx_runtime()?,
+                };
+                let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "custom".into());
+                EmbedderConfig::with_files(runtime, dir.clone(), &id)
+            }
+            None => EmbedderConfig::default_model()?,
+        };
+        if let Some(runtime) = &self.onnx_runtime {
+            config.onnx_runtime = runtime.clone();
+        }
+        if let Some(id) = self.model_id.as_ref().filter(|id| !id.trim().is_empty()) {
+            config.model_id = id.clone();
+        }
+        if let Some(languages) = &self.languages {
+            config.languages = languages.clone();
+        }
+        Ok(config)
+    }
+}
+
+/// Everything a person can set. `Default` is the zero-configuration first run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Offline (the default) reaches only this computer: the embedded model, local files, servers on
+    /// localhost. Online lets the LLM client and web search reach other hosts.
+    pub network: quarry_net::NetworkMode,
+    pub llm: LlmSettings,
+    pub embedding: EmbeddingSettings,
+    pub web: WebSearchSettings,
+    /// Where libraries and conversations live (`None`: `QUARRY_DATA_DIR`, else the platform's data
+    /// folder). Takes effect at the next start.
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    /// `settings.toml` in `QUARRY_CONFIG_DIR`, else in the platform's config folder.
+    pub fn default_path() -> Result<PathBuf, SettingsError> {
+        if let Some(dir) = std::env::var_os("QUARRY_CONFIG_DIR").filter(|v| !v.is_empty()) {
+            return Ok(PathBuf::from(dir).join("settings.toml"));
+        }
+        let dirs = directories::ProjectDirs::from("", "", "quarry").ok_or(SettingsError::NoHome)?;
+        Ok(dirs.config_dir().join("settings.toml"))
+    }
+
+    /// Reads `path`; a missing file gives the defaults. Errors: unreadable or malformed file.
+    pub fn load(path: &Path) -> Result<Settings, SettingsError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+            Err(source) => return Err(SettingsError::Io { path: path.to_path_buf(), source }),
+        };
+        toml::from_str(&text).map_err(|e| SettingsError::Format { path: path.to_path_buf(), message: e.to_string() })
+    }
+
+    /// Writes the settings to `path` (through a temporary file: a crash never leaves half a file).
+    pub fn save(&self, path: &Path) -> Result<(), SettingsError> {
+        let io = |source| SettingsError::Io { path: path.to_path_buf(), source };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let text = toml::to_string_pretty(self).map_err(|e| SettingsError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+        let partial = path.with_extension("toml.part");
+        std::fs::write(&partial, text).map_err(io)?;
+        std::fs::rename(&partial, path).map_err(io)
+    }
+
+    /// The LLM choice with this settings' network mode applied.
+    pub fn llm_settings(&self) -> LlmSettings {
+        LlmSettings { network: self.network, ..self.llm.clone() }
+    }
+}

@@ -1,0 +1,81 @@
+//! The web as a source for one question: the provider from [`WebSearchSettings`], pages fetched, chunked
+//! like library documents and embedded in memory (see `quarry_web::WebRetriever`).
+
+use quarry_agents::{LibraryInfo, SearchableLibrary};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// Web search choices (off unless `enabled`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WebSearchSettings {
+    pub enabled: bool,
+    pub provider: quarry_web::ProviderKind,
+    /// The provider's base URL (required for SearXNG, e.g. `http://127.0.0.1:8888`).
+    pub url: Option<String>,
+    /// Result pages fetched per query.
+    pub pages: usize,
+    /// The provider's API key (Tavily, Brave); never written to the settings file. `None`: the
+    /// provider's environment variable (`QUARRY_TAVILY_API_KEY`, `QUARRY_BRAVE_API_KEY`), else the OS
+    /// keyring's entry.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
+
+impl Default for WebSearchSettings {
+    fn default() -> Self {
+        WebSearchSettings { enabled: false, provider: quarry_web::ProviderKind::Searxng, url: None, pages: 3, api_key: None }
+    }
+}
+
+/// The web as an always-searched source, or `None` when web search is off or offline mode refuses the
+/// provider (then `notice` says so and the question goes on from the libraries). `embedder` (when given)
+/// embeds the pages for hybrid search; without it pages are ranked by BM25 alone.
+///
+/// Errors: a provider without its URL or key; a bad chunker configuration.
+pub fn web_source(
+    web: &WebSearchSettings,
+    network: quarry_net::NetworkMode,
+    embedder: Option<Arc<Mutex<quarry_index::Embedder>>>,
+    notice: &dyn Fn(&str),
+    problems: quarry_web::WebProblemSink,
+) -> anyhow::Result<Option<SearchableLibrary>> {
+    if !web.enabled {
+        return Ok(None);
+    }
+    let network = quarry_net::Network::new(network);
+    let mut config = quarry_web::ProviderConfig::new(web.provider);
+    config.base_url = web.url.clone().filter(|u| !u.trim().is_empty());
+    config.api_key = web.api_key.clone().or_else(|| {
+        let secret = match web.provider {
+            quarry_web::ProviderKind::Tavily => quarry_secrets::Secret::TavilyApiKey,
+            quarry_web::ProviderKind::Brave => quarry_secrets::Secret::BraveApiKey,
+            quarry_web::ProviderKind::Searxng => return None,
+        };
+        quarry_secrets::get(secret).ok().flatten()
+    });
+    let provider = match config.build(&network) {
+        Ok(provider) => provider,
+        Err(quarry_web::WebError::Network(e @ quarry_net::NetError::Offline { .. })) => {
+            notice(&format!("web search is off: {e}; answering from the libraries only"));
+            return Ok(None);
+        }
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    let chunker = match &embedder {
+        Some(model) => {
+            let tokenizer = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.tokenizer_file();
+            quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::from_tokenizer_file(&tokenizer).map_err(anyhow::Error::msg)?, quarry_ingest::ChunkerConfig::default())
+        }
+        None => quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::Characters, quarry_ingest::ChunkerConfig { max_size: 1500, overlap: 200 }),
+    }
+    .map_err(anyhow::Error::msg)?;
+    let settings = quarry_web::WebSettings { pages_per_query: web.pages.max(1), ..quarry_web::WebSettings::default() };
+    let name = provider.name();
+    let retriever = quarry_web::WebRetriever::new(provider, &network, settings, chunker, embedder, problems)?;
+    Ok(Some(SearchableLibrary {
+        info: LibraryInfo { name: quarry_web::WEB_LIBRARY.into(), description: format!("web pages found by {name} for this question") },
+        retriever: Arc::new(retriever),
+        always: true,
+    }))
+}
