@@ -151,6 +151,8 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     let counts = app.wait_until("return document.querySelector(\"li[data-library='private'] .counts\").textContent", MINUTE).await.unwrap();
     assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
     app.screenshot(&shots.join("2-library-indexed.png")).await.unwrap();
+    app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return document.getElementById('ingest').hidden", MINUTE).await.unwrap();
 
     // Ask with the embedded model (Naive RAG: one model call, so the test stays short).
     app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
@@ -252,5 +254,40 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#open-settings", MINUTE).await.unwrap().click().await.unwrap();
     let kept = app.wait_until("return document.getElementById('web-url').value", MINUTE).await.unwrap();
     assert_eq!(kept, serde_json::json!("http://127.0.0.1:9"));
+    app.wait_for("#close-settings", MINUTE).await.unwrap().click().await.unwrap();
+
+    // Stop an ingest: a second library gets a folder of 20 clinical-trial PDFs; Stop after the first
+    // file keeps what was read and says so. Then the library is deleted (with its confirmation).
+    app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("scratch\u{E007}").await.unwrap();
+    app.wait_for("li[data-library='scratch'].selected", 2 * MINUTE).await.unwrap();
+    let folder = docs.join("en_nih-clinical-trial-protocols").display().to_string();
+    app.script(
+        "window.__TAURI_INTERNALS__.invoke('plugin:event|emit_to', {target: {kind: 'AnyLabel', label: 'main'}, event: 'tauri://drag-drop', payload: {paths: [arguments[0]], position: {x: 400, y: 300}}}); return true;",
+        vec![serde_json::json!(folder)],
+    )
+    .await
+    .unwrap();
+    app.wait_for("#ingest-files li", 5 * MINUTE).await.unwrap();
+    app.wait_for("#cancel-ingest", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
+    let stopped = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(stopped.starts_with("Stopped:"), "{stopped}");
+    let indexed: usize = stopped.trim_start_matches("Stopped: ").split(' ').next().unwrap().parse().unwrap();
+    assert!((1..20).contains(&indexed), "{stopped}");
+    app.wait_for("li[data-library='scratch'] .actions .danger", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("li[data-library='scratch'] .actions .danger", MINUTE).await.unwrap().click().await.unwrap(); // "Delete scratch and its index"
+    app.wait_until("return !document.querySelector(\"li[data-library='scratch']\")", MINUTE).await.unwrap();
+    assert!(data.join("libraries/private").is_dir() && !data.join("libraries/scratch").exists(), "the deleted library's folder is gone");
+
+    // Chinese names render and survive: rename the library and the conversation.
+    app.wait_for("li[data-library='private']", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("li[data-library='private'].selected .actions button:nth-child(3)", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("#libraries li input", MINUTE).await.unwrap().type_text("私人 资料\u{E007}").await.unwrap();
+    app.wait_for("li[data-library='私人 资料']", MINUTE).await.unwrap();
+    app.wait_for("#conversations li.selected .actions button", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("#conversations li input", MINUTE).await.unwrap().type_text("事故调查：两份报告\u{E007}").await.unwrap();
+    let title = app.wait_until("return document.querySelector('#conversations li .name')?.textContent === '事故调查：两份报告'", MINUTE).await;
+    assert!(title.is_ok(), "{title:?}");
+    app.screenshot(&shots.join("7-chinese-names.png")).await.unwrap();
     app.quit().await.unwrap();
 }

@@ -177,6 +177,8 @@ async function addFiles(library: string, paths: string[]) {
   $("ingest-title").textContent = `Adding ${paths.length} item${paths.length === 1 ? "" : "s"} to ${library}`;
   $("ingest-summary").textContent = "Scanning…";
   $("cancel-ingest").hidden = false;
+  $("close-ingest").hidden = true;
+  delete $("ingest-summary").dataset.finished;
   renderIngest();
   await refreshLibraries();
   try {
@@ -186,11 +188,12 @@ async function addFiles(library: string, paths: string[]) {
     $("ingest-summary").textContent =
       `${summary.cancelled ? "Stopped" : "Done"}: ${parts.join(", ")} — ${summary.chunks} chunks in ${summary.seconds.toFixed(1)} s` +
       (summary.cancelled ? ". What was read is saved; add the same files again to read the rest." : "");
-    $("ingest-summary").dataset.finished = "true";
   } catch (error) {
     $("ingest-summary").textContent = String(error);
   }
+  $("ingest-summary").dataset.finished = "true";
   $("cancel-ingest").hidden = true;
+  $("close-ingest").hidden = false;
   (document.getElementById("ingest-progress") as HTMLProgressElement).value = 1;
   await refreshLibraries();
 }
@@ -276,6 +279,7 @@ async function refreshConversations() {
         };
         item.replaceChildren(input);
         input.focus();
+        input.select();
       };
       const remove = el("button", { className: "small danger", textContent: "Delete", type: "button" });
       remove.onclick = async (e) => {
@@ -682,6 +686,7 @@ function wire() {
   $("settings-form").onsubmit = (e) => (e.preventDefault(), saveSettings());
   $("test-connection").onclick = testConnection;
   $("cancel-ingest").onclick = () => api.cancelIngest(ingest.library);
+  $("close-ingest").onclick = () => ($("ingest").hidden = true);
   $("close-citation").onclick = () => ($("citation").hidden = true);
   $("open-source").onclick = async () => {
     if (!state.conversation || !shownCitation) return;
