@@ -86,6 +86,17 @@ async fn open_app(driver: &Driver) -> Session {
 
 const MINUTE: Duration = Duration::from_secs(60);
 
+/// Drops `paths` on the window. A real OS drag cannot be made through WebDriver, so this emits the event
+/// Tauri emits for one (`tauri://drag-drop`) to the main webview.
+async fn drop_paths(app: &Session, paths: &[String]) {
+    app.script(
+        "window.__TAURI_INTERNALS__.invoke('plugin:event|emit_to', {target: {kind: 'AnyLabel', label: 'main'}, event: 'tauri://drag-drop', payload: {paths: arguments[0], position: {x: 400, y: 300}}}); return true;",
+        vec![serde_json::json!(paths)],
+    )
+    .await
+    .expect("emitting a drop");
+}
+
 /// First run → create a library → drop real files on the window → see them indexed → ask a question with
 /// the embedded model → a cited answer → a citation opens its panel → export a report and check the file →
 /// restart the app and see the conversation again.
@@ -121,8 +132,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#create-library", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("li[data-library='private']", 2 * MINUTE).await.unwrap();
 
-    // Drop real files on the window: a real OS drag cannot be made through WebDriver, so the test emits
-    // the event Tauri emits for one (`tauri://drag-drop` to the main webview).
+    // Drop real files (and a broken PDF) on the window.
     let docs = eval.join("C_private_library/docs");
     let files: Vec<String> = [
         "en_ntsb-aviation-reports/20080102X00002.pdf",
@@ -137,12 +147,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     std::fs::write(&broken, b"%PDF-1.7\nthis is not a real PDF").unwrap();
     let mut dropped = files.clone();
     dropped.push(broken.display().to_string());
-    app.script(
-        "window.__TAURI_INTERNALS__.invoke('plugin:event|emit_to', {target: {kind: 'AnyLabel', label: 'main'}, event: 'tauri://drag-drop', payload: {paths: arguments[0], position: {x: 400, y: 300}}}); return true;",
-        vec![serde_json::json!(dropped)],
-    )
-    .await
-    .unwrap();
+    drop_paths(&app, &dropped).await;
     app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
     let summary = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
     assert!(summary.contains("4 indexed") && summary.contains("1 failed"), "{summary}");
@@ -261,12 +266,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("scratch\u{E007}").await.unwrap();
     app.wait_for("li[data-library='scratch'].selected", 2 * MINUTE).await.unwrap();
     let folder = docs.join("en_nih-clinical-trial-protocols").display().to_string();
-    app.script(
-        "window.__TAURI_INTERNALS__.invoke('plugin:event|emit_to', {target: {kind: 'AnyLabel', label: 'main'}, event: 'tauri://drag-drop', payload: {paths: [arguments[0]], position: {x: 400, y: 300}}}); return true;",
-        vec![serde_json::json!(folder)],
-    )
-    .await
-    .unwrap();
+    drop_paths(&app, &[folder]).await;
     app.wait_for("#ingest-files li", 5 * MINUTE).await.unwrap();
     app.wait_for("#cancel-ingest", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
