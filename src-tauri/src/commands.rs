@@ -508,23 +508,15 @@ pub async fn get_settings(state: State<'_, AppState>) -> Reply<SettingsView> {
 /// the settings file cannot be written, the keyring refuses a key.
 #[tauri::command]
 pub async fn save_settings(state: State<'_, AppState>, settings: quarry_session::Settings, keys: Vec<(String, String)>) -> Reply<SettingsView> {
-    let mut settings = settings;
-    settings.llm.url = settings.llm.url.filter(|u| !u.trim().is_empty());
-    settings.llm.model = settings.llm.model.filter(|m| !m.trim().is_empty());
-    settings.web.url = settings.web.url.filter(|u| !u.trim().is_empty());
+    let settings = settings.without_blanks();
     if settings.llm.url.is_some() && settings.llm.model.is_none() {
         return Err("an OpenAI-compatible server needs a model name".into());
     }
-    for (what, path) in [("model file", &settings.llm.model_file), ("embedding model folder", &settings.embedding.model_dir), ("data folder", &settings.data_dir)] {
-        if let Some(path) = path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
-            if what != "data folder" && !path.exists() {
-                return Err(format!("the {what} {} does not exist", path.display()));
-            }
+    for (what, path) in [("model file", &settings.llm.model_file), ("embedding model folder", &settings.embedding.model_dir)] {
+        if let Some(path) = path.as_ref().filter(|p| !p.exists()) {
+            return Err(format!("the {what} {} does not exist", path.display()));
         }
     }
-    settings.llm.model_file = settings.llm.model_file.filter(|p| !p.as_os_str().is_empty());
-    settings.embedding.model_dir = settings.embedding.model_dir.filter(|p| !p.as_os_str().is_empty());
-    settings.data_dir = settings.data_dir.filter(|p| !p.as_os_str().is_empty());
     tauri::async_runtime::spawn_blocking(move || {
         for (name, value) in keys {
             let secret = quarry_secrets::Secret::parse(&name).ok_or_else(|| format!("unknown key {name:?}"))?;
@@ -543,10 +535,7 @@ pub async fn save_settings(state: State<'_, AppState>, settings: quarry_session:
 /// key) and asks it for a one-word reply. Returns "model — reply".
 #[tauri::command]
 pub async fn test_connection(settings: quarry_session::Settings, llm_key: Option<String>) -> Reply<String> {
-    let mut llm = settings.llm_settings();
-    llm.url = llm.url.filter(|u| !u.trim().is_empty());
-    llm.model = llm.model.filter(|m| !m.trim().is_empty());
-    llm.model_file = llm.model_file.filter(|p| !p.as_os_str().is_empty());
+    let mut llm = settings.without_blanks().llm_settings();
     llm.api_key = llm_key.filter(|k| !k.trim().is_empty());
     let (model, reply) = llm.check().await.map_err(|e| format!("{e:#}"))?;
     Ok(format!("{model} — replied {reply:?}"))

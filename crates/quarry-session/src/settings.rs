@@ -107,6 +107,20 @@ impl Settings {
         std::fs::rename(&partial, path).map_err(io)
     }
 
+    /// The same settings with blank text fields (URLs, model names, paths) as `None`, which is what a
+    /// form's empty field means.
+    pub fn without_blanks(mut self) -> Settings {
+        let text = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+        let path = |v: Option<PathBuf>| v.filter(|p| !p.as_os_str().is_empty());
+        self.llm.url = text(self.llm.url);
+        self.llm.model = text(self.llm.model);
+        self.llm.model_file = path(self.llm.model_file);
+        self.web.url = text(self.web.url);
+        self.embedding.model_dir = path(self.embedding.model_dir);
+        self.data_dir = path(self.data_dir);
+        self
+    }
+
     /// The LLM choice with this settings' network mode applied.
     pub fn llm_settings(&self) -> LlmSettings {
         LlmSettings { network: self.network, ..self.llm.clone() }
