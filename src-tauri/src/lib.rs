@@ -8,8 +8,20 @@ pub mod state;
 /// Builds and runs the app with the person's settings (`quarry_session::Settings`; unreadable settings
 /// fall back to the defaults and the problem is shown) over the data folder (`QUARRY_DATA_DIR`, else the
 /// settings' folder, else the platform's data folder); exits with a message if no data folder can be
-/// found or the window system cannot start.
+/// found or the window system cannot start. Model files bundled with an installed app (the `.deb` puts
+/// them in `/usr/lib/Quarry/models`) are found through `QUARRY_BUNDLED_MODELS_DIR`, set here from Tauri's
+/// resource folder unless already set; must be called before any other thread starts (it sets an
+/// environment variable, which the parser workers inherit).
 pub fn run() {
+    let context = tauri::generate_context!();
+    if std::env::var_os("QUARRY_BUNDLED_MODELS_DIR").is_none() {
+        if let Ok(resources) = tauri::utils::platform::resource_dir(context.package_info(), &tauri::Env::default()) {
+            let models = resources.join("models");
+            if models.is_dir() {
+                std::env::set_var("QUARRY_BUNDLED_MODELS_DIR", models);
+            }
+        }
+    }
     let (settings_path, settings, problem) = match quarry_session::Settings::default_path() {
         Ok(path) => match quarry_session::Settings::load(&path) {
             Ok(settings) => (path, settings, None),
@@ -51,7 +63,7 @@ pub fn run() {
             commands::save_settings,
             commands::test_connection,
         ])
-        .run(tauri::generate_context!());
+        .run(context);
     if let Err(error) = result {
         eprintln!("quarry: the desktop app could not start: {error}");
         std::process::exit(1);

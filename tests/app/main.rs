@@ -7,6 +7,7 @@
 //! (built by setup.sh; the binary embeds it). Screenshots of each main screen are saved in
 //! `$CARGO_TARGET_TMPDIR/app-screenshots/`.
 
+mod deb;
 mod webdriver;
 
 use std::path::{Path, PathBuf};
@@ -38,7 +39,8 @@ struct Driver {
 }
 
 impl Driver {
-    fn start(env: &[(&str, &Path)]) -> Driver {
+    /// `env` is set and `remove` taken out of the environment of the driver and the app it starts.
+    fn start(env: &[(&str, &Path)], remove: &[&str]) -> Driver {
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
         let native_port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
         let mut command = Command::new("xvfb-run");
@@ -52,6 +54,9 @@ impl Driver {
             .process_group(0);
         for (name, value) in env {
             command.env(name, value);
+        }
+        for name in remove {
+            command.env_remove(name);
         }
         let child = command.spawn().expect("starting xvfb-run tauri-driver");
         let url = format!("http://127.0.0.1:{port}");
@@ -79,12 +84,24 @@ impl Drop for Driver {
 use std::os::unix::process::CommandExt;
 
 async fn open_app(driver: &Driver) -> Session {
-    let session = Session::start(&driver.url, env!("CARGO_BIN_EXE_quarry-app")).await.expect("starting the app through tauri-driver");
+    open_app_at(driver, Path::new(env!("CARGO_BIN_EXE_quarry-app"))).await
+}
+
+/// Starts the app binary at `binary` through the driver and waits for its window.
+async fn open_app_at(driver: &Driver, binary: &Path) -> Session {
+    let session = Session::start(&driver.url, binary.to_str().unwrap()).await.expect("starting the app through tauri-driver");
     session.wait_until("return document.body.dataset.ready === 'true'", Duration::from_secs(60)).await.expect("the app shows its window");
     session
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
+
+/// The tests of this binary run one app at a time: two windows each running a model on 2 cores would
+/// only make both slow. A failed test poisons the lock; the next one goes on regardless.
+fn one_app_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static APP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    APP.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Drops `paths` on the window. A real OS drag cannot be made through WebDriver, so this emits the event
 /// Tauri emits for one (`tauri://drag-drop`) to the main webview.
@@ -102,6 +119,7 @@ async fn drop_paths(app: &Session, paths: &[String]) {
 /// restart the app and see the conversation again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_after_a_restart() {
+    let _one = one_app_at_a_time();
     let eval = eval_dir();
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
@@ -118,7 +136,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
         ("QUARRY_CONFIG_DIR", &config),
         ("QUARRY_APP_SAVE_PATH", &report),
         ("DBUS_SESSION_BUS_ADDRESS", &bus),
-    ]);
+    ], &[]);
 
     let app = open_app(&driver).await;
     let welcome = app.wait_for("#welcome", MINUTE).await.unwrap().text().await.unwrap();
