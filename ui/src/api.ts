@@ -128,7 +128,7 @@ export type Agent = "auto" | "naive" | "deep" | "chain";
 /** quarry_session::Settings (API keys are never part of it: they live in the OS keyring). */
 export interface Settings {
   network: "offline" | "online";
-  llm: { model_file: string | null; url: string | null; model: string | null; threads: number | null; context_tokens: number };
+  llm: { model_file: string | null; url: string | null; model: string | null; threads: number | null; context_tokens: number; dry_multiplier?: number };
   embedding: { model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
   web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number };
   data_dir: string | null;

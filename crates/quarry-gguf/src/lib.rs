@@ -10,6 +10,8 @@
 //!   the instructions at the start and the question at the end survive.
 //! - Generation runs on a blocking thread, one call at a time; dropping the call's future stops it after
 //!   the token in progress.
+//! - Small models fall into loops (the same sentence again and again until the token limit) under greedy
+//!   sampling; llama.cpp's DRY sampler is on by default against that (see [`RepetitionControl`]).
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -33,6 +35,40 @@ pub struct GgufConfig {
     pub threads: usize,
     /// Context length in tokens (prompt + answer); default 4,096, never more than the model was trained on.
     pub context_tokens: u32,
+    /// How repeating itself is discouraged; default [`RepetitionControl::default`] (DRY on).
+    pub repetition: RepetitionControl,
+}
+
+/// The DRY ("Don't Repeat Yourself") sampler of llama.cpp, designed by p-e-w
+/// (text-generation-webui #5677): a token that would extend a sequence the model has already generated
+/// gets its logit lowered by `multiplier · base^(n − allowed_length)`, where `n` is the length of the
+/// repeat it would extend. It looks only at generated tokens (the prompt is never fed to it), so copying
+/// names and numbers from the passages is not penalised — a plain repetition penalty would also push the
+/// model away from the words of its sources. Sequences restart at the breakers (newline, `:`, `"`, `*`),
+/// so JSON structure and list markers repeat freely.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RepetitionControl {
+    /// Penalty scale; 0 turns DRY off. Default 0.8 (the value DRY's author recommends).
+    pub multiplier: f32,
+    /// Growth of the penalty per extra repeated token. Default 1.75.
+    pub base: f32,
+    /// Repeats up to this many tokens are free. Default 2.
+    pub allowed_length: i32,
+    /// How many of the latest generated tokens are searched for repeats. Default 512.
+    pub last_tokens: i32,
+}
+
+impl Default for RepetitionControl {
+    fn default() -> Self {
+        RepetitionControl { multiplier: 0.8, base: 1.75, allowed_length: 2, last_tokens: 512 }
+    }
+}
+
+impl RepetitionControl {
+    /// No repetition control: plain greedy or temperature sampling.
+    pub fn off() -> Self {
+        RepetitionControl { multiplier: 0.0, ..RepetitionControl::default() }
+    }
 }
 
 impl GgufConfig {
@@ -41,6 +77,7 @@ impl GgufConfig {
             path: path.into(),
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             context_tokens: 4096,
+            repetition: RepetitionControl::default(),
         }
     }
 
@@ -113,6 +150,7 @@ impl ChatModel for GgufChat {
             request: request.clone(),
             threads: self.config.threads.max(1) as i32,
             context_tokens: self.context_tokens,
+            repetition: self.config.repetition,
             stop: Arc::new(AtomicBool::new(false)),
             busy: Arc::clone(&self.busy),
         };
@@ -142,6 +180,7 @@ struct Generation {
     request: ChatRequest,
     threads: i32,
     context_tokens: u32,
+    repetition: RepetitionControl,
     stop: Arc<AtomicBool>,
     busy: Arc<Mutex<()>>,
 }
@@ -205,6 +244,10 @@ impl Generation {
                 Ok(grammar) => chain.push(grammar),
                 Err(e) => tracing::warn!("step {}: no grammar for its JSON schema ({e}); sampling freely", self.request.step),
             }
+        }
+        let dry = self.repetition;
+        if dry.multiplier > 0.0 {
+            chain.push(LlamaSampler::dry(&self.model, dry.multiplier, dry.base, dry.allowed_length, dry.last_tokens, ["\n", ":", "\"", "*"]));
         }
         if self.request.temperature > 0.0 {
             chain.push(LlamaSampler::temp(self.request.temperature));

@@ -38,6 +38,9 @@ pub struct LlmSettings {
     pub threads: Option<usize>,
     /// Context length of the embedded model, in tokens.
     pub context_tokens: u32,
+    /// Strength of the embedded model's DRY repetition control (`quarry_gguf::RepetitionControl`);
+    /// 0 turns it off. Default 0.8. Servers apply their own sampling settings.
+    pub dry_multiplier: f32,
 }
 
 impl Default for LlmSettings {
@@ -50,6 +53,7 @@ impl Default for LlmSettings {
             network: quarry_net::NetworkMode::Offline,
             threads: None,
             context_tokens: 4096,
+            dry_multiplier: quarry_gguf::RepetitionControl::default().multiplier,
         }
     }
 }
@@ -72,6 +76,7 @@ impl LlmSettings {
             config.threads = threads.max(1);
         }
         config.context_tokens = self.context_tokens;
+        config.repetition.multiplier = self.dry_multiplier.max(0.0);
         Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
     }
 }

@@ -39,6 +39,10 @@ pub struct LlmArgs {
     /// Context length of the embedded model, in tokens.
     #[arg(long, default_value_t = 4096)]
     pub context_tokens: u32,
+    /// Repetition control of the embedded model: the DRY sampler's multiplier (0 turns it off). It
+    /// penalises extending a sequence the model already wrote, which stops small models' loops.
+    #[arg(long, default_value_t = 0.8)]
+    pub dry_multiplier: f32,
 }
 
 impl LlmArgs {
@@ -53,6 +57,7 @@ impl LlmArgs {
             network: self.network,
             threads: self.threads,
             context_tokens: self.context_tokens,
+            dry_multiplier: self.dry_multiplier,
         }
     }
 

