@@ -22,6 +22,9 @@ pub struct AgentConfig {
     pub max_gap_queries: usize,
     /// Passages judged per relevance call. Default 6.
     pub relevance_batch: usize,
+    /// DeepSearch keeps this many of the best passages that the search for the whole question returns
+    /// without asking the relevance judge (0: every passage is judged). Default 3.
+    pub protected_question_hits: usize,
     /// Characters of each passage shown to the relevance judge and the reflection. Default 600.
     pub judge_chars: usize,
     /// Characters of each passage in an answer prompt. Default 1,500.
@@ -40,6 +43,7 @@ impl Default for AgentConfig {
             max_sub_queries: 4,
             max_gap_queries: 3,
             relevance_batch: 6,
+            protected_question_hits: 3,
             judge_chars: 600,
             passage_chars: 1500,
             context_chars: 9000,

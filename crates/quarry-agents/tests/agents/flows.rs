@@ -73,7 +73,8 @@ async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_an
             .on("answer", text("Acme earned 4.2 billion [1]; Globex 1.1 billion [2].")),
     );
     let retriever = Arc::new(corpus("work"));
-    let config = AgentConfig { relevance_batch: 4, ..AgentConfig::default() };
+    // Every passage goes to the judge here (none protected): this test is about judging.
+    let config = AgentConfig { relevance_batch: 4, protected_question_hits: 0, ..AgentConfig::default() };
     let (answer, events) = run_agent("Compare the 2023 revenue of Acme Corporation and Globex", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
 
@@ -110,7 +111,7 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
             .on("answer", text("Answer [1][3].")),
     );
     let retriever = Arc::new(corpus("work"));
-    let config = AgentConfig { max_rounds: 2, ..AgentConfig::default() };
+    let config = AgentConfig { max_rounds: 2, protected_question_hits: 0, ..AgentConfig::default() };
     let (answer, events) = run_agent("Who founded Acme, and what became of it?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "no reflection after the last round");
@@ -124,14 +125,20 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
             .on("reflection", text(r#"{"queries": []}"#))
             .on("answer", text("Jane Miller [1].")),
     );
-    let (answer, events) = run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    let config = AgentConfig { protected_question_hits: 0, ..AgentConfig::default() };
+    let (answer, events) = run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], config).await;
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "answer"]);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 1, reason } if reason == "no gaps left")));
     assert_eq!(answer.unwrap().citations[0].passage.citation(), "acme.pdf, p. 1");
 }
 
-#[tokio::test]
-async fn deep_search_orders_kept_passages_by_fused_rank_and_keeps_the_best_when_the_judge_keeps_none() {
+const REVENUE_QUESTION: &str = "Compare the 2023 revenue of Acme Corporation and Globex";
+
+/// DeepSearch on [`REVENUE_QUESTION`] with one sub-query and a relevance judge that keeps nothing, with
+/// `protected` of the question's best hits kept unjudged.
+async fn deep_search_with_a_judge_that_keeps_nothing(
+    protected: usize,
+) -> (Arc<ScriptedModel>, Arc<MemoryRetriever>, quarry_agents::Answer, Vec<AgentEvent>) {
     let model = Arc::new(
         ScriptedModel::new()
             .on("sub_queries", text(r#"{"queries": ["Globex revenue 2023"]}"#))
@@ -140,11 +147,15 @@ async fn deep_search_orders_kept_passages_by_fused_rank_and_keeps_the_best_when_
             .on("answer", text("Acme earned 4.2 billion [1], Globex 1.1 billion [2].")),
     );
     let retriever = Arc::new(corpus("work"));
-    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
-    let config = AgentConfig { relevance_batch: 8, ..AgentConfig::default() };
-    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
-    let answer = answer.unwrap();
-    assert_eq!(retriever.queries(), vec![question, "Globex revenue 2023"], "the question is searched too");
+    let config = AgentConfig { relevance_batch: 8, protected_question_hits: protected, ..AgentConfig::default() };
+    let (answer, events) = run_agent(REVENUE_QUESTION, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    (model, retriever, answer.unwrap(), events)
+}
+
+#[tokio::test]
+async fn deep_search_orders_kept_passages_by_fused_rank_and_keeps_the_best_when_the_judge_keeps_none() {
+    let (model, retriever, answer, events) = deep_search_with_a_judge_that_keeps_nothing(0).await;
+    assert_eq!(retriever.queries(), vec![REVENUE_QUESTION, "Globex revenue 2023"], "the question is searched too");
     assert_eq!(degraded_steps(&events), vec!["relevance"], "a judge that keeps nothing is reported");
     // Both queries found Acme's and Globex's revenue pages near the top: reciprocal rank fusion puts them
     // first (acme p. 2: ranks 1 and 2; globex p. 2: ranks 3 and 1), then acme p. 3 (ranks 2 and 4).
@@ -152,6 +163,19 @@ async fn deep_search_orders_kept_passages_by_fused_rank_and_keeps_the_best_when_
     assert_eq!(order, vec!["acme.pdf, p. 2", "globex.pdf, p. 2", "acme.pdf, p. 3"]);
     assert_eq!((answer.retrieved, answer.kept), (7, 3));
     assert!(model.prompts_of("answer")[0].contains("[2] globex.pdf, p. 2\nGlobex revenue in 2023"));
+}
+
+#[tokio::test]
+async fn deep_search_keeps_the_questions_best_hits_without_judging_them() {
+    // Only the question's protected hits survive the judge, and they were never shown to it.
+    let (model, _, answer, events) = deep_search_with_a_judge_that_keeps_nothing(2).await;
+    // The question's own ranking: acme p. 2, acme p. 3 (then globex p. 2, …).
+    let kept: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(kept, vec!["acme.pdf, p. 2", "acme.pdf, p. 3"]);
+    let judged = &model.prompts_of("relevance")[0];
+    assert!(judged.contains("globex.pdf, p. 2") && !judged.contains("acme.pdf, p. 2") && !judged.contains("acme.pdf, p. 3"), "{judged}");
+    assert!(degraded_steps(&events).is_empty(), "kept passages exist, so no fallback is needed");
+    assert_eq!((answer.retrieved, answer.kept), (7, 2));
 }
 
 #[tokio::test]

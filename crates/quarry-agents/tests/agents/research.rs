@@ -41,7 +41,7 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
     let (retriever, libraries) = library();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
-    let config = AgentConfig { max_rounds: 1, relevance_batch: 8, ..AgentConfig::default() };
+    let config = AgentConfig { max_rounds: 1, relevance_batch: 8, protected_question_hits: 0, ..AgentConfig::default() };
     let report = research_report(
         "Acme and Globex",
         Arc::clone(&model) as _,
@@ -147,7 +147,7 @@ async fn an_unreadable_plan_becomes_one_section_on_the_whole_topic() {
         "Who founded Acme?",
         Arc::clone(&model) as _,
         &libraries,
-        AgentConfig { max_rounds: 1, relevance_batch: 8, ..AgentConfig::default() },
+        AgentConfig { max_rounds: 1, relevance_batch: 8, protected_question_hits: 0, ..AgentConfig::default() },
         ResearchConfig::default(),
         Arc::new(move |e| sink.lock().unwrap().push(e)),
         CancellationToken::new(),

@@ -34,6 +34,9 @@ pub struct QaArgs {
     /// Most tokens of each answer.
     #[arg(long, default_value_t = 256)]
     pub answer_tokens: u32,
+    /// DeepSearch: how many of the whole question's best hits are kept without the relevance judge.
+    #[arg(long, default_value_t = AgentConfig::default().protected_question_hits)]
+    pub protected_hits: usize,
     /// BM25 only (no embedding model).
     #[arg(long)]
     pub bm25_only: bool,
@@ -76,7 +79,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         retriever: Arc::clone(&retriever) as _,
         always: false,
     }];
-    let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), ..AgentConfig::default() };
+    let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), protected_question_hits: args.protected_hits, ..AgentConfig::default() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     for agent in agents {
         bar.set_length(set.queries.len() as u64);
