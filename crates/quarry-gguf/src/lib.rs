@@ -11,7 +11,8 @@
 //! - Generation runs on a blocking thread, one call at a time; dropping the call's future stops it after
 //!   the token in progress.
 //! - Small models fall into loops (the same sentence again and again until the token limit) under greedy
-//!   sampling; llama.cpp's DRY sampler is on by default against that (see [`RepetitionControl`]).
+//!   sampling; llama.cpp's DRY sampler is on by default against that for free text (see
+//!   [`RepetitionControl`]); grammar-constrained steps are left to their grammar.
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -45,7 +46,9 @@ pub struct GgufConfig {
 /// repeat it would extend. It looks only at generated tokens (the prompt is never fed to it), so copying
 /// names and numbers from the passages is not penalised — a plain repetition penalty would also push the
 /// model away from the words of its sources. Sequences restart at the breakers (newline, `:`, `"`, `*`),
-/// so JSON structure and list markers repeat freely.
+/// so list markers repeat freely. Applied to free text only: requests with a JSON schema are bounded by
+/// their grammar, and there DRY lowered DeepSearch's supporting-passage recall with SmolLM2 (HotpotQA,
+/// README "Measuring answers").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RepetitionControl {
     /// Penalty scale; 0 turns DRY off. Default 0.8 (the value DRY's author recommends).
@@ -245,8 +248,10 @@ impl Generation {
                 Err(e) => tracing::warn!("step {}: no grammar for its JSON schema ({e}); sampling freely", self.request.step),
             }
         }
+        // Prose only: a grammar already bounds a structured step, and DRY there would push a sub-query list
+        // away from the question's own words (each query restarts after a quote, then repeats them).
         let dry = self.repetition;
-        if dry.multiplier > 0.0 {
+        if dry.multiplier > 0.0 && self.request.json_schema.is_none() {
             chain.push(LlamaSampler::dry(&self.model, dry.multiplier, dry.base, dry.allowed_length, dry.last_tokens, ["\n", ":", "\"", "*"]));
         }
         if self.request.temperature > 0.0 {

@@ -62,8 +62,8 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
         assert!(text.contains("Chalon") || text.contains("F172") || text.contains("weather"), "the answer lost the passage:\n{text}");
     }
 
-    // A grammar-constrained step (as the agents' sub-query step) still yields schema-valid JSON with DRY on:
-    // quotes and brackets are DRY's sequence breakers, so JSON structure may repeat freely.
+    // A grammar-constrained step (as the agents' sub-query step) from the same model: schema-valid JSON
+    // (DRY leaves structured steps to their grammar).
     let schema = serde_json::json!({
         "type": "object",
         "properties": {"sub_queries": {"type": "array", "items": {"type": "string"}, "maxItems": 4}},
