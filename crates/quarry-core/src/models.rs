@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 /// Folders searched, in order: `$QUARRY_MODELS_DIR`; the per-user data folder (`~/.local/share/quarry/models`
 /// on Linux); `$QUARRY_BUNDLED_MODELS_DIR` (the desktop app sets it to the `models` folder of its installed
-/// resources, e.g. `/usr/lib/Quarry/models` from the `.deb`, before any thread or parser worker starts, so a
-/// person's own files still win over the bundled ones); the `assets/models` folder of the source checkout this binary was built from (what
-/// `scripts/setup.sh` fills; compiled in, so a build shared between clones through one `CARGO_TARGET_DIR`
-/// may point at another clone — `scripts/env.sh` sets `QUARRY_MODELS_DIR` for that reason). Only folders
-/// that exist are returned.
+/// resources, e.g. `/usr/lib/Quarry/models` from the `.deb`, before any thread or parser worker starts, so
+/// a person's own files still win over the bundled ones); the `assets/models` folder of the source
+/// checkout this binary was built from (what `scripts/setup.sh` fills; compiled in, so a build shared
+/// between clones through one `CARGO_TARGET_DIR` may point at another clone — `scripts/env.sh` sets
+/// `QUARRY_MODELS_DIR` for that reason). Only folders that exist are returned.
 pub fn model_search_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(dir) = std::env::var_os("QUARRY_MODELS_DIR") {

@@ -37,11 +37,11 @@ pub struct LlmArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Context length of the embedded model, in tokens.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = quarry_session::LlmSettings::default().context_tokens)]
     pub context_tokens: u32,
     /// Repetition control of the embedded model: the DRY sampler's multiplier (0 turns it off). It
     /// penalises extending a sequence the model already wrote, which stops small models' loops.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = quarry_session::LlmSettings::default().dry_multiplier)]
     pub dry_multiplier: f32,
 }
 
