@@ -50,7 +50,12 @@ impl SetRetriever {
 
     /// The passage id of a retrieved passage.
     pub fn passage_id(&self, passage: &Passage) -> &str {
-        &self.passages[passage.chunk_id as usize].0
+        self.passage_id_of(passage.chunk_id)
+    }
+
+    /// The passage id of chunk `chunk_id` (its index in the set). Panics when out of range.
+    pub fn passage_id_of(&self, chunk_id: u64) -> &str {
+        &self.passages[chunk_id as usize].0
     }
 
     fn rank(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {

@@ -5,13 +5,15 @@
 
 use super::ask::LlmArgs;
 use anyhow::Context;
-use quarry_agents::{AgentConfig, AgentKind, CancellationToken, LibraryInfo, SearchableLibrary};
+use quarry_agents::{AgentConfig, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, SearchableLibrary};
+use quarry_core::{Passage, RetrievalError, Retriever};
 use quarry_index::eval::load_set;
 use quarry_index::qa::{contains_answer, exact_match, token_f1, SetRetriever};
 use quarry_index::{Embedder, EmbedderConfig};
 use serde::Serialize;
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 #[derive(clap::Args)]
 pub struct QaArgs {
@@ -43,8 +45,49 @@ pub struct QaArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write one JSON line per question and agent to this file: the supporting passage ids, the
+    /// passages the answer was written from (in order), every query asked and, per round, which
+    /// retrieved passages the relevance judge kept or rejected — to see where supporting passages are lost.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub llm: LlmArgs,
+}
+
+/// One line of `--trace`: what happened to one question's supporting passages. Passage ids are the set's.
+#[derive(Debug, Serialize)]
+struct QuestionTrace<'a> {
+    qid: &'a str,
+    agent: &'a str,
+    question: &'a str,
+    /// The qrels' supporting passages.
+    supporting: Vec<&'a str>,
+    /// The passages the answer was written from, in the order given to the model (Recall@5 takes the
+    /// first five).
+    used: Vec<&'a str>,
+    /// Queries per round.
+    queries: Vec<Vec<String>>,
+    /// Per judged round: (kept, rejected) passage ids.
+    judged: Vec<(Vec<&'a str>, Vec<&'a str>)>,
+    /// Every search the agent ran, in order: the query and the passage ids it returned, best first.
+    searches: Vec<(String, Vec<&'a str>)>,
+    answer: String,
+    error: Option<String>,
+}
+
+/// The set's retriever, remembering every search (query, chunk ids best first) for `--trace`.
+struct RecordingRetriever {
+    inner: Arc<SetRetriever>,
+    searches: Mutex<Vec<(String, Vec<u64>)>>,
+}
+
+#[async_trait::async_trait]
+impl Retriever for RecordingRetriever {
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
+        let passages = self.inner.retrieve(query, k).await?;
+        self.searches.lock().unwrap_or_else(|e| e.into_inner()).push((query.to_string(), passages.iter().map(|p| p.chunk_id).collect()));
+        Ok(passages)
+    }
 }
 
 /// `quarry eval qa --json` prints this object.
@@ -74,29 +117,56 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
     bar.set_message("embedding passages");
     let retriever = Arc::new(SetRetriever::build(&set, embedder, &mut |done, _| bar.set_position(done as u64))?);
     let model = args.llm.load()?;
+    let recorder = Arc::new(RecordingRetriever { inner: Arc::clone(&retriever), searches: Mutex::default() });
     let libraries = vec![SearchableLibrary {
         info: LibraryInfo { name: "eval".into(), description: format!("{} passages", set.passages.len()) },
-        retriever: Arc::clone(&retriever) as _,
+        retriever: Arc::clone(&recorder) as _,
         always: false,
     }];
     let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), protected_question_hits: args.protected_hits, ..AgentConfig::default() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut trace = match &args.trace {
+        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?)),
+        None => None,
+    };
     for agent in agents {
         bar.set_length(set.queries.len() as u64);
         bar.set_position(0);
         bar.set_message(format!("questions, {} agent", agent.name()));
         let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
         for (qid, question) in &set.queries {
-            let result = runtime.block_on(quarry_agents::ask(
-                question,
-                Some(agent),
-                Arc::clone(&model),
-                &libraries,
-                config.clone(),
-                quarry_agents::no_events(),
-                CancellationToken::new(),
-            ));
+            let judged: Arc<Mutex<Vec<(Vec<u64>, Vec<u64>)>>> = Arc::default();
+            recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            let events: EventSink = {
+                let judged = Arc::clone(&judged);
+                Arc::new(move |event| {
+                    if let AgentEvent::Judged { kept, rejected, .. } = event {
+                        let ids = |refs: Vec<quarry_agents::PassageRef>| refs.into_iter().map(|r| r.chunk_id).collect();
+                        judged.lock().unwrap_or_else(|e| e.into_inner()).push((ids(kept), ids(rejected)));
+                    }
+                })
+            };
+            let result = runtime.block_on(quarry_agents::ask(question, Some(agent), Arc::clone(&model), &libraries, config.clone(), events, CancellationToken::new()));
             bar.inc(1);
+            let relevant = &set.relevant[qid];
+            if let Some(out) = trace.as_mut() {
+                let ids = |chunks: &[u64]| chunks.iter().map(|&c| retriever.passage_id_of(c)).collect::<Vec<&str>>();
+                let judged = judged.lock().unwrap_or_else(|e| e.into_inner());
+                let line = QuestionTrace {
+                    qid,
+                    agent: agent.name(),
+                    question,
+                    supporting: relevant.iter().map(String::as_str).collect(),
+                    used: result.as_ref().map(|a| a.sources.iter().map(|c| retriever.passage_id(&c.passage)).collect()).unwrap_or_default(),
+                    queries: result.as_ref().map(|a| a.queries.clone()).unwrap_or_default(),
+                    judged: judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
+                    searches: recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(q, c)| (q.clone(), ids(c))).collect(),
+                    answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
+                    error: result.as_ref().err().map(|e| e.to_string()),
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+                writeln!(out)?;
+            }
             let answer = match result {
                 Ok(answer) => answer,
                 Err(e) => {
@@ -105,7 +175,6 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                     continue;
                 }
             };
-            let relevant = &set.relevant[qid];
             let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
             recall += used.iter().filter(|id| relevant.contains(**id)).count() as f64 / relevant.len().max(1) as f64;
             let references = set.answers.get(qid).cloned().unwrap_or_default();
@@ -135,6 +204,9 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         bar.suspend(|| print_report(&report, args.json))?;
     }
     bar.finish_and_clear();
+    if let Some(mut out) = trace {
+        out.flush()?;
+    }
     Ok(())
 }
 

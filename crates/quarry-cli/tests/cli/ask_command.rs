@@ -317,10 +317,11 @@ fn eval_qa_scores_agents_on_a_benchmark_set() {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
         .join("A_benchmarks/hotpotqa_rpt_dev300");
     let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace.jsonl");
     // Two agents share one index of the passages and print one JSON line each.
     let output = run(
         tmp.path(),
-        &["eval", "qa", "--set", set.to_str().unwrap(), "--agent", "naive,deep", "--max-rounds", "1", "--limit", "3", "--bm25-only", "--answer-tokens", "48", "--threads", "2", "--json"],
+        &["eval", "qa", "--set", set.to_str().unwrap(), "--agent", "naive,deep", "--max-rounds", "1", "--limit", "3", "--bm25-only", "--answer-tokens", "48", "--threads", "2", "--json", "--trace", trace.to_str().unwrap()],
     );
     let reports: Vec<Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(reports.len(), 2, "{reports:?}");
@@ -335,6 +336,27 @@ fn eval_qa_scores_agents_on_a_benchmark_set() {
     let deep = &reports[1];
     assert_eq!((deep["questions"].as_u64(), deep["agent"].as_str(), deep["failed"].as_u64()), (Some(3), Some("deep"), Some(0)));
     assert!(deep["llm_calls_per_q"].as_f64().unwrap() > 1.0, "DeepSearch plans, judges and answers: {deep}");
+
+    // --trace: one line per question and agent, saying where each supporting passage went.
+    let lines: Vec<Value> = std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().map(|l| l["agent"].as_str().unwrap()).collect::<Vec<_>>(), ["naive", "naive", "naive", "deep", "deep", "deep"]);
+    let mut found = 0.0;
+    for line in &lines[..3] {
+        let ids = |v: &Value| v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let (supporting, used) = (ids(&line["supporting"]), ids(&line["used"]));
+        assert_eq!(supporting.len(), 2, "HotpotQA: two supporting passages: {line}");
+        let searches = line["searches"].as_array().unwrap();
+        assert_eq!(searches.len(), 1, "NaiveRAG searches once: {line}");
+        assert_eq!(searches[0][0], line["question"]);
+        assert_eq!(ids(&searches[0][1])[..used.len()], used[..], "NaiveRAG answers from its search, in order");
+        found += used.iter().take(5).filter(|id| supporting.contains(id)).count() as f64 / 2.0;
+    }
+    assert!((found / 3.0 - recall).abs() < 1e-9, "the trace agrees with the reported recall");
+    for line in &lines[3..] {
+        let judged = line["judged"].as_array().unwrap();
+        assert_eq!(judged.len(), 1, "one round: {line}");
+        assert!(line["searches"].as_array().unwrap().len() >= 1 && !line["queries"][0].as_array().unwrap().is_empty(), "{line}");
+    }
 }
 
 /// A real OpenAI-compatible server on loopback: llama.cpp's server engine from the `xllamacpp` wheel
