@@ -7,10 +7,11 @@
 //! - nDCG@10 with binary gains (Järvelin & Kekäläinen 2002);
 //! - MRR@10 = 1 / rank of the first relevant passage within the top 10, else 0.
 //!
-//! Hybrid is what search will do: reciprocal rank fusion of BM25 and dense rankings, or BM25 alone for
-//! queries in a script the embedding model does not cover (see [`crate::embedder_covers`]).
+//! Hybrid is what search will do: a fusion of the BM25 and dense rankings ([`HybridFusion`]; several can be
+//! compared in one run), or BM25 alone for queries in a script the embedding model does not cover (see
+//! [`crate::embedder_covers`]).
 
-use crate::{embedder_covers, fusion_depth, reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, SearchMode, VectorIndex, RRF_K};
+use crate::{embedder_covers, fusion_depth, Embedder, HybridFusion, IndexError, KeywordIndex, VectorIndex};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -145,15 +146,20 @@ pub struct RetrievalReport {
     pub queries: usize,
     pub passages: usize,
     pub results: BTreeMap<String, Metrics>,
-    /// Seconds spent indexing (embedding included) and answering all queries, per mode.
+    /// Seconds spent indexing (`index_bm25`, `index_dense`, embedding included) and ranking all queries
+    /// both ways (`query_rankings`).
     pub seconds: BTreeMap<String, f64>,
 }
 
-/// Indexes the set's passages (BM25, and embeddings when `embedder` is given) and scores each mode.
-/// Without an embedder only `bm25` is reported. `progress(step, done, total)` is called as work advances.
+/// Indexes the set's passages (BM25, and embeddings when `embedder` is given) and scores `bm25`, `dense`
+/// and one hybrid mode per entry of `fusions` (named `hybrid` for the default fusion, `hybrid <fusion>`
+/// otherwise). Each query's two rankings are computed once, as deep as the deepest fusion asks, and every
+/// fusion reads its own depth from them. Without an embedder only `bm25` is reported.
+/// `progress(step, done, total)` is called as work advances.
 pub fn evaluate_retrieval(
     set: &EvalSet,
     embedder: Option<&mut Embedder>,
+    fusions: &[HybridFusion],
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<RetrievalReport, IndexError> {
     let mut seconds = BTreeMap::new();
@@ -188,30 +194,39 @@ pub fn evaluate_retrieval(
 
     let id_of = |i: u64| set.passages[i as usize].0.clone();
     let mut per_mode: BTreeMap<String, Vec<Metrics>> = BTreeMap::new();
-    for mode in SearchMode::ALL {
-        if mode != SearchMode::Bm25 && vectors.is_none() {
-            continue;
+    let depth = fusions.iter().map(|f| f.depth(10)).chain([eval_fusion_depth()]).max().unwrap_or(eval_fusion_depth());
+    let mut rankings: Vec<(Vec<(u64, f32)>, Vec<(u64, f32)>)> = Vec::with_capacity(set.queries.len());
+    let started = std::time::Instant::now();
+    for (qi, (_, text)) in set.queries.iter().enumerate() {
+        let bm25 = keyword.search(text, depth)?;
+        let dense = vectors.as_ref().map(|v| v.search(&query_vectors[qi], depth)).unwrap_or_default();
+        rankings.push((bm25, dense));
+    }
+    seconds.insert("query_rankings".to_string(), started.elapsed().as_secs_f64());
+    let mut modes: Vec<(String, Option<HybridFusion>)> = vec![("bm25".into(), None)];
+    if vectors.is_some() {
+        modes.push(("dense".into(), None));
+        for fusion in fusions {
+            let name = if *fusion == HybridFusion::default() { "hybrid".to_string() } else { format!("hybrid {fusion}") };
+            if !modes.iter().any(|(n, _)| *n == name) {
+                modes.push((name, Some(*fusion)));
+            }
         }
-        let started = std::time::Instant::now();
+    }
+    for (name, fusion) in modes {
         let mut all = Vec::with_capacity(set.queries.len());
-        for (qi, (qid, text)) in set.queries.iter().enumerate() {
-            let bm25 = || keyword.search(text, eval_fusion_depth()).map(|hits| hits.into_iter().map(|(id, _)| id).collect::<Vec<_>>());
-            let dense = || vectors.as_ref().map(|v| v.search(&query_vectors[qi], eval_fusion_depth()).into_iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
-            let ranked: Vec<u64> = match mode {
-                SearchMode::Bm25 => bm25()?,
-                SearchMode::Dense => dense(),
-                SearchMode::Hybrid if embedder_covers(&languages, text) => {
-                    reciprocal_rank_fusion(&[bm25()?, dense()], RRF_K).into_iter().map(|(id, _)| id).collect()
-                }
-                SearchMode::Hybrid => bm25()?,
+        for ((qid, text), (bm25, dense)) in set.queries.iter().zip(&rankings) {
+            let ranked: Vec<u64> = match (name.as_str(), fusion) {
+                ("dense", _) => dense.iter().map(|h| h.0).collect(),
+                (_, Some(fusion)) if embedder_covers(&languages, text) => fusion.fuse(bm25, dense, 10).into_iter().map(|h| h.0).collect(),
+                _ => bm25.iter().map(|h| h.0).collect(),
             };
             let ranking: Vec<String> = ranked.into_iter().take(10).map(id_of).collect();
             all.push(score_ranking(&ranking, &set.relevant[qid]));
         }
-        seconds.insert(format!("query_{}", mode.name()), started.elapsed().as_secs_f64());
-        per_mode.insert(mode.name().to_string(), all);
-        progress("queries", set.queries.len(), set.queries.len());
+        per_mode.insert(name, all);
     }
+    progress("queries", set.queries.len(), set.queries.len());
     Ok(RetrievalReport {
         set: set.name.clone(),
         queries: set.queries.len(),

@@ -5,7 +5,9 @@
 //! - [`KeywordIndex`]: BM25 over tantivy with [`MixedTokenizer`], which handles Chinese (jieba words plus
 //!   character bigrams) and English (stop words, stemming) in one field.
 //! - [`VectorIndex`]: exact cosine search over normalised embeddings, in memory.
-//! - [`reciprocal_rank_fusion`]: hybrid search as in Cormack, Clarke & Büttcher (SIGIR 2009), k = 60.
+//! - [`HybridFusion`]: how hybrid search merges the BM25 and dense rankings (min-max normalised scores by
+//!   default); [`reciprocal_rank_fusion`] (Cormack, Clarke & Büttcher, SIGIR 2009, k = 60) for lists whose
+//!   scores are not comparable.
 //! - [`eval`]: Recall@k, nDCG@10 and MRR@10 over BEIR-style sets (corpus.jsonl, queries.jsonl, qrels.tsv).
 //!
 //! No LanceDB here: libraries on disk live in `quarry-store`, so this crate and its tests build in seconds.
@@ -21,7 +23,7 @@ mod vector;
 
 pub use embed::{disable_onnx_runtime_telemetry, Embedder, EmbedderConfig};
 pub use error::IndexError;
-pub use fusion::{embedder_covers, fusion_depth, reciprocal_rank_fusion, RRF_K};
+pub use fusion::{embedder_covers, fusion_depth, reciprocal_rank_fusion, HybridFusion, RRF_K};
 pub use keyword::KeywordIndex;
 pub use tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
 pub use vector::VectorIndex;

@@ -3,12 +3,12 @@
 //! after normalisation; characters instead of words for Chinese).
 
 use crate::eval::EvalSet;
-use crate::{embedder_covers, fusion_depth, reciprocal_rank_fusion, Embedder, IndexError, KeywordIndex, VectorIndex, RRF_K};
+use crate::{embedder_covers, Embedder, HybridFusion, IndexError, KeywordIndex, VectorIndex};
 use quarry_core::{Passage, RetrievalError, Retriever};
 use std::sync::Mutex;
 
 /// The passages of an evaluation set as one library (`library` name `eval`): BM25 + dense, fused by
-/// reciprocal rank fusion exactly as library search does. A passage's `chunk_id` is its index in the set
+/// [`HybridFusion::default`] exactly as library search does. A passage's `chunk_id` is its index in the set
 /// and its `path` the passage id, so results map back to the qrels.
 pub struct SetRetriever {
     passages: Vec<(String, String)>,
@@ -59,7 +59,7 @@ impl SetRetriever {
     }
 
     fn rank(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        let depth = fusion_depth(k);
+        let depth = HybridFusion::default().depth(k);
         let bm25: Vec<(u64, f32)> = self.keyword.search(query, depth)?;
         let (Some(vectors), Some(embedder)) = (&self.vectors, &self.embedder) else { return Ok(bm25) };
         if !embedder_covers(&self.languages, query) {
@@ -67,8 +67,7 @@ impl SetRetriever {
         }
         let vector = embedder.lock().map_err(|_| IndexError::Embedding("embedder lock poisoned".into()))?.embed(&[query])?.pop().unwrap_or_default();
         let dense = vectors.search(&vector, depth);
-        let lists = [bm25.iter().map(|h| h.0).collect::<Vec<_>>(), dense.iter().map(|h| h.0).collect()];
-        Ok(reciprocal_rank_fusion(&lists, RRF_K))
+        Ok(HybridFusion::default().fuse(&bm25, &dense, k))
     }
 }
 

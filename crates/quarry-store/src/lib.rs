@@ -2,8 +2,8 @@
 //!
 //! - [`Library`]: a named collection of documents — LanceDB tables `documents` and `chunks` (the source of
 //!   truth) with a tantivy BM25 index derived from them — filled by [`Library::add`] / [`Library::sync`] /
-//!   [`Library::watch`], emptied by [`Library::remove`] and searched by [`Library::search`] (bm25, dense or hybrid with reciprocal rank
-//!   fusion); crash-safe as described in the `library` module.
+//!   [`Library::watch`], emptied by [`Library::remove`] and searched by [`Library::search`] (bm25, dense or hybrid: both
+//!   fused by [`quarry_index::HybridFusion`]); crash-safe as described in the `library` module.
 //! - [`DataDir`] / [`LibraryManifest`]: where libraries live and what `library.toml` records.
 //! - [`store::Store`]: the two LanceDB tables and their row types.
 //!

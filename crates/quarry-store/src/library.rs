@@ -20,7 +20,7 @@ use quarry_index::KeywordIndex;
 use crate::manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest, WriteLock};
 use crate::store::{ChunkRecord, DocumentRecord, DocumentState, Store};
 use crate::StoreError;
-use quarry_index::{embedder_covers, fusion_depth, reciprocal_rank_fusion, Embedder, SearchMode, RRF_K};
+use quarry_index::{embedder_covers, Embedder, HybridFusion, SearchMode};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -297,7 +297,8 @@ impl Library {
     ///
     /// - `Bm25`: tantivy BM25 ([`quarry_index::MixedTokenizer`] for Chinese and English).
     /// - `Dense`: cosine similarity of `embedder`'s vectors in LanceDB (ANN index when built).
-    /// - `Hybrid`: reciprocal rank fusion (k = 60) of the two lists, each `max(5k, 50)` deep; BM25 alone
+    /// - `Hybrid`: [`HybridFusion::default`] of the two lists (min-max normalised BM25 score and cosine
+    ///   similarity, equal weights), each `max(5k, 50)` deep; BM25 alone
     ///   for mostly-CJK queries when the model covers no CJK language ([`quarry_index::embedder_covers`]).
     ///
     /// Only chunks of `indexed` documents are returned. Errors: `Dense`/`Hybrid` without an embedder, or
@@ -314,7 +315,8 @@ impl Library {
         }
         self.refresh_documents().await?;
         self.keyword.reload()?;
-        let depth = if mode == SearchMode::Hybrid { fusion_depth(k) } else { k };
+        let fusion = HybridFusion::default();
+        let depth = if mode == SearchMode::Hybrid { fusion.depth(k) } else { k };
         let use_dense = match mode {
             SearchMode::Bm25 => false,
             SearchMode::Dense => true,
@@ -357,10 +359,7 @@ impl Library {
             }
         }
         let ranked: Vec<(u64, f32)> = match (use_bm25, use_dense) {
-            (true, true) => {
-                let lists = [bm25.iter().map(|h| h.0).collect::<Vec<_>>(), dense.iter().map(|h| h.0).collect()];
-                reciprocal_rank_fusion(&lists, RRF_K)
-            }
+            (true, true) => fusion.fuse(&bm25, &dense, k),
             (true, false) => bm25.clone(),
             _ => dense.clone(),
         };

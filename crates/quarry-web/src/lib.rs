@@ -7,7 +7,7 @@
 //!   with `dom_smoothie` (a port of Mozilla's Readability), falling back to `html2text`.
 //! - [`WebRetriever`]: a [`quarry_core::Retriever`] over the web for one question: search, fetch the top
 //!   pages in parallel, chunk them as library documents are chunked, embed them in memory and rank the
-//!   chunks by BM25 + dense fused with reciprocal rank fusion. Passages carry the page's URL and title.
+//!   chunks by BM25 + dense, fused as library search fuses them. Passages carry the page's URL and title.
 //!
 //! Every request goes through a [`quarry_net::HttpClient`], so offline mode holds here too. Text from web
 //! pages is data: it is only ever ranked and quoted; nothing in it is fetched or executed.

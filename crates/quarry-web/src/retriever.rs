@@ -3,7 +3,7 @@
 use crate::fetch::{fetch_page, Page};
 use crate::providers::{SearchProvider, WebResult};
 use quarry_core::{Block, Format, Location, ParsedDocument, Passage, RetrievalError, Retriever};
-use quarry_index::{embedder_covers, reciprocal_rank_fusion, Embedder, KeywordIndex, VectorIndex, RRF_K};
+use quarry_index::{embedder_covers, Embedder, HybridFusion, KeywordIndex, VectorIndex};
 use quarry_ingest::Chunker;
 use crate::WebError;
 use quarry_net::{ClientOptions, HttpClient, Network};
@@ -41,7 +41,7 @@ pub const WEB_LIBRARY: &str = "web";
 /// A [`Retriever`] over web search results. Each page is fetched once per retriever (one per question)
 /// and its chunks embedded once, also when parallel queries (DeepSearch's sub-queries) find it at the
 /// same time; every query ranks the chunks of its own results by BM25 + dense
-/// (reciprocal rank fusion, as library search does). A passage's `path` is the page URL and its heading
+/// ([`HybridFusion::default`], as library search does). A passage's `path` is the page URL and its heading
 /// path the page title; `chunk_id`s are unique within the retriever.
 pub struct WebRetriever {
     provider: Box<dyn SearchProvider>,
@@ -197,18 +197,22 @@ impl Retriever for WebRetriever {
             keyword.add(i as u64, &passage.document_id, &passage.text).map_err(|e| RetrievalError(format!("web: {e}")))?;
         }
         keyword.commit().map_err(|e| RetrievalError(format!("web: {e}")))?;
-        let bm25: Vec<u64> = keyword.search(query, candidates.len()).map_err(|e| RetrievalError(format!("web: {e}")))?.into_iter().map(|h| h.0).collect();
-        let mut lists = vec![bm25];
+        let bm25 = keyword.search(query, candidates.len()).map_err(|e| RetrievalError(format!("web: {e}")))?;
+        let mut dense = None;
         if self.covers(query) && candidates.iter().all(|c| c.1.is_some()) {
             if let Some(q) = self.embed(&[query]).and_then(|mut v| v.pop()) {
                 let mut vectors = VectorIndex::new(q.len());
                 for (i, (_, v)) in candidates.iter().enumerate() {
                     vectors.add(i as u64, v.as_deref().unwrap_or_default());
                 }
-                lists.push(vectors.search(&q, candidates.len()).into_iter().map(|d| d.0).collect());
+                dense = Some(vectors.search(&q, candidates.len()));
             }
         }
-        Ok(reciprocal_rank_fusion(&lists, RRF_K)
+        let ranked = match dense {
+            Some(dense) => HybridFusion::default().fuse(&bm25, &dense, candidates.len()),
+            None => bm25,
+        };
+        Ok(ranked
             .into_iter()
             .take(k)
             .map(|(i, score)| Passage { score, ..candidates[i as usize].0.clone() })
