@@ -10,9 +10,13 @@
 //!   more recall than any sub-query wins back (measured on HotpotQA, README "Measuring answers");
 //! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
 //!   are deduplicated by chunk id across queries and rounds, so none is judged twice;
-//! - the kept passages are ordered by reciprocal rank fusion over every query's ranking (all rounds), so
-//!   a passage that several queries found, or found high, comes first in the answer's context; within a
-//!   round the sub-queries' results are judged rank by rank (every query's best hit first);
+//! - the kept passages are ordered: the question's protected hits first, in the question's own order,
+//!   then the rest by reciprocal rank fusion over every query's ranking (all rounds), so a passage that
+//!   several queries found, or found high, comes next. Fusing everything, protected hits included, let
+//!   sub-queries that keep finding the same side topics push the question's best hit out of the top 5
+//!   (seen with Qwen2.5 on HotpotQA: rank 1 for the question, 7th in the answer's context; `quarry eval qa
+//!   --trace`). Within a round the sub-queries' results are judged rank by rank (every query's best hit
+//!   first);
 //! - when the judge keeps none of round 1's passages, the best-fused few are kept anyway (reported as a
 //!   degraded step): a small model's over-strict judging must not leave the answer with nothing;
 //! - a round that adds no new relevant passage ends the search.
@@ -40,7 +44,8 @@ pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError
 /// What DeepSearch found for a question, before any answer is written.
 #[derive(Debug, Clone)]
 pub struct Evidence {
-    /// Kept passages, best first (reciprocal rank fusion over every query).
+    /// Kept passages, best first: the question's protected hits, then reciprocal rank fusion over every
+    /// query.
     pub kept: Vec<Passage>,
     /// Queries run, per round.
     pub queries: Vec<Vec<String>>,
@@ -75,6 +80,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     let mut asked: Vec<Vec<String>> = Vec::new();
     let mut seen: HashSet<(String, u64)> = HashSet::new();
     let mut kept: Vec<Passage> = Vec::new();
+    let mut protected_keys: Vec<(String, u64)> = Vec::new();
     let mut fusion = RankFusion::default();
     let mut retrieved = 0;
     for round in 1..=config.max_rounds.max(1) {
@@ -94,6 +100,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: new.len() });
             if Some(index) == question_query {
                 protected = new.drain(..config.protected_question_hits.min(new.len())).collect();
+                protected_keys = protected.iter().map(Passage::key).collect();
             }
             per_query.push(new);
         }
@@ -137,7 +144,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         });
         let added = round_kept.len();
         kept.extend(round_kept);
-        fusion.sort(&mut kept);
+        order_kept(&mut kept, &protected_keys, &fusion);
         if added == 0 {
             run.emit(AgentEvent::Stopped { round, reason: "no new relevant passages".into() });
             break;
@@ -174,6 +181,13 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     Ok(Evidence { kept, queries: asked, retrieved })
 }
 
+/// Orders kept passages: the `protected` keys first, in their order, then the rest best-fused first
+/// (stable for equal scores).
+pub(crate) fn order_kept(kept: &mut [Passage], protected: &[(String, u64)], fusion: &RankFusion) {
+    fusion.sort(kept);
+    kept.sort_by_key(|p| protected.iter().position(|k| *k == p.key()).unwrap_or(usize::MAX));
+}
+
 /// The lists merged rank by rank: the first of each list (in list order), then the second of each, …
 pub(crate) fn interleave_by_rank<T>(lists: Vec<Vec<T>>) -> Vec<T> {
     let mut iters: Vec<std::vec::IntoIter<T>> = lists.into_iter().map(Vec::into_iter).collect();
@@ -206,6 +220,33 @@ pub(crate) fn excerpt(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_questions_protected_hits_come_first_whatever_the_sub_queries_agree_on() {
+        use crate::fused::RankFusion;
+        let passage = |id: u64| quarry_core::Passage {
+            chunk_id: id,
+            library: "lib".into(),
+            document_id: format!("d{id}"),
+            path: format!("d{id}.pdf"),
+            page_start: None,
+            page_end: None,
+            sheet: None,
+            heading_path: Vec::new(),
+            text: String::new(),
+            score: 0.0,
+        };
+        let key = |id: u64| ("lib".to_string(), id);
+        let mut fusion = RankFusion::default();
+        fusion.add([key(1), key(2), key(3)]); // the question
+        for _ in 0..3 {
+            fusion.add([key(9), key(8)]); // three sub-queries that all find 9 and 8 first
+        }
+        let mut kept: Vec<_> = [9, 3, 8, 2, 1].into_iter().map(passage).collect();
+        super::order_kept(&mut kept, &[key(1), key(2)], &fusion);
+        let order: Vec<u64> = kept.iter().map(|p| p.chunk_id).collect();
+        assert_eq!(order, vec![1, 2, 9, 8, 3], "protected in the question's order, then fused");
+    }
+
     #[test]
     fn lists_are_merged_rank_by_rank() {
         let merged = super::interleave_by_rank(vec![vec![1, 2, 3], vec![], vec![10, 20], vec![100]]);

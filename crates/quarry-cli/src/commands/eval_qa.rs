@@ -166,6 +166,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                 };
                 serde_json::to_writer(&mut *out, &line)?;
                 writeln!(out)?;
+                out.flush()?; // a run stopped part way keeps every finished question
             }
             let answer = match result {
                 Ok(answer) => answer,
