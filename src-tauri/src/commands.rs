@@ -133,7 +133,7 @@ pub async fn add_to_library(app: AppHandle, state: State<'_, AppState>, library:
     if paths.is_empty() {
         return Err("no files given".into());
     }
-    let embedder = state.embedder().await?;
+    let embedder = state.embedder_for_library(&library).await?;
     let model_id = embedder.lock().map_err(text)?.model_id().to_string();
     let mut isolation = quarry_ingest::isolate::IsolationConfig::new(quarry_ingest::isolate::WorkerCommand {
         program: state.worker_program.clone(),
@@ -284,8 +284,8 @@ async fn run_question(
     trace: Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
     cancel: CancellationToken,
 ) -> Reply<quarry_agents::Answer> {
-    let embedder = state.embedder().await?;
-    let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(embedder.clone())).await.map_err(|e| format!("{e:#}"))?;
+    let embedders = state.embedders().await;
+    let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders)).await.map_err(|e| format!("{e:#}"))?;
     let settings = state.settings();
     // Every event goes to the webview; all but streamed text also to the trace kept with the turn.
     let record: Arc<dyn Fn(serde_json::Value) + Send + Sync> = {
@@ -307,7 +307,8 @@ async fn run_question(
         let record = record.clone();
         Arc::new(move |message: String| record(serde_json::json!({"event": "web_notice", "message": message})))
     };
-    if let Some(web) = quarry_session::web_source(&settings.web, settings.network, Some(embedder), &web_notice, problems).map_err(|e| format!("{e:#}"))? {
+    let embedder = if settings.web.enabled { Some(state.embedder().await?) } else { None };
+    if let Some(web) = quarry_session::web_source(&settings.web, settings.network, embedder, &web_notice, problems).map_err(|e| format!("{e:#}"))? {
         sources.push(web);
     }
     let model = state.model().await?;

@@ -3,8 +3,7 @@
 
 use quarry_agents::{CancellationToken, ConversationStore};
 use quarry_core::ChatModel;
-use quarry_index::Embedder;
-use quarry_session::{EmbeddingSettings, LlmSettings, Settings};
+use quarry_session::{EmbedderCache, EmbeddingSettings, LlmSettings, Settings, SharedEmbedder};
 use quarry_store::DataDir;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,7 +19,7 @@ pub struct AppState {
     pub settings: RwLock<Settings>,
     /// Why the settings file could not be read at start (the defaults are used then).
     pub settings_problem: Option<String>,
-    embedder: tokio::sync::Mutex<Option<(EmbeddingSettings, Arc<Mutex<Embedder>>)>>,
+    embedders: tokio::sync::Mutex<Option<(EmbeddingSettings, Arc<EmbedderCache>)>>,
     model: tokio::sync::Mutex<Option<(LlmSettings, Arc<dyn ChatModel>)>>,
     /// Stop flags of ingest runs, by library name.
     pub ingests: Mutex<HashMap<String, Arc<AtomicBool>>>,
@@ -41,7 +40,7 @@ impl AppState {
             settings_path,
             settings: RwLock::new(settings),
             settings_problem,
-            embedder: tokio::sync::Mutex::new(None),
+            embedders: tokio::sync::Mutex::new(None),
             model: tokio::sync::Mutex::new(None),
             ingests: Mutex::new(HashMap::new()),
             asks: Mutex::new(HashMap::new()),
@@ -54,27 +53,37 @@ impl AppState {
         self.settings.read().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// The embedding model of the settings (default all-MiniLM-L6-v2), loaded once and again only when
-    /// the embedding settings change.
-    ///
-    /// Errors: the model files or ONNX Runtime are missing (the message names the file).
-    pub async fn embedder(&self) -> Result<Arc<Mutex<Embedder>>, String> {
+    /// The embedding models: the one of the settings (default all-MiniLM-L6-v2) for new libraries and
+    /// web pages, and each library's own; each loaded on first use, all again when the embedding settings
+    /// change.
+    pub async fn embedders(&self) -> Arc<EmbedderCache> {
         let wanted = self.settings().embedding;
-        let mut slot = self.embedder.lock().await;
-        if let Some((loaded_for, embedder)) = slot.as_ref() {
-            if *loaded_for == wanted {
-                return Ok(embedder.clone());
+        let mut slot = self.embedders.lock().await;
+        match slot.as_ref() {
+            Some((made_for, cache)) if *made_for == wanted => cache.clone(),
+            _ => {
+                let cache = Arc::new(EmbedderCache::new(wanted.clone()));
+                *slot = Some((wanted, cache.clone()));
+                cache
             }
         }
-        let settings = wanted.clone();
-        let embedder = tokio::task::spawn_blocking(move || {
-            let config = settings.config().map_err(|e| e.to_string())?;
-            Embedder::new(&config).map(|e| Arc::new(Mutex::new(e))).map_err(|e| format!("loading the embedding model {}: {e}", config.model_id))
-        })
-        .await
-        .map_err(|e| e.to_string())??;
-        *slot = Some((wanted, embedder.clone()));
-        Ok(embedder)
+    }
+
+    /// The embedding model of the settings, loaded off the async threads.
+    ///
+    /// Errors: the model files or ONNX Runtime are missing (the message names the file).
+    pub async fn embedder(&self) -> Result<SharedEmbedder, String> {
+        let cache = self.embedders().await;
+        tokio::task::spawn_blocking(move || cache.configured().map_err(|e| format!("{e:#}"))).await.map_err(|e| e.to_string())?
+    }
+
+    /// The embedding model library `name` was made with.
+    ///
+    /// Errors: no such library; its model files are missing.
+    pub async fn embedder_for_library(&self, name: &str) -> Result<SharedEmbedder, String> {
+        let cache = self.embedders().await;
+        let (data, name) = (self.data.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || cache.for_library(&data, &name).map_err(|e| format!("{e:#}"))).await.map_err(|e| e.to_string())?
     }
 
     /// The language model of the settings (default: the embedded SmolLM2 GGUF), loaded once and again

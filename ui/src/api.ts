@@ -129,7 +129,7 @@ export type Agent = "auto" | "naive" | "deep" | "chain";
 export interface Settings {
   network: "offline" | "online";
   llm: { model_file: string | null; url: string | null; model: string | null; threads: number | null; context_tokens: number; dry_multiplier?: number };
-  embedding: { model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
+  embedding: { model: string | null; model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
   web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number };
   data_dir: string | null;
 }

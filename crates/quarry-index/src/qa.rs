@@ -65,7 +65,7 @@ impl SetRetriever {
         if !embedder_covers(&self.languages, query) {
             return Ok(bm25);
         }
-        let vector = embedder.lock().map_err(|_| IndexError::Embedding("embedder lock poisoned".into()))?.embed(&[query])?.pop().unwrap_or_default();
+        let vector = embedder.lock().map_err(|_| IndexError::Embedding("embedder lock poisoned".into()))?.embed_queries(&[query])?.pop().unwrap_or_default();
         let dense = vectors.search(&vector, depth);
         Ok(HybridFusion::default().fuse(&bm25, &dense, k))
     }

@@ -3,12 +3,15 @@
 
 use quarry_core::{Chunk, ParsedDocument, BLOCK_SEPARATOR};
 use std::path::Path;
+use std::sync::Arc;
 
 /// How chunk length is measured.
 #[derive(Clone)]
 pub enum ChunkSizer {
     /// Tokens of a Hugging Face tokenizer (the embedding model's), without special tokens.
     Tokenizer(Box<tokenizers::Tokenizer>),
+    /// Tokens as counted by the embedding model itself (e.g. `quarry_index::Embedder::token_counter`).
+    TokenCounter(Arc<dyn Fn(&str) -> usize + Send + Sync>),
     /// Unicode characters, for when no tokenizer file is at hand.
     Characters,
 }
@@ -30,6 +33,7 @@ impl text_splitter::ChunkSizer for ChunkSizer {
     fn size(&self, chunk: &str) -> usize {
         match self {
             ChunkSizer::Tokenizer(t) => t.encode_fast(chunk, false).map(|e| e.len()).unwrap_or_else(|_| chunk.chars().count()),
+            ChunkSizer::TokenCounter(count) => count(chunk),
             ChunkSizer::Characters => chunk.chars().count(),
         }
     }
@@ -70,7 +74,7 @@ impl Chunker {
 
     /// True when sizes are tokens, false when characters.
     pub fn counts_tokens(&self) -> bool {
-        matches!(self.sizer, ChunkSizer::Tokenizer(_))
+        !matches!(self.sizer, ChunkSizer::Characters)
     }
 
     /// The chunks of `doc`, in order, with `index` 0.. and character offsets into `doc.full_text()`.

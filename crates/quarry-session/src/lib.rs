@@ -8,10 +8,12 @@ use quarry_core::ChatModel;
 use quarry_store::{DataDir, Library, LibraryRetriever, SearchMode};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+mod embedders;
 mod settings;
 mod web;
+pub use embedders::{EmbedderCache, SharedEmbedder};
 pub use settings::{EmbeddingSettings, Settings, SettingsError};
 pub use quarry_web::WebProblemSink;
 pub use web::{web_source, WebSearchSettings};
@@ -95,16 +97,16 @@ impl LlmSettings {
     }
 }
 
-/// Opens `names` (every library when empty) read-only as retrievers for the agents; `embedder` is needed
-/// unless `mode` is BM25.
+/// Opens `names` (every library when empty) read-only as retrievers for the agents, each with the
+/// embedding model it was made with, from `embedders` (needed unless `mode` is BM25).
 ///
 /// Errors: no libraries at all (the message says how to make one); a name that is not a library; a
-/// library built with another embedding model than `embedder`.
+/// library whose embedding model cannot be loaded.
 pub async fn open_libraries(
     data: &DataDir,
     names: &[String],
     mode: SearchMode,
-    embedder: Option<Arc<Mutex<quarry_index::Embedder>>>,
+    embedders: Option<&Arc<EmbedderCache>>,
 ) -> anyhow::Result<Vec<SearchableLibrary>> {
     let names: Vec<String> = if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
     if names.is_empty() {
@@ -113,7 +115,15 @@ pub async fn open_libraries(
     let mut libraries = Vec::new();
     for name in names {
         let library = Library::open_read(data, &name).await?;
-        let retriever = LibraryRetriever::new(library, embedder.clone(), mode)?;
+        let embedder = match embedders {
+            Some(cache) => {
+                let (cache, model_id) = (Arc::clone(cache), library.manifest().embedding.model_id.clone());
+                let embedder = tokio::task::spawn_blocking(move || cache.for_model_id(&model_id)).await?;
+                Some(embedder.with_context(|| format!("library {name:?}"))?)
+            }
+            None => None,
+        };
+        let retriever = LibraryRetriever::new(library, embedder, mode)?;
         let description = retriever.describe().await;
         libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever), always: false });
     }

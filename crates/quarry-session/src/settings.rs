@@ -18,10 +18,14 @@ pub enum SettingsError {
     NoHome,
 }
 
-/// Which embedding model new libraries use (`None` fields: the set-up script's all-MiniLM-L6-v2).
+/// Which embedding model new libraries use (`None` fields: the set-up script's all-MiniLM-L6-v2). An
+/// existing library keeps the model it was made with (see [`crate::EmbedderCache`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EmbeddingSettings {
+    /// A built-in model by name: `minilm` (all-MiniLM-L6-v2, English) or `e5` (multilingual-e5-small:
+    /// Chinese and ~100 other languages). Ignored when `model_dir` is set.
+    pub model: Option<String>,
     /// Folder of an ONNX sentence-embedding model: model.onnx, tokenizer.json, config.json,
     /// special_tokens_map.json, tokenizer_config.json.
     pub model_dir: Option<PathBuf>,
@@ -45,7 +49,10 @@ impl EmbeddingSettings {
                 let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "custom".into());
                 EmbedderConfig::with_files(runtime, dir.clone(), &id)
             }
-            None => EmbedderConfig::default_model()?,
+            None => match self.model.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+                Some(name) => EmbedderConfig::by_name(name)?,
+                None => EmbedderConfig::default_model()?,
+            },
         };
         if let Some(runtime) = &self.onnx_runtime {
             config.onnx_runtime = runtime.clone();
@@ -117,6 +124,7 @@ impl Settings {
         self.llm.model_file = path(self.llm.model_file);
         self.web.url = text(self.web.url);
         self.embedding.model_dir = path(self.embedding.model_dir);
+        self.embedding.model = text(self.embedding.model);
         self.data_dir = path(self.data_dir);
         self
     }

@@ -64,8 +64,8 @@ pub fn web_source(
     };
     let chunker = match &embedder {
         Some(model) => {
-            let tokenizer = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.tokenizer_file();
-            quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::from_tokenizer_file(&tokenizer).map_err(anyhow::Error::msg)?, quarry_ingest::ChunkerConfig::default())
+            let counter = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.token_counter();
+            quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::TokenCounter(counter), quarry_ingest::ChunkerConfig::default())
         }
         None => quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::Characters, quarry_ingest::ChunkerConfig { max_size: 1500, overlap: 200 }),
     }

@@ -240,12 +240,11 @@ impl Library {
     ) -> Result<IngestSummary, StoreError> {
         let started = Instant::now();
         let mut summary = IngestSummary::default();
-        let tokenizer = {
+        let sizer = {
             let model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
             self.check_embedder(&model)?;
-            model.tokenizer_file()
+            ChunkSizer::TokenCounter(model.token_counter())
         };
-        let sizer = ChunkSizer::from_tokenizer_file(&tokenizer).map_err(StoreError::ModelFiles)?;
         let chunker = Chunker::new(
             sizer,
             ChunkerConfig { max_size: self.manifest.chunking.max_tokens, overlap: self.manifest.chunking.overlap_tokens },

@@ -349,7 +349,7 @@ impl Library {
             let vector = {
                 let mut model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
                 self.check_embedder(&model)?;
-                model.embed(&[query])?.pop().unwrap_or_default()
+                model.embed_queries(&[query])?.pop().unwrap_or_default()
             };
             for (chunk, similarity) in self.store.nearest(&vector, fetch).await? {
                 if self.visible(&chunk.document_id) && dense.len() < depth {

@@ -140,10 +140,11 @@ impl WebRetriever {
         }
     }
 
-    fn embed(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+    /// Vectors of page chunks (`queries` false) or of a query.
+    fn embed(&self, texts: &[&str], queries: bool) -> Option<Vec<Vec<f32>>> {
         let embedder = self.embedder.as_ref()?;
         let mut model = embedder.lock().ok()?;
-        match model.embed(texts) {
+        match if queries { model.embed_queries(texts) } else { model.embed(texts) } {
             Ok(vectors) => Some(vectors),
             Err(e) => {
                 (self.on_problem)(format!("web: embedding page text failed ({e}); ranking by keywords only"));
@@ -179,7 +180,7 @@ impl Retriever for WebRetriever {
                 let page = if i < fetch_page_of { self.fetch(result).await } else { None };
                 let passages = self.passages_of(result, page);
                 let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
-                match if texts.is_empty() { None } else { self.embed(&texts) } {
+                match if texts.is_empty() { None } else { self.embed(&texts, false) } {
                     Some(vectors) => passages.into_iter().zip(vectors).map(|(p, v)| (p, Some(v))).collect(),
                     None => passages.into_iter().map(|p| (p, None)).collect(),
                 }
@@ -200,7 +201,7 @@ impl Retriever for WebRetriever {
         let bm25 = keyword.search(query, candidates.len()).map_err(|e| RetrievalError(format!("web: {e}")))?;
         let mut dense = None;
         if self.covers(query) && candidates.iter().all(|c| c.1.is_some()) {
-            if let Some(q) = self.embed(&[query]).and_then(|mut v| v.pop()) {
+            if let Some(q) = self.embed(&[query], true).and_then(|mut v| v.pop()) {
                 let mut vectors = VectorIndex::new(q.len());
                 for (i, (_, v)) in candidates.iter().enumerate() {
                     vectors.add(i as u64, v.as_deref().unwrap_or_default());

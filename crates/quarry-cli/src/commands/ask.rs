@@ -133,7 +133,7 @@ impl WebArgs {
     pub fn source(
         &self,
         network: quarry_net::NetworkMode,
-        embedder: Option<Arc<std::sync::Mutex<quarry_index::Embedder>>>,
+        embedder: Option<quarry_session::SharedEmbedder>,
         notice: &dyn Fn(&str),
         problems: quarry_web::WebProblemSink,
     ) -> anyhow::Result<Option<SearchableLibrary>> {
@@ -152,8 +152,13 @@ pub async fn open_sources(
     llm: &LlmArgs,
     json: bool,
 ) -> anyhow::Result<(Vec<SearchableLibrary>, Arc<dyn ChatModel>)> {
-    let embedder = if mode == SearchMode::Bm25 { None } else { Some(embedding.load()?) };
-    let mut libraries = open_libraries(data, names, mode, embedder.clone()).await?;
+    let embedders = if mode == SearchMode::Bm25 { None } else { Some(embedding.cache()) };
+    let mut libraries = open_libraries(data, names, mode, embedders.as_ref()).await?;
+    // Web pages are embedded with the configured model, loaded only when the web is searched.
+    let embedder = match &embedders {
+        Some(cache) if web.web => Some(cache.configured()?),
+        _ => None,
+    };
     let notice = move |message: &str| {
         if json {
             println!("{}", serde_json::json!({"event": "web_notice", "message": message}));

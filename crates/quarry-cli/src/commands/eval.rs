@@ -35,6 +35,10 @@ pub struct RetrievalArgs {
     /// the default (minmax, what search uses) and `hybrid <fusion>` for the others.
     #[arg(long, default_value = "minmax", value_delimiter = ',')]
     pub fusion: Vec<HybridFusion>,
+    /// Embedding model: `minilm` (all-MiniLM-L6-v2, English) or `e5` (multilingual-e5-small, Chinese and
+    /// ~100 other languages).
+    #[arg(long, default_value = "minilm")]
+    pub embedder: String,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -53,8 +57,8 @@ fn retrieval(args: RetrievalArgs) -> anyhow::Result<()> {
     let mut embedder = if args.bm25_only {
         None
     } else {
-        let config = EmbedderConfig::default_model()?;
-        Some(Embedder::new(&config).context("loading the embedding model")?)
+        let config = EmbedderConfig::by_name(&args.embedder)?;
+        Some(Embedder::new(&config).with_context(|| format!("loading the embedding model {}", config.model_id))?)
     };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
@@ -70,13 +74,13 @@ fn retrieval(args: RetrievalArgs) -> anyhow::Result<()> {
         value["embedding_model"] = serde_json::json!(model);
         println!("{}", serde_json::to_string(&value)?);
     } else {
-        print!("{}", table(&report));
+        print!("{}", table(&report, embedder.as_ref().map(|e| e.model_id())));
     }
     Ok(())
 }
 
-fn table(report: &RetrievalReport) -> String {
-    let mut out = format!("## {} ({} queries, {} passages)\n\n", report.set, report.queries, report.passages);
+fn table(report: &RetrievalReport, model: Option<&str>) -> String {
+    let mut out = format!("## {} ({} queries, {} passages{})\n\n", report.set, report.queries, report.passages, model.map(|m| format!(", {m}")).unwrap_or_default());
     out.push_str("| mode | Recall@2 | Recall@5 | Recall@10 | nDCG@10 | MRR@10 |\n|---|---:|---:|---:|---:|---:|\n");
     for (mode, m) in &report.results {
         out.push_str(&format!("| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n", m.recall_at_2, m.recall_at_5, m.recall_at_10, m.ndcg_at_10, m.mrr_at_10));

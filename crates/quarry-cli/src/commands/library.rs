@@ -9,9 +9,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Which embedding model to use. Without options: the set-up script's all-MiniLM-L6-v2 (int8).
+/// Which embedding model new libraries are made with. Without options: the set-up script's
+/// all-MiniLM-L6-v2 (int8). An existing library always uses the model it was made with.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
+    /// A built-in embedding model: `minilm` (all-MiniLM-L6-v2, English; the default) or `e5`
+    /// (multilingual-e5-small: Chinese and ~100 other languages).
+    #[arg(long, env = "QUARRY_EMBEDDER")]
+    pub embedder: Option<String>,
     /// Folder of an ONNX sentence-embedding model: model.onnx, tokenizer.json, config.json,
     /// special_tokens_map.json, tokenizer_config.json (mean pooling is applied).
     #[arg(long, env = "QUARRY_EMBED_MODEL_DIR")]
@@ -32,6 +37,7 @@ impl ModelArgs {
     /// These flags as [`quarry_session::EmbeddingSettings`].
     pub fn settings(&self) -> quarry_session::EmbeddingSettings {
         quarry_session::EmbeddingSettings {
+            model: self.embedder.clone(),
             model_dir: self.model_dir.clone(),
             model_id: self.model_id.clone(),
             languages: self.model_languages.clone(),
@@ -43,10 +49,26 @@ impl ModelArgs {
         Ok(self.settings().config()?)
     }
 
+    /// The configured model (for a new library).
     pub fn load(&self) -> anyhow::Result<Arc<Mutex<Embedder>>> {
         let config = self.config()?;
         let embedder = Embedder::new(&config).with_context(|| format!("loading embedding model {}", config.model_id))?;
         Ok(Arc::new(Mutex::new(embedder)))
+    }
+
+    /// Embedders for these options: the configured one, and each library's own.
+    pub fn cache(&self) -> Arc<quarry_session::EmbedderCache> {
+        Arc::new(quarry_session::EmbedderCache::new(self.settings()))
+    }
+
+    /// The model for library `name`: without model options the one it was made with; with them the
+    /// model they name, which the library then refuses if it was made with another (the error says how
+    /// to re-index).
+    pub fn load_for_library(&self, data: &DataDir, name: &str) -> anyhow::Result<Arc<Mutex<Embedder>>> {
+        if self.embedder.is_some() || self.model_dir.is_some() {
+            return self.load();
+        }
+        self.cache().for_library(data, name)
     }
 }
 
@@ -280,7 +302,7 @@ fn stop_on_ctrl_c(options: &IngestOptions) {
 }
 
 pub fn add(data: DataDir, args: AddArgs) -> anyhow::Result<()> {
-    let embedder = args.ingest.model.load()?;
+    let embedder = args.ingest.model.load_for_library(&data, &args.library)?;
     let options = args.ingest.options()?;
     let model_id = embedding_info(&embedder)?.model_id;
     let missing: Vec<&PathBuf> = args.paths.iter().filter(|p| !p.exists()).collect();
@@ -317,7 +339,7 @@ pub fn remove(data: DataDir, args: RemoveArgs) -> anyhow::Result<()> {
 }
 
 pub fn sync(data: DataDir, args: SyncArgs) -> anyhow::Result<()> {
-    let embedder = args.ingest.model.load()?;
+    let embedder = args.ingest.model.load_for_library(&data, &args.library)?;
     let options = args.ingest.options()?;
     let model_id = embedding_info(&embedder)?.model_id;
     runtime()?.block_on(async {
@@ -331,7 +353,7 @@ pub fn sync(data: DataDir, args: SyncArgs) -> anyhow::Result<()> {
 }
 
 pub fn watch(data: DataDir, args: WatchArgs) -> anyhow::Result<()> {
-    let embedder = args.ingest.model.load()?;
+    let embedder = args.ingest.model.load_for_library(&data, &args.library)?;
     let options = args.ingest.options()?;
     let model_id = embedding_info(&embedder)?.model_id;
     let json = args.ingest.json;
@@ -417,7 +439,7 @@ pub fn status(data: DataDir, args: StatusArgs) -> anyhow::Result<()> {
 }
 
 pub fn search(data: DataDir, args: SearchArgs) -> anyhow::Result<()> {
-    let embedder = if args.mode == SearchMode::Bm25 { None } else { Some(args.model.load()?) };
+    let embedder = if args.mode == SearchMode::Bm25 { None } else { Some(args.model.load_for_library(&data, &args.library)?) };
     let hits = runtime()?.block_on(async {
         let mut library = Library::open_read(&data, &args.library).await?;
         library.search(&args.query, args.mode, args.k, embedder.as_ref()).await

@@ -630,3 +630,38 @@ fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     let status = status(&data, "stop");
     assert_eq!(count(&status, "pending"), 0, "{status}");
 }
+
+#[test]
+fn a_chinese_library_on_e5_is_searched_beside_an_english_one_each_with_its_own_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let zh_docs = sample_library().join("zh");
+    let en_doc = sample_library().join("office/handbook-1p.docx");
+    run(&data, &["library", "create", "zh", "--embedder", "e5"]);
+    run(&data, &["library", "create", "en"]);
+    let list = json(&data, &["library", "list", "--json"]);
+    let model_of = |name: &str| list.as_array().unwrap().iter().find(|l| l["name"] == name).unwrap()["embedding"]["model_id"].clone();
+    assert_eq!((model_of("zh"), model_of("en")), (Value::from("multilingual-e5-small-q4"), Value::from("all-minilm-l6-v2-int8")));
+
+    // No model options: each library is filled and searched with the model it was made with.
+    let (_, summary) = ingest(&data, &["add", zh_docs.to_str().unwrap(), "--library", "zh", "--json"]);
+    assert!(summary["chunks"].as_u64().unwrap() > 0, "{summary}");
+    ingest(&data, &["add", en_doc.to_str().unwrap(), "--library", "en", "--json"]);
+    for mode in ["dense", "hybrid"] {
+        let hits = search(&data, "zh", "中国联通2022年每股派发多少股利？", mode);
+        assert!(hits.iter().take(3).any(|h| h["text"].as_str().unwrap().contains("0.109")), "{mode}: {hits:#?}");
+    }
+    // Both libraries in one research run: each retriever embeds the question with its own model.
+    let output = run(
+        &data,
+        &["ask", "中国联通2022年每股派发多少股利？", "--library", "zh", "--library", "en", "--agent", "naive", "--json", "--answer-tokens", "40", "--threads", "2"],
+    );
+    let answer: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().last().unwrap()).unwrap();
+    let sources = answer["sources"].as_array().unwrap();
+    assert!(sources.iter().any(|s| s["passage"]["text"].as_str().unwrap().contains("0.109")), "{answer:#}");
+
+    // An explicit other model for an existing library is refused with the way out, as before.
+    let output = quarry(&data).args(["add", en_doc.to_str().unwrap(), "--library", "zh", "--embedder", "minilm"]).output().unwrap();
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && message.contains("quarry library reindex zh"), "{message}");
+}

@@ -5,7 +5,7 @@ use quarry_index::{Embedder, EmbedderConfig, HybridFusion};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-fn benchmarks() -> PathBuf {
+pub fn benchmarks() -> PathBuf {
     let dir = std::env::var_os("QUARRY_EVAL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
