@@ -91,13 +91,15 @@ pub async fn list_libraries(state: State<'_, AppState>) -> Reply<Vec<LibraryView
     Ok(views)
 }
 
-/// `create_library`: an empty library for the default embedding model.
+/// `create_library`: an empty library for the embedding model in the settings; when the settings name
+/// none, the first documents added choose (multilingual-e5-small for mostly Chinese text).
 #[tauri::command]
 pub async fn create_library(state: State<'_, AppState>, name: String) -> Reply<()> {
     let embedder = state.embedder().await?;
+    let automatic = !state.settings().embedding.names_a_model();
     let embedding = {
         let e = embedder.lock().map_err(text)?;
-        quarry_store::EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension() }
+        quarry_store::EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension(), automatic }
     };
     Library::create(&state.data, name.trim(), embedding, quarry_store::ChunkingInfo::default()).await.map_err(text)?;
     Ok(())

@@ -50,6 +50,7 @@ export type IngestEvent =
   | { event: "embedding"; done: number; known: number }
   | { event: "file_done"; path: string }
   | { event: "removed"; path: string }
+  | { event: "model_chosen"; model_id: string; cjk_share: number; sampled_chars: number }
   | ({ event: "finished" } & IngestSummary)
   | { event: "error"; error: string };
 

@@ -169,10 +169,10 @@ interface FileRow {
   state: string;
   detail: string;
 }
-const ingest = { library: "", files: new Map<string, FileRow>(), toRead: 0, done: 0, embedded: 0, known: 0, started: 0 };
+const ingest = { library: "", files: new Map<string, FileRow>(), toRead: 0, done: 0, embedded: 0, known: 0, started: 0, model: "" };
 
 async function addFiles(library: string, paths: string[]) {
-  Object.assign(ingest, { library, files: new Map(), toRead: 0, done: 0, embedded: 0, known: 0, started: Date.now() });
+  Object.assign(ingest, { library, files: new Map(), toRead: 0, done: 0, embedded: 0, known: 0, started: Date.now(), model: "" });
   $("ingest").hidden = false;
   $("ingest-title").textContent = `Adding ${paths.length} item${paths.length === 1 ? "" : "s"} to ${library}`;
   $("ingest-summary").textContent = "Scanning…";
@@ -228,6 +228,10 @@ function onIngestEvents(library: string, events: IngestEvent[]) {
       case "file_done":
         ingest.done += 1;
         break;
+      case "model_chosen":
+        // A new library's first documents picked its embedding model (multilingual for mostly CJK text).
+        ingest.model = `${e.model_id}, chosen for ${Math.round(e.cjk_share * 100)}% CJK text`;
+        break;
       case "error":
         $("ingest-summary").textContent = e.error;
         break;
@@ -243,7 +247,9 @@ function renderIngest() {
     const elapsed = (Date.now() - ingest.started) / 1000;
     const eta = fraction > 0.02 ? Math.round((elapsed / fraction) * (1 - fraction)) : null;
     $("ingest-summary").textContent =
-      `${ingest.done} of ${ingest.toRead} files read · ${ingest.embedded} of ${ingest.known} chunks embedded` + (eta !== null ? ` · about ${eta} s left` : "");
+      `${ingest.done} of ${ingest.toRead} files read · ${ingest.embedded} of ${ingest.known} chunks embedded` +
+      (eta !== null ? ` · about ${eta} s left` : "") +
+      (ingest.model ? ` · model ${ingest.model}` : "");
   }
   // Only the latest rows and every failure: a 10,000-file ingest must not build 10,000 nodes.
   const rows = [...ingest.files.entries()];

@@ -38,6 +38,12 @@ pub struct EmbeddingSettings {
 }
 
 impl EmbeddingSettings {
+    /// Whether a model was asked for (by name or folder). When not, a new library is made
+    /// `automatic` and its first ingest picks the model from its documents' language.
+    pub fn names_a_model(&self) -> bool {
+        self.model.as_deref().is_some_and(|m| !m.trim().is_empty()) || self.model_dir.is_some()
+    }
+
     /// The embedder configuration. Errors: the default model or ONNX Runtime is not installed.
     pub fn config(&self) -> Result<EmbedderConfig, quarry_index::IndexError> {
         let mut config = match &self.model_dir {

@@ -37,6 +37,22 @@ pub struct IngestOptions {
     pub vector_index_rows: usize,
     /// Old LanceDB versions younger than this are kept for readers that are mid-query (default 10 min).
     pub keep_versions: Duration,
+    /// May this run pick the model of a library made without one (`EmbeddingInfo::automatic`) while it
+    /// is still empty (default true)? The first documents read are held until [`MODEL_SAMPLE_CHARS`]
+    /// characters are in; when more than half of those are CJK ideographs the library switches to
+    /// multilingual-e5-small before anything is chunked or embedded. Set false when the person named a
+    /// model for this run.
+    pub choose_model: bool,
+}
+
+/// Characters of parsed text (from the first documents read) that decide the model of an automatic
+/// library: enough for a few pages, so one cover sheet in another language does not decide.
+pub const MODEL_SAMPLE_CHARS: u64 = 20_000;
+
+/// Whether text with `cjk` CJK ideographs among `chars` characters is mostly Chinese, Japanese or
+/// Korean (more than half; punctuation, digits and spaces count on the other side).
+pub fn mostly_cjk(chars: u64, cjk: u64) -> bool {
+    chars > 0 && cjk * 2 > chars
 }
 
 impl IngestOptions {
@@ -48,6 +64,7 @@ impl IngestOptions {
             verify: false,
             vector_index_rows: 50_000,
             keep_versions: Duration::from_secs(600),
+            choose_model: true,
         }
     }
 }
@@ -76,6 +93,9 @@ pub enum IngestEvent {
     FileDone { path: String },
     /// A document was removed (its file vanished or changed, or `quarry remove` took it out).
     Removed { path: String },
+    /// The first documents of a library made without a model decided its model (recorded in
+    /// `library.toml`): `model_id`, and `cjk_share` of the sampled characters that were CJK ideographs.
+    ModelChosen { model_id: String, cjk_share: f64, sampled_chars: u64 },
     Finished(IngestSummary),
 }
 
@@ -240,16 +260,8 @@ impl Library {
     ) -> Result<IngestSummary, StoreError> {
         let started = Instant::now();
         let mut summary = IngestSummary::default();
-        let sizer = {
-            let model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
-            self.check_embedder(&model)?;
-            ChunkSizer::TokenCounter(model.token_counter())
-        };
-        let chunker = Chunker::new(
-            sizer,
-            ChunkerConfig { max_size: self.manifest.chunking.max_tokens, overlap: self.manifest.chunking.overlap_tokens },
-        )
-        .map_err(StoreError::Library)?;
+        let mut embedder = embedder.clone();
+        let mut chunker = self.chunker_for(&embedder)?;
 
         // Scan: what is on disk, what the library has, what must be read.
         let (mut inputs, problems) = collect_inputs(roots);
@@ -354,7 +366,38 @@ impl Library {
         let mut rehome: Vec<(String, String, String, String)> = Vec::new();
         let (mut embedded, mut known_chunks) = (0usize, 0usize);
         let mut finished_inputs: HashSet<usize> = HashSet::new();
-        while let Some((index, outcome)) = receiver.recv().await {
+        // An empty library made without a model: hold the first documents, and let their text pick it.
+        let mut held: std::collections::VecDeque<(usize, FileOutcome)> = Default::default();
+        if options.choose_model && self.manifest.embedding.automatic && known.is_empty() {
+            let (mut chars, mut cjk) = (0u64, 0u64);
+            while chars < MODEL_SAMPLE_CHARS {
+                let Some(item) = receiver.recv().await else { break };
+                if item.1.document.is_some() {
+                    chars += item.1.chars;
+                    cjk += item.1.cjk_chars;
+                }
+                held.push_back(item);
+            }
+            if chars > 0 {
+                if let Some(chosen) = self.choose_model(chars, cjk, &embedder)? {
+                    embedder = chosen;
+                    chunker = self.chunker_for(&embedder)?;
+                }
+                on_event(IngestEvent::ModelChosen {
+                    model_id: self.manifest.embedding.model_id.clone(),
+                    cjk_share: cjk as f64 / chars as f64,
+                    sampled_chars: chars,
+                });
+            }
+        }
+        loop {
+            let (index, outcome) = match held.pop_front() {
+                Some(item) => item,
+                None => match receiver.recv().await {
+                    Some(item) => item,
+                    None => break,
+                },
+            };
             let planned = &plan[index];
             let top = outcome.path == planned.input.display;
             if top {
@@ -438,13 +481,13 @@ impl Library {
                 on_event(IngestEvent::FileDone { path: outcome.path.clone() });
             }
             if batch.chunks >= options.batch_chunks.max(1) {
-                let (documents, chunks) = self.flush(&mut batch, embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+                let (documents, chunks) = self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
                 summary.indexed += documents;
                 summary.chunks += chunks;
             }
         }
         let _ = parser.join();
-        let (documents, chunks) = self.flush(&mut batch, embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+        let (documents, chunks) = self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
         summary.indexed += documents;
         summary.chunks += chunks;
 
@@ -485,6 +528,45 @@ impl Library {
         summary.seconds = started.elapsed().as_secs_f64();
         on_event(IngestEvent::Finished(summary.clone()));
         Ok(summary)
+    }
+
+    /// The chunker for this library's chunk size, counting tokens with `embedder`'s tokenizer, after
+    /// checking that the embedder is the library's model.
+    fn chunker_for(&self, embedder: &Arc<Mutex<Embedder>>) -> Result<Chunker, StoreError> {
+        let sizer = {
+            let model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+            self.check_embedder(&model)?;
+            ChunkSizer::TokenCounter(model.token_counter())
+        };
+        Chunker::new(sizer, ChunkerConfig { max_size: self.manifest.chunking.max_tokens, overlap: self.manifest.chunking.overlap_tokens })
+            .map_err(StoreError::Library)
+    }
+
+    /// Settles the model of an empty automatic library from a sample of `chars` characters with `cjk`
+    /// CJK ideographs: mostly CJK → multilingual-e5-small (returned, to embed with), else the model it
+    /// has (None). Either way the choice is saved in `library.toml` and the library stops being
+    /// automatic. When e5's files are not installed the library keeps its model, with a warning in the
+    /// log. The vectors table is made for the library's dimension, so only a model of the same
+    /// dimension is switched to (both built-in models give 384).
+    fn choose_model(&mut self, chars: u64, cjk: u64, current: &Arc<Mutex<Embedder>>) -> Result<Option<Arc<Mutex<Embedder>>>, StoreError> {
+        let mut chosen = None;
+        let current_id = current.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?.model_id().to_string();
+        if mostly_cjk(chars, cjk) && current_id != quarry_index::MULTILINGUAL_E5_MODEL_ID {
+            match quarry_index::EmbedderConfig::multilingual_e5().and_then(|config| Embedder::new(&config)) {
+                Ok(e5) if e5.dimension() == self.manifest.embedding.dimension => {
+                    self.manifest.embedding.model_id = e5.model_id().to_string();
+                    chosen = Some(Arc::new(Mutex::new(e5)));
+                }
+                Ok(e5) => tracing::warn!("library {:?} keeps its model: {} gives {} dimensions", self.manifest.name, e5.model_id(), e5.dimension()),
+                Err(error) => tracing::warn!(
+                    "library {:?} is mostly CJK text but keeps {current_id}: the multilingual model cannot be loaded ({error})",
+                    self.manifest.name
+                ),
+            }
+        }
+        self.manifest.embedding.automatic = false;
+        self.manifest.save(&self.dir)?;
+        Ok(chosen)
     }
 
     /// Commits a batch in the crash-safe order: rows `pending` → chunks → tantivy (payload = chunks

@@ -21,6 +21,11 @@ pub struct EmbeddingInfo {
     pub model_id: String,
     /// Length of each vector.
     pub dimension: usize,
+    /// No model was asked for when the library was made, so its first ingest picks one from the text it
+    /// reads: multilingual-e5-small when the documents are mostly Chinese, Japanese or Korean (see
+    /// [`crate::IngestOptions::choose_model`]). False once documents are in; absent in older manifests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
 }
 
 /// How documents were cut into chunks (see `quarry_ingest::ChunkerConfig`).
@@ -259,7 +264,7 @@ mod tests {
     use super::*;
 
     fn info() -> (EmbeddingInfo, ChunkingInfo) {
-        (EmbeddingInfo { model_id: "m".into(), dimension: 4 }, ChunkingInfo { max_tokens: 512, overlap_tokens: 76 })
+        (EmbeddingInfo { model_id: "m".into(), dimension: 4, automatic: false }, ChunkingInfo { max_tokens: 512, overlap_tokens: 76 })
     }
 
     #[test]

@@ -151,7 +151,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
 
     let vectors = embed_cached(&mut embedder, &passages)?;
     let dimension = embedder.dimension();
-    let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension };
+    let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension, automatic: false };
     let embedder = Arc::new(Mutex::new(embedder));
     // Spread the queries over all sets.
     let step = (queries.len() / args.queries.max(1)).max(1);

@@ -101,6 +101,7 @@ impl IngestArgs {
         options.retry_failed = self.retry_failed;
         options.verify = self.verify;
         options.batch_chunks = self.batch_chunks.max(1);
+        options.choose_model = !self.model.settings().names_a_model();
         Ok(options)
     }
 }
@@ -222,7 +223,7 @@ pub struct SearchArgs {
 /// The model id and vector length of a loaded embedder, as a library records them.
 fn embedding_info(embedder: &Mutex<Embedder>) -> anyhow::Result<EmbeddingInfo> {
     let e = embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?;
-    Ok(EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension() })
+    Ok(EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension(), automatic: false })
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -234,7 +235,7 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
     match command {
         LibraryCommand::Create { name, chunk_tokens, overlap_tokens, model } => {
             let embedder = model.load()?;
-            let embedding = embedding_info(&embedder)?;
+            let embedding = EmbeddingInfo { automatic: !model.settings().names_a_model(), ..embedding_info(&embedder)? };
             let chunking = ChunkingInfo { max_tokens: chunk_tokens.max(16), overlap_tokens: overlap_tokens.min(chunk_tokens / 2) };
             let manifest = rt.block_on(Library::create(&data, &name, embedding, chunking))?;
             println!(
@@ -271,7 +272,8 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
         }
         LibraryCommand::Reindex { name, ingest } => {
             let embedder = ingest.model.load()?;
-            let embedding = embedding_info(&embedder)?;
+            // Without model options the re-read picks the model from the documents, as a new library does.
+            let embedding = EmbeddingInfo { automatic: !ingest.model.settings().names_a_model(), ..embedding_info(&embedder)? };
             let options = ingest.options()?;
             rt.block_on(async {
                 Library::reset_for_model(&data, &name, embedding.clone()).await?;

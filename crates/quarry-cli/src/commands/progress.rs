@@ -66,6 +66,12 @@ impl IngestProgress {
             IngestEvent::Removed { path } => {
                 let _ = self.multi.println(format!("removed {path}"));
             }
+            IngestEvent::ModelChosen { model_id, cjk_share, sampled_chars } => {
+                let _ = self.multi.println(format!(
+                    "embedding model {model_id} (chosen from the first {sampled_chars} characters read: {:.0}% CJK)",
+                    cjk_share * 100.0
+                ));
+            }
             IngestEvent::Finished(_) => {}
         }
     }

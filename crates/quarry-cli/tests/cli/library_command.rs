@@ -637,16 +637,28 @@ fn a_chinese_library_on_e5_is_searched_beside_an_english_one_each_with_its_own_m
     let data = tmp.path().join("data");
     let zh_docs = sample_library().join("zh");
     let en_doc = sample_library().join("office/handbook-1p.docx");
-    run(&data, &["library", "create", "zh", "--embedder", "e5"]);
-    run(&data, &["library", "create", "en"]);
-    let list = json(&data, &["library", "list", "--json"]);
-    let model_of = |name: &str| list.as_array().unwrap().iter().find(|l| l["name"] == name).unwrap()["embedding"]["model_id"].clone();
-    assert_eq!((model_of("zh"), model_of("en")), (Value::from("multilingual-e5-small-q4"), Value::from("all-minilm-l6-v2-int8")));
-
-    // No model options: each library is filled and searched with the model it was made with.
-    let (_, summary) = ingest(&data, &["add", zh_docs.to_str().unwrap(), "--library", "zh", "--json"]);
+    // No model asked for: the first documents choose. Chinese text gets multilingual-e5-small, English
+    // keeps MiniLM; a model named at creation is kept whatever the documents are.
+    for name in ["zh", "en"] {
+        run(&data, &["library", "create", name]);
+    }
+    run(&data, &["library", "create", "zh-minilm", "--embedder", "minilm"]);
+    let (events, summary) = ingest(&data, &["add", zh_docs.to_str().unwrap(), "--library", "zh", "--json"]);
     assert!(summary["chunks"].as_u64().unwrap() > 0, "{summary}");
-    ingest(&data, &["add", en_doc.to_str().unwrap(), "--library", "en", "--json"]);
+    let chosen = events.iter().find(|e| e["event"] == "model_chosen").expect("a model_chosen event");
+    assert_eq!(chosen["model_id"], "multilingual-e5-small-q4");
+    assert!(chosen["cjk_share"].as_f64().unwrap() > 0.5, "{chosen}");
+    let (events, _) = ingest(&data, &["add", en_doc.to_str().unwrap(), "--library", "en", "--json"]);
+    assert!(events.iter().any(|e| e["event"] == "model_chosen" && e["model_id"] == "all-minilm-l6-v2-int8"), "{events:#?}");
+    let (events, _) = ingest(&data, &["add", zh_docs.to_str().unwrap(), "--library", "zh-minilm", "--json"]);
+    assert!(!events.iter().any(|e| e["event"] == "model_chosen"), "{events:#?}");
+    let list = json(&data, &["library", "list", "--json"]);
+    let model_of = |name: &str| list.as_array().unwrap().iter().find(|l| l["name"] == name).unwrap()["embedding"].clone();
+    assert_eq!(model_of("zh"), serde_json::json!({"model_id": "multilingual-e5-small-q4", "dimension": 384}));
+    assert_eq!(model_of("en"), serde_json::json!({"model_id": "all-minilm-l6-v2-int8", "dimension": 384}));
+    assert_eq!(model_of("zh-minilm")["model_id"], "all-minilm-l6-v2-int8");
+
+    // Without model options each library is searched with its own model.
     for mode in ["dense", "hybrid"] {
         let hits = search(&data, "zh", "中国联通2022年每股派发多少股利？", mode);
         assert!(hits.iter().take(3).any(|h| h["text"].as_str().unwrap().contains("0.109")), "{mode}: {hits:#?}");
