@@ -65,7 +65,22 @@ impl EmbedderCache {
     /// Errors: no such library, an unreadable manifest, or as `for_model_id`.
     pub fn for_library(&self, data: &DataDir, name: &str) -> anyhow::Result<SharedEmbedder> {
         let manifest = LibraryManifest::load(&data.existing(name)?)?;
-        self.for_model_id(&manifest.embedding.model_id).with_context(|| format!("library {name:?}"))
+        let model_id = &manifest.embedding.model_id;
+        if !self.knows(model_id) {
+            anyhow::bail!(
+                "library {name:?} was built with embedding model {model_id:?}, which is not built in: point the embedding \
+                 settings (or --model-dir and --model-id) at that model's folder, or rebuild the library with a built-in \
+                 model: `quarry library reindex {name}`"
+            );
+        }
+        self.for_model_id(model_id).with_context(|| format!("library {name:?}"))
+    }
+
+    /// Whether `model_id` can be loaded: already loaded, the configured model, or built in.
+    fn knows(&self, model_id: &str) -> bool {
+        self.loaded.lock().is_ok_and(|loaded| loaded.contains_key(model_id))
+            || self.settings.config().is_ok_and(|config| config.model_id == model_id)
+            || EmbedderConfig::for_model_id(model_id).is_some()
     }
 
     fn load(&self, config: EmbedderConfig) -> anyhow::Result<SharedEmbedder> {
