@@ -53,6 +53,12 @@ impl ParsedDocument {
         self.blocks.iter().map(|b| crate::count_cjk_chars(&b.text)).sum()
     }
 
+    /// Number of letters (alphabetic characters, CJK ideographs included; digits, punctuation and spaces
+    /// not) over all blocks: what language shares are counted against.
+    pub fn letter_count(&self) -> usize {
+        self.blocks.iter().map(|b| b.text.chars().filter(|c| c.is_alphabetic()).count()).sum()
+    }
+
     /// The whole text, blocks joined by a blank line; the character offsets of [`Chunk`] refer to it.
     pub fn full_text(&self) -> String {
         let mut out = String::new();

@@ -39,7 +39,7 @@ pub struct IngestOptions {
     pub keep_versions: Duration,
     /// May this run pick the model of a library made without one (`EmbeddingInfo::automatic`) while it
     /// is still empty (default true)? The first documents read are held until [`MODEL_SAMPLE_CHARS`]
-    /// characters are in; when more than half of those are CJK ideographs the library switches to
+    /// characters are in; when more than half of their letters are CJK ideographs the library switches to
     /// multilingual-e5-small before anything is chunked or embedded. Set false when the person named a
     /// model for this run.
     pub choose_model: bool,
@@ -49,10 +49,11 @@ pub struct IngestOptions {
 /// library: enough for a few pages, so one cover sheet in another language does not decide.
 pub const MODEL_SAMPLE_CHARS: u64 = 20_000;
 
-/// Whether text with `cjk` CJK ideographs among `chars` characters is mostly Chinese, Japanese or
-/// Korean (more than half; punctuation, digits and spaces count on the other side).
-pub fn mostly_cjk(chars: u64, cjk: u64) -> bool {
-    chars > 0 && cjk * 2 > chars
+/// Whether text with `cjk` CJK ideographs among `letters` letters is mostly Chinese, Japanese or Korean:
+/// more than half of the letters. Digits, punctuation and spaces do not count, so the figures of a
+/// Chinese annual report do not hide its language (the rule of `quarry_index::embedder_covers`).
+pub fn mostly_cjk(letters: u64, cjk: u64) -> bool {
+    letters > 0 && cjk * 2 > letters
 }
 
 impl IngestOptions {
@@ -94,7 +95,8 @@ pub enum IngestEvent {
     /// A document was removed (its file vanished or changed, or `quarry remove` took it out).
     Removed { path: String },
     /// The first documents of a library made without a model decided its model (recorded in
-    /// `library.toml`): `model_id`, and `cjk_share` of the sampled characters that were CJK ideographs.
+    /// `library.toml`): `model_id`; `cjk_share` of the letters in the `sampled_chars` characters read
+    /// that were CJK ideographs.
     ModelChosen { model_id: String, cjk_share: f64, sampled_chars: u64 },
     Finished(IngestSummary),
 }
@@ -369,23 +371,24 @@ impl Library {
         // An empty library made without a model: hold the first documents, and let their text pick it.
         let mut held: std::collections::VecDeque<(usize, FileOutcome)> = Default::default();
         if options.choose_model && self.manifest.embedding.automatic && known.is_empty() {
-            let (mut chars, mut cjk) = (0u64, 0u64);
+            let (mut chars, mut letters, mut cjk) = (0u64, 0u64, 0u64);
             while chars < MODEL_SAMPLE_CHARS {
                 let Some(item) = receiver.recv().await else { break };
-                if item.1.document.is_some() {
+                if let Some(document) = &item.1.document {
                     chars += item.1.chars;
+                    letters += document.letter_count() as u64;
                     cjk += item.1.cjk_chars;
                 }
                 held.push_back(item);
             }
-            if chars > 0 {
-                if let Some(chosen) = self.choose_model(chars, cjk, &embedder)? {
+            if letters > 0 {
+                if let Some(chosen) = self.choose_model(letters, cjk, &embedder)? {
                     embedder = chosen;
                     chunker = self.chunker_for(&embedder)?;
                 }
                 on_event(IngestEvent::ModelChosen {
                     model_id: self.manifest.embedding.model_id.clone(),
-                    cjk_share: cjk as f64 / chars as f64,
+                    cjk_share: cjk as f64 / letters as f64,
                     sampled_chars: chars,
                 });
             }
@@ -542,16 +545,16 @@ impl Library {
             .map_err(StoreError::Library)
     }
 
-    /// Settles the model of an empty automatic library from a sample of `chars` characters with `cjk`
+    /// Settles the model of an empty automatic library from a sample of `letters` letters with `cjk`
     /// CJK ideographs: mostly CJK → multilingual-e5-small (returned, to embed with), else the model it
     /// has (None). Either way the choice is saved in `library.toml` and the library stops being
     /// automatic. When e5's files are not installed the library keeps its model, with a warning in the
     /// log. The vectors table is made for the library's dimension, so only a model of the same
     /// dimension is switched to (both built-in models give 384).
-    fn choose_model(&mut self, chars: u64, cjk: u64, current: &Arc<Mutex<Embedder>>) -> Result<Option<Arc<Mutex<Embedder>>>, StoreError> {
+    fn choose_model(&mut self, letters: u64, cjk: u64, current: &Arc<Mutex<Embedder>>) -> Result<Option<Arc<Mutex<Embedder>>>, StoreError> {
         let mut chosen = None;
         let current_id = current.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?.model_id().to_string();
-        if mostly_cjk(chars, cjk) && current_id != quarry_index::MULTILINGUAL_E5_MODEL_ID {
+        if mostly_cjk(letters, cjk) && current_id != quarry_index::MULTILINGUAL_E5_MODEL_ID {
             match quarry_index::EmbedderConfig::multilingual_e5().and_then(|config| Embedder::new(&config)) {
                 Ok(e5) if e5.dimension() == self.manifest.embedding.dimension => {
                     self.manifest.embedding.model_id = e5.model_id().to_string();
@@ -645,4 +648,24 @@ pub fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, &mut file), &mut hasher)?;
     Ok(hasher.finalize().to_hex().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mostly_cjk;
+    use quarry_core::count_cjk_chars;
+
+    fn share(text: &str) -> bool {
+        let letters = text.chars().filter(|c| c.is_alphabetic()).count() as u64;
+        mostly_cjk(letters, count_cjk_chars(text) as u64)
+    }
+
+    #[test]
+    fn figures_and_punctuation_do_not_hide_a_chinese_document() {
+        // A line of a Chinese annual report: more digits and punctuation than ideographs.
+        assert!(share("2022年营业收入3,549.44亿元，同比增长8.3%；每股派发0.109元（含税）。"));
+        assert!(share("中国联通（China Unicom）2022年度报告：5G套餐用户达到2.13亿户。"));
+        assert!(!share("NVIDIA revenue for Q1 FY2024 was $7.19 billion, 英伟达."));
+        assert!(!share("12,345.67 — 2023-01-01"), "no letters decides nothing");
+    }
 }
