@@ -37,24 +37,24 @@ impl IngestProgress {
             IngestEvent::Scanned { to_read, unchanged, files } => {
                 self.files.set_length(to_read as u64);
                 if unchanged > 0 {
-                    let _ = self.multi.println(format!("{files} files, {unchanged} unchanged, {to_read} to read"));
+                    self.line(format!("{files} files, {unchanged} unchanged, {to_read} to read"));
                 }
             }
             IngestEvent::Unreadable { path, error } => {
-                let _ = self.multi.println(format!("cannot read {path}: {error}"));
+                self.line(format!("cannot read {path}: {error}"));
             }
             IngestEvent::Read { pages, chunks, .. } => {
                 self.pages.inc(u64::from(pages.unwrap_or(0)));
                 self.chunks.inc_length(chunks as u64);
             }
             IngestEvent::Skipped { path, reason } => {
-                let _ = self.multi.println(format!("skipped {path}: {reason}"));
+                self.line(format!("skipped {path}: {reason}"));
             }
             IngestEvent::Failed { path, status, error } => {
-                let _ = self.multi.println(format!("{status}: {path}: {error}"));
+                self.line(format!("{status}: {path}: {error}"));
             }
             IngestEvent::Moved { from, to } => {
-                let _ = self.multi.println(format!("moved {from} -> {to}"));
+                self.line(format!("moved {from} -> {to}"));
             }
             IngestEvent::Embedding { done, .. } => self.chunks.set_position(done as u64),
             IngestEvent::Indexed { .. } => {}
@@ -64,15 +64,25 @@ impl IngestProgress {
                 self.files.set_message(name);
             }
             IngestEvent::Removed { path } => {
-                let _ = self.multi.println(format!("removed {path}"));
+                self.line(format!("removed {path}"));
             }
             IngestEvent::ModelChosen { model_id, cjk_share, sampled_chars } => {
-                let _ = self.multi.println(format!(
+                self.line(format!(
                     "embedding model {model_id} (chosen from the first {sampled_chars} characters read: {:.0}% CJK)",
                     cjk_share * 100.0
                 ));
             }
             IngestEvent::Finished(_) => {}
+        }
+    }
+
+    /// A line above the bars; straight to stderr when the bars are hidden (stderr is not a terminal,
+    /// e.g. `quarry add … 2> log`), where indicatif would drop it.
+    fn line(&self, text: String) {
+        if self.multi.is_hidden() {
+            eprintln!("{text}");
+        } else {
+            let _ = self.multi.println(text);
         }
     }
 

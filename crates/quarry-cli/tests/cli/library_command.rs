@@ -677,3 +677,20 @@ fn a_chinese_library_on_e5_is_searched_beside_an_english_one_each_with_its_own_m
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && message.contains("quarry library reindex zh"), "{message}");
 }
+
+#[test]
+fn problems_and_the_chosen_model_reach_stderr_when_it_is_not_a_terminal() {
+    // Progress bars are hidden when stderr is a pipe or a file; the lines about single files must not be.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("broken.pdf"), b"%PDF-1.7\nthis is not a PDF body").unwrap();
+    std::fs::write(docs.join("notes.txt"), "The fuel pump failed after 1,200 hours; the NTSB found a cracked housing.\n".repeat(20)).unwrap();
+    run(&data, &["library", "create", "notes"]);
+    let output = quarry(&data).args(["add", docs.to_str().unwrap(), "--library", "notes"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.lines().any(|l| l.contains("broken.pdf") && l.contains("failed")), "{stderr}");
+    assert!(stderr.contains("embedding model all-minilm-l6-v2-int8 (chosen from the first"), "{stderr}");
+    assert!(stderr.contains("1 documents indexed"), "{stderr}");
+}
