@@ -363,19 +363,23 @@ impl Store {
     /// The `k` chunks nearest to `vector` by cosine distance, as (chunk, cosine similarity), best first.
     /// Uses the ANN index when one exists (rows added after it was built are searched exactly).
     pub async fn nearest(&self, vector: &[f32], k: usize) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
+        self.nearest_by(vector, k, false).await
+    }
+
+    /// [`Store::nearest`] by exact search over every row, ignoring any ANN index: the ground truth an ANN
+    /// index's recall is measured against (`quarry eval latency`), and the fallback when one is suspect.
+    pub async fn nearest_exact(&self, vector: &[f32], k: usize) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
+        self.nearest_by(vector, k, true).await
+    }
+
+    async fn nearest_by(&self, vector: &[f32], k: usize, exact: bool) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
         let mut columns: Vec<&str> = CHUNK_COLUMNS.to_vec();
         columns.push("_distance");
-        let batches: Vec<RecordBatch> = self
-            .chunks
-            .vector_search(vector.to_vec())?
-            .column("vector")
-            .distance_type(DistanceType::Cosine)
-            .limit(k)
-            .select(Select::columns(&columns))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
+        let mut query = self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k);
+        if exact {
+            query = query.bypass_vector_index();
+        }
+        let batches: Vec<RecordBatch> = query.select(Select::columns(&columns)).execute().await?.try_collect().await?;
         let mut out = Vec::new();
         for batch in &batches {
             let chunks = chunks_from_batch(batch)?;

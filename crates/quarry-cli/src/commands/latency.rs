@@ -1,6 +1,7 @@
 //! `quarry eval latency`: query latency of a library at given sizes (default ~10k and ~100k chunks), for
 //! each search mode, with exact dense search and with the ANN index, plus the embedding throughput of the
-//! default model. Prints Markdown tables.
+//! default model, the size of the library on disk and the ANN index's recall against exact search. Prints
+//! Markdown tables.
 //!
 //! The chunks are the passages of the given sets (e.g. every set of ../shared/eval/A_benchmarks, 13k
 //! passages in English and Chinese), embedded once with the default model; the vectors are cached in the
@@ -98,9 +99,11 @@ fn library_latency(data: &DataDir, name: &str, queries_file: &std::path::Path, c
         .take(count)
         .collect();
     anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
-    let embedder = Arc::new(Mutex::new(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?));
     let rt = tokio::runtime::Runtime::new()?;
     let mut library = rt.block_on(Library::open_read(data, name))?;
+    let model_id = library.manifest().embedding.model_id.clone();
+    let config = EmbedderConfig::for_model_id(&model_id).with_context(|| format!("library {name:?} was built with {model_id}, which this build cannot load"))??;
+    let embedder = Arc::new(Mutex::new(Embedder::new(&config).with_context(|| format!("loading {model_id}"))?));
     let status = rt.block_on(library.status())?;
     println!("library {name}: {} chunks; {} queries from {}\n", status.chunks, queries.len(), queries_file.display());
     println!("| mode | p50 ms | p95 ms | mean ms |\n|---|---:|---:|---:|");
@@ -160,6 +163,11 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     let work = WorkDir::new()?;
     let data = DataDir::at(&work.0);
 
+    let query_vectors: Vec<Vec<f32>> = {
+        let texts: Vec<&str> = queries.iter().map(|q| q.as_str()).collect();
+        embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.embed_queries(&texts)?
+    };
+    let mut index_rows: Vec<String> = Vec::new();
     println!("| chunks | ANN index | mode | p50 ms | p95 ms | mean ms |");
     println!("|---:|---|---|---:|---:|---:|");
     for &size in &args.sizes {
@@ -238,6 +246,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
             Ok::<_, StoreError>(())
         })?;
         eprintln!("built {size} chunks in {:.1} s", started.elapsed().as_secs_f64());
+        let plain_mib = dir_bytes(&dir) as f64 / MIB;
 
         for ann in [false, true] {
             if ann {
@@ -247,7 +256,14 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     quarry_store::store::ensure_vector_index(&store, 0).await?;
                     Ok::<_, StoreError>(())
                 })?;
-                eprintln!("ANN index over {size} chunks built in {:.1} s", started.elapsed().as_secs_f64());
+                let build_seconds = started.elapsed().as_secs_f64();
+                eprintln!("ANN index over {size} chunks built in {build_seconds:.1} s");
+                let (at_10, at_50) = rt.block_on(ann_recall(&dir.join("lance"), dimension, &query_vectors))?;
+                index_rows.push(format!(
+                    "| {size} | {:.1} | {build_seconds:.1} | {:.1} | {at_10:.3} | {at_50:.3} |",
+                    plain_mib,
+                    dir_bytes(&dir) as f64 / MIB
+                ));
             }
             let mut library = rt.block_on(Library::open_read(&data, &name))?;
             for mode in SearchMode::ALL {
@@ -276,5 +292,44 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         }
     }
     println!("\n{} queries per row; chunk texts from {} passages.", queries.len(), passages.len());
+    println!("\nANN index (IVF-HNSW-SQ, cosine, LanceDB defaults): build time, library on disk (LanceDB + tantivy,");
+    println!("compacted), and recall of its dense top 10 / top 50 against exact search over the same rows.\n");
+    println!("| chunks | on disk without index MiB | index build s | on disk with index MiB | recall@10 vs exact | recall@50 vs exact |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for row in index_rows {
+        println!("{row}");
+    }
     Ok(())
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Bytes of every file under `dir` (0 for what cannot be read).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Mean share of exact search's top 10 and top 50 (cosine, every row) that the ANN index also returns
+/// in its top 10 / top 50, over `queries` (query embeddings).
+async fn ann_recall(lance: &std::path::Path, dimension: usize, queries: &[Vec<f32>]) -> Result<(f64, f64), StoreError> {
+    let store = Store::open(lance, dimension, false).await?;
+    let mut sums = [0.0f64; 2];
+    for vector in queries {
+        for (slot, k) in [10usize, 50].into_iter().enumerate() {
+            let exact: std::collections::HashSet<u64> = store.nearest_exact(vector, k).await?.into_iter().map(|(c, _)| c.chunk_id).collect();
+            let approximate = store.nearest(vector, k).await?;
+            let found = approximate.iter().filter(|(c, _)| exact.contains(&c.chunk_id)).count();
+            sums[slot] += found as f64 / exact.len().max(1) as f64;
+        }
+    }
+    let n = queries.len().max(1) as f64;
+    Ok((sums[0] / n, sums[1] / n))
 }
