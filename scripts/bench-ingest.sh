@@ -5,7 +5,11 @@
 # library on disk against the extracted text; then search latency (p50/p95 per mode) on that library with
 # the evaluation questions of C_private_library.
 #
+# When the folder's parent has question sets (`qna/*/queries.jsonl` + `qrels.tsv` naming documents by
+# path, as C_private_library does), also prints each set's document-level recall (`quarry eval library`).
+#
 #   scripts/bench-ingest.sh [FOLDER]     (default: ../shared/eval/C_private_library/docs)
+#   CHUNK_TOKENS=256 scripts/bench-ingest.sh    chunk size of the library (default 512)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,7 +20,7 @@ cargo build --locked --release -p quarry-cli >&2
 quarry="$CARGO_TARGET_DIR/release/quarry"
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
-"$quarry" --data-dir "$data" library create bench >/dev/null
+"$quarry" --data-dir "$data" library create bench --chunk-tokens "${CHUNK_TOKENS:-512}" >/dev/null
 /usr/bin/time -v -o "$data/time.txt" "$quarry" --data-dir "$data" add "$folder" --library bench --json > "$data/events.jsonl"
 "$quarry" --data-dir "$data" status --library bench --json > "$data/status.json"
 source_bytes=$(du -sb "$folder" | cut -f1)
@@ -46,3 +50,9 @@ if [ -f "$queries" ]; then
   echo
   "$quarry" --data-dir "$data" eval latency --library bench --queries "$queries" --query-count 200
 fi
+for set in "$(dirname "$folder")"/qna/*/; do
+  if [ -f "$set/qrels.tsv" ]; then
+    echo
+    "$quarry" --data-dir "$data" eval library --library bench --set "$set"
+  fi
+done

@@ -22,6 +22,7 @@ fn eval_fusion_depth() -> usize {
 }
 
 /// A loaded evaluation set.
+#[derive(Debug)]
 pub struct EvalSet {
     pub name: String,
     /// (passage id, text to index: title and text).
@@ -37,6 +38,18 @@ pub struct EvalSet {
 ///
 /// Errors: a missing file or a line that is not the expected JSON/TSV, naming file and line.
 pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError> {
+    load(dir, limit, true)
+}
+
+/// Loads only the questions of `dir` (queries.jsonl and qrels.tsv; `passages` stays empty): for sets
+/// asked of a library whose documents are the corpus, where qrels name documents by path.
+///
+/// Errors: as [`load_set`].
+pub fn load_queries(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError> {
+    load(dir, limit, false)
+}
+
+fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, IndexError> {
     let read = |name: &str| {
         std::fs::read_to_string(dir.join(name)).map_err(|e| IndexError::EvalSet(format!("{}: {e}", dir.join(name).display())))
     };
@@ -49,7 +62,8 @@ pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError>
             .collect()
     };
     let field = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).unwrap_or("").to_string();
-    let passages: Vec<(String, String)> = json_lines("corpus.jsonl")?
+    let corpus = if with_corpus { json_lines("corpus.jsonl")? } else { Vec::new() };
+    let passages: Vec<(String, String)> = corpus
         .iter()
         .map(|v| {
             let (title, text) = (field(v, "title"), field(v, "text"));
@@ -149,17 +163,80 @@ pub struct RetrievalReport {
     /// Seconds spent indexing (`index_bm25`, `index_dense`, embedding included) and ranking all queries
     /// both ways (`query_rankings`).
     pub seconds: BTreeMap<String, f64>,
+    /// Each query's two rankings before fusion, in query order (`quarry eval retrieval --rankings`
+    /// writes them out so that fusions can be studied offline).
+    #[serde(skip)]
+    pub rankings: Vec<QueryRankings>,
+}
+
+/// One query's BM25 and dense rankings, each (passage id, raw score) best first, as deep as the deepest
+/// fusion asked. `fused` is false when hybrid search ranks this query by BM25 alone (a mostly-CJK query
+/// and a model without CJK, see [`embedder_covers`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryRankings {
+    pub query_id: String,
+    pub fused: bool,
+    pub bm25: Vec<(String, f32)>,
+    pub dense: Vec<(String, f32)>,
+}
+
+/// FNV-1a (64 bit) over the model id and every passage, a stable key for cached passage vectors.
+fn corpus_key(model_id: &str, passages: &[(String, String)]) -> u64 {
+    let mut hash: u64 = 0xcbf29ce484222325;
+    for bytes in std::iter::once(model_id.as_bytes()).chain(passages.iter().flat_map(|(id, text)| [id.as_bytes(), text.as_bytes()])) {
+        for b in bytes.iter().chain(&[0xff]) {
+            hash ^= *b as u64;
+            hash = hash.wrapping_mul(0x100000001b3);
+        }
+    }
+    hash
+}
+
+/// Passage vectors from `cache` (a folder) when it holds this model's vectors of exactly these passages,
+/// else embedded and written there. Vectors are little-endian f32, `dimension` per passage.
+fn passage_vectors(
+    embedder: &mut Embedder,
+    passages: &[(String, String)],
+    cache: Option<&Path>,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<Vec<Vec<f32>>, IndexError> {
+    let dimension = embedder.dimension();
+    let file = cache.map(|dir| dir.join(format!("{}-{:016x}.f32", embedder.model_id().replace('/', "_"), corpus_key(embedder.model_id(), passages))));
+    if let Some(bytes) = file.as_ref().and_then(|f| std::fs::read(f).ok()) {
+        if bytes.len() == passages.len() * dimension * 4 {
+            let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            return Ok(floats.chunks(dimension).map(<[f32]>::to_vec).collect());
+        }
+    }
+    let mut vectors = Vec::with_capacity(passages.len());
+    // Large slices, so that sorting by length (see `Embedder::embed`) has room to work.
+    for batch in passages.chunks(1024) {
+        let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+        vectors.extend(embedder.embed(&texts)?);
+        progress("embedding passages", vectors.len(), passages.len());
+    }
+    if let Some(file) = file {
+        let bytes: Vec<u8> = vectors.iter().flatten().flat_map(|f| f.to_le_bytes()).collect();
+        let written = file.parent().map(std::fs::create_dir_all).transpose().and_then(|_| std::fs::write(&file, bytes));
+        if let Err(e) = written {
+            tracing::warn!("could not cache passage vectors in {}: {e}", file.display());
+        }
+    }
+    Ok(vectors)
 }
 
 /// Indexes the set's passages (BM25, and embeddings when `embedder` is given) and scores `bm25`, `dense`
 /// and one hybrid mode per entry of `fusions` (named `hybrid` for the default fusion, `hybrid <fusion>`
 /// otherwise). Each query's two rankings are computed once, as deep as the deepest fusion asks, and every
 /// fusion reads its own depth from them. Without an embedder only `bm25` is reported.
-/// `progress(step, done, total)` is called as work advances.
+/// `vector_cache`: a folder where passage vectors are kept between runs, keyed by model and corpus (so
+/// `index_dense` then times a file read, not embedding). `progress(step, done, total)` is called as work
+/// advances.
 pub fn evaluate_retrieval(
     set: &EvalSet,
     embedder: Option<&mut Embedder>,
     fusions: &[HybridFusion],
+    vector_cache: Option<&Path>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<RetrievalReport, IndexError> {
     let mut seconds = BTreeMap::new();
@@ -178,13 +255,8 @@ pub fn evaluate_retrieval(
         languages = embedder.languages().to_vec();
         let started = std::time::Instant::now();
         let mut index = VectorIndex::new(embedder.dimension());
-        // Large slices, so that sorting by length (see `Embedder::embed`) has room to work.
-        for (batch_no, batch) in set.passages.chunks(1024).enumerate() {
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            for (j, v) in embedder.embed(&texts)?.into_iter().enumerate() {
-                index.add((batch_no * 1024 + j) as u64, &v);
-            }
-            progress("embedding passages", (batch_no * 1024 + batch.len()).min(set.passages.len()), set.passages.len());
+        for (i, v) in passage_vectors(embedder, &set.passages, vector_cache, progress)?.iter().enumerate() {
+            index.add(i as u64, v);
         }
         let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
         query_vectors = embedder.embed_queries(&texts)?;
@@ -203,6 +275,18 @@ pub fn evaluate_retrieval(
         rankings.push((bm25, dense));
     }
     seconds.insert("query_rankings".to_string(), started.elapsed().as_secs_f64());
+    let named = |list: &[(u64, f32)]| list.iter().map(|&(i, score)| (id_of(i), score)).collect::<Vec<_>>();
+    let query_rankings = set
+        .queries
+        .iter()
+        .zip(&rankings)
+        .map(|((qid, text), (bm25, dense))| QueryRankings {
+            query_id: qid.clone(),
+            fused: vectors.is_some() && embedder_covers(&languages, text),
+            bm25: named(bm25),
+            dense: named(dense),
+        })
+        .collect();
     let mut modes: Vec<(String, Option<HybridFusion>)> = vec![("bm25".into(), None)];
     if vectors.is_some() {
         modes.push(("dense".into(), None));
@@ -233,6 +317,7 @@ pub fn evaluate_retrieval(
         passages: set.passages.len(),
         results: per_mode.iter().map(|(mode, all)| (mode.clone(), mean(all))).collect(),
         seconds,
+        rankings: query_rankings,
     })
 }
 
@@ -242,6 +327,19 @@ mod tests {
 
     fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn questions_load_without_a_corpus() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("queries.jsonl"), "{\"_id\": \"q1\", \"text\": \"Apple revenue?\"}\n{\"_id\": \"q2\", \"text\": \"no qrels\"}\n").unwrap();
+        std::fs::write(dir.path().join("qrels.tsv"), "query-id\tcorpus-id\tscore\nq1\tdocs/a b.pdf\t1\nq1\tdocs/c.pdf\t1\n").unwrap();
+        let set = load_queries(dir.path(), None).unwrap();
+        assert!(set.passages.is_empty());
+        assert_eq!(set.queries, vec![("q1".to_string(), "Apple revenue?".to_string())], "only questions with qrels");
+        assert_eq!(set.relevant["q1"].len(), 2);
+        let missing = load_set(dir.path(), None).unwrap_err().to_string();
+        assert!(missing.contains("corpus.jsonl"), "{missing}");
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub enum EvalCommand {
     /// Query latency (p50/p95 per mode, exact and ANN) of libraries of given sizes built from sets'
     /// passages, and the embedding throughput.
     Latency(super::latency::LatencyArgs),
+    /// Document-level recall of a library built with `quarry add` on a question set whose qrels name
+    /// documents by path (e.g. ../shared/eval/C_private_library/qna/sec-10-q), for each search mode.
+    Library(super::eval_library::LibraryEvalArgs),
     /// Answer a set's questions with an agent over its passages: supporting-passage Recall@5, EM/F1,
     /// model calls, tokens and seconds per question.
     Qa(super::eval_qa::QaArgs),
@@ -39,6 +42,15 @@ pub struct RetrievalArgs {
     /// ~100 other languages).
     #[arg(long, default_value = "minilm")]
     pub embedder: String,
+    /// Keep passage vectors between runs in the system temp folder (`quarry-eval-vectors/`, keyed by
+    /// model and corpus), so comparing fusions does not embed the corpus again; `index_dense` then times
+    /// the cache read.
+    #[arg(long)]
+    pub vector_cache: bool,
+    /// Write each query's BM25 and dense rankings (ids and raw scores, before fusion) to this file, one
+    /// JSON object per line: `{"query_id", "fused", "relevant", "bm25": [[id, score]…], "dense": […]}`.
+    #[arg(long)]
+    pub rankings: Option<PathBuf>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -49,6 +61,7 @@ pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_st
         EvalCommand::Retrieval(args) => retrieval(args),
         EvalCommand::Latency(args) => super::latency::latency(args, data),
         EvalCommand::Qa(args) => super::eval_qa::qa(args),
+        EvalCommand::Library(args) => super::eval_library::library_eval(args, &data()?),
     }
 }
 
@@ -62,12 +75,23 @@ fn retrieval(args: RetrievalArgs) -> anyhow::Result<()> {
     };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
-    let report = evaluate_retrieval(&set, embedder.as_mut(), &args.fusion, &mut |step, done, total| {
+    let cache = args.vector_cache.then(|| std::env::temp_dir().join("quarry-eval-vectors"));
+    let report = evaluate_retrieval(&set, embedder.as_mut(), &args.fusion, cache.as_deref(), &mut |step, done, total| {
         bar.set_message(step.to_string());
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })?;
     bar.finish_and_clear();
+    if let Some(path) = &args.rankings {
+        let mut lines = String::new();
+        for query in &report.rankings {
+            let mut value = serde_json::to_value(query)?;
+            value["relevant"] = serde_json::json!(set.relevant.get(&query.query_id));
+            lines.push_str(&serde_json::to_string(&value)?);
+            lines.push('\n');
+        }
+        std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))?;
+    }
     if args.json {
         let model = embedder.as_ref().map(|e| e.model_id().to_string());
         let mut value = serde_json::to_value(&report)?;

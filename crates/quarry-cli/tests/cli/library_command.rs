@@ -111,6 +111,35 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     assert!(hits[0]["path"].as_str().unwrap().ends_with("china-unicom-2022-annual-report-summary.md"), "{hits:?}");
     assert!(hits[0]["dense_rank"].is_null(), "an English model does not rank a Chinese query");
 
+    // `quarry eval library`: a question set whose qrels name documents by path relative to its root.
+    let set = tmp.path().join("qna");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::write(
+        set.join("queries.jsonl"),
+        "{\"_id\": \"q1\", \"text\": \"How did Apple's iPhone net sales change?\"}\n\
+         {\"_id\": \"q2\", \"text\": \"NVIDIA data center revenue\"}\n\
+         {\"_id\": \"q3\", \"text\": \"a question without qrels is not asked\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        set.join("qrels.tsv"),
+        "query-id\tcorpus-id\tscore\nq1\tdocs/sec-10-q/2023 Q1 AAPL.pdf\t1\nq1\tdocs/sec-10-q/2023 Q2 AAPL.pdf\t1\n\
+         q2\tdocs/sec-10-q/2023 Q1 NVDA.pdf\t1\nq2\tdocs/sec-10-q/2023 Q2 NVDA.pdf\t1\n",
+    )
+    .unwrap();
+    let report = json(&data, &["eval", "library", "--library", "sample", "--set", set.to_str().unwrap(), "--json"]);
+    assert_eq!((report["questions"].as_u64(), report["chunks"].as_u64()), (Some(2), s["chunks"].as_u64()), "{report}");
+    for mode in ["bm25", "dense", "hybrid"] {
+        let scores = &report["results"][mode];
+        for key in ["doc_recall@5", "doc_recall@10", "covered@5", "covered@10", "ms_per_query"] {
+            assert!(scores[key].as_f64().is_some_and(|v| v >= 0.0), "{mode} {key}: {report}");
+        }
+        let (at_5, at_10) = (scores["doc_recall@5"].as_f64().unwrap(), scores["doc_recall@10"].as_f64().unwrap());
+        assert!(at_5 <= at_10 && at_10 <= 1.0, "{mode}: {report}");
+    }
+    // Both companies' filings are found among the hybrid top 10 (each question has 2 of them).
+    assert!(report["results"]["hybrid"]["doc_recall@10"].as_f64().unwrap() >= 0.5, "{report}");
+
     // Adding the same folder again reads nothing.
     let (_, again) = ingest(&data, &["add", &docs_arg, "--library", "sample", "--json"]);
     assert_eq!((again["unchanged"].as_u64(), again["indexed"].as_u64()), (Some(17), Some(0)), "{again}");

@@ -66,7 +66,7 @@ fn e5_token_counts_size_chunks_for_its_512_token_window() {
 fn e5_gives_chinese_questions_the_dense_retrieval_minilm_cannot() {
     let set = load_set(&benchmarks().join("cmrc2018_trial"), Some(200)).unwrap();
     let mut e5 = e5();
-    let report = evaluate_retrieval(&set, Some(&mut e5), &[HybridFusion::default()], &mut |_, _, _| {}).unwrap();
+    let report = evaluate_retrieval(&set, Some(&mut e5), &[HybridFusion::default()], None, &mut |_, _, _| {}).unwrap();
     eprintln!("{report:#?}");
     let (bm25, dense, hybrid) = (&report.results["bm25"], &report.results["dense"], &report.results["hybrid"]);
     // MiniLM's dense Recall@5 on CMRC is 0.32 (README); e5 on these 200 questions measured 0.96.

@@ -19,7 +19,7 @@ fn bm25_reads_simplified_and_traditional_chinese() {
     // CMRC 2018 is Simplified Chinese (jieba's dictionary), DRCD Traditional (bigrams carry it).
     for (name, limit) in [("cmrc2018_trial", 300), ("drcd_dev", 300)] {
         let set = load_set(&benchmarks().join(name), Some(limit)).unwrap();
-        let report = evaluate_retrieval(&set, None, &[HybridFusion::default()], &mut |_, _, _| {}).unwrap();
+        let report = evaluate_retrieval(&set, None, &[HybridFusion::default()], None, &mut |_, _, _| {}).unwrap();
         let bm25 = &report.results["bm25"];
         eprintln!("{name}: {bm25:?}");
         assert!(bm25.recall_at_5 >= 0.95, "{name}: BM25 Recall@5 {:.3}", bm25.recall_at_5);
@@ -53,8 +53,9 @@ fn dense_and_hybrid_search_with_the_local_model() {
     assert_eq!(embedder.dimension(), 384);
     let set = subset(load_set(&benchmarks().join("musique_hipporag100"), None).unwrap(), 25, 400);
     let fusions: Vec<HybridFusion> = ["minmax", "rrf", "rrf:0.7@100", "zscore"].iter().map(|f| f.parse().unwrap()).collect();
-    let report = evaluate_retrieval(&set, Some(&mut embedder), &fusions, &mut |_, _, _| {}).unwrap();
-    eprintln!("{report:#?}");
+    let cache = tempfile::tempdir().unwrap();
+    let report = evaluate_retrieval(&set, Some(&mut embedder), &fusions, Some(cache.path()), &mut |_, _, _| {}).unwrap();
+    eprintln!("{:#?}", report.results);
     let modes: Vec<&str> = report.results.keys().map(String::as_str).collect();
     assert_eq!(modes, ["bm25", "dense", "hybrid", "hybrid rrf", "hybrid rrf:0.7@100", "hybrid zscore"]);
     let (bm25, dense, hybrid) = (&report.results["bm25"], &report.results["dense"], &report.results["hybrid"]);
@@ -65,6 +66,15 @@ fn dense_and_hybrid_search_with_the_local_model() {
     // (on these 25 questions: Recall@5 0.68 against 0.62, nDCG@10 0.70 against 0.66).
     let rrf = &report.results["hybrid rrf"];
     assert!(hybrid.recall_at_5 > rrf.recall_at_5 && hybrid.ndcg_at_10 > rrf.ndcg_at_10, "min-max {hybrid:?} vs RRF {rrf:?}");
+
+    // Each query's rankings before fusion are kept, as deep as the deepest fusion (rrf:0.7@100).
+    assert_eq!(report.rankings.len(), 25);
+    assert!(report.rankings.iter().all(|q| q.fused && q.dense.len() == 100 && q.dense.windows(2).all(|w| w[0].1 >= w[1].1)));
+    // The passage vectors were cached: a second run reads them back and ranks the same (dense only: BM25's
+    // order among tied scores may differ between two in-memory indexes).
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1, "one vector file for this model and corpus");
+    let again = evaluate_retrieval(&set, Some(&mut embedder), &fusions, Some(cache.path()), &mut |_, _, _| {}).unwrap();
+    assert_eq!(again.results["dense"], report.results["dense"]);
 }
 
 #[test]

@@ -1,0 +1,115 @@
+//! `quarry eval library`: how well a real library built by `quarry add` finds the documents that answer a
+//! question set. For sets such as `../shared/eval/C_private_library/qna/sec-10-q`, whose qrels name
+//! documents by path (`docs/en_sec-10-q/2023 Q1 AAPL.pdf`) rather than passages.
+//!
+//! Scoring follows that set's README: for each question, the documents of the top k chunks (k = 5, 10)
+//! are compared with the question's relevant documents. `doc_recall@k` is the share of relevant documents
+//! found, averaged over questions; `covered@k` the share of questions whose relevant documents are all
+//! found. A relevant document matches a chunk when the chunk's document path ends with the qrels path
+//! (at a `/` boundary), so the library may have been built from any parent folder.
+
+use anyhow::Context;
+use quarry_index::eval::load_queries;
+use quarry_index::{Embedder, EmbedderConfig, SearchMode};
+use quarry_store::{DataDir, Library};
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct LibraryEvalArgs {
+    /// The library to ask (built beforehand with `quarry add`).
+    #[arg(long)]
+    pub library: String,
+    /// Folder with queries.jsonl and qrels.tsv whose corpus ids are document paths.
+    #[arg(long)]
+    pub set: PathBuf,
+    /// Only the first N questions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Whether the library path `path` is the qrels document `relevant` (a path relative to the set's root).
+fn same_document(path: &str, relevant: &str) -> bool {
+    let relevant = relevant.trim_start_matches("./");
+    path == relevant || path.ends_with(&format!("/{relevant}"))
+}
+
+pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()> {
+    let set = load_queries(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
+    anyhow::ensure!(!set.queries.is_empty(), "{}: no questions with qrels", args.set.display());
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut library = rt.block_on(Library::open_read(data, &args.library))?;
+    let model_id = library.manifest().embedding.model_id.clone();
+    let config = EmbedderConfig::for_model_id(&model_id)
+        .with_context(|| format!("library {:?} was built with {model_id}, which this build cannot load", args.library))??;
+    let embedder = Arc::new(Mutex::new(Embedder::new(&config).with_context(|| format!("loading {model_id}"))?));
+    let status = rt.block_on(library.status())?;
+
+    // mode → (sum doc_recall@5, @10, sum covered@5, @10, seconds)
+    let mut sums: BTreeMap<&str, [f64; 5]> = BTreeMap::new();
+    for mode in SearchMode::ALL {
+        let entry = sums.entry(mode.name()).or_default();
+        for (qid, text) in &set.queries {
+            let relevant = &set.relevant[qid];
+            let started = Instant::now();
+            let hits = rt.block_on(library.search(text, mode, 10, Some(&embedder)))?;
+            entry[4] += started.elapsed().as_secs_f64();
+            for (slot, k) in [5usize, 10].into_iter().enumerate() {
+                let found: HashSet<&String> = relevant.iter().filter(|r| hits.iter().take(k).any(|h| same_document(&h.path, r))).collect();
+                entry[slot] += found.len() as f64 / relevant.len().max(1) as f64;
+                entry[2 + slot] += f64::from(u8::from(found.len() == relevant.len()));
+            }
+        }
+    }
+    let n = set.queries.len() as f64;
+    if args.json {
+        let results: serde_json::Map<String, serde_json::Value> = sums
+            .iter()
+            .map(|(mode, s)| {
+                let value = serde_json::json!({
+                    "doc_recall@5": s[0] / n, "doc_recall@10": s[1] / n,
+                    "covered@5": s[2] / n, "covered@10": s[3] / n,
+                    "ms_per_query": s[4] * 1000.0 / n,
+                });
+                (mode.to_string(), value)
+            })
+            .collect();
+        let out = serde_json::json!({
+            "library": args.library, "set": set.name, "questions": set.queries.len(), "chunks": status.chunks,
+            "embedding_model": model_id, "chunk_tokens": library.manifest().chunking.max_tokens, "results": results,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "library {} ({} chunks of ≤ {} tokens, {model_id}); {} questions of {}\n",
+            args.library,
+            status.chunks,
+            library.manifest().chunking.max_tokens,
+            set.queries.len(),
+            args.set.display()
+        );
+        println!("| mode | doc recall@5 | doc recall@10 | all covered@5 | all covered@10 | ms/query |\n|---|---:|---:|---:|---:|---:|");
+        for (mode, s) in &sums {
+            println!("| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} |", s[0] / n, s[1] / n, s[2] / n, s[3] / n, s[4] * 1000.0 / n);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_document;
+
+    #[test]
+    fn a_qrels_path_matches_at_a_folder_boundary_only() {
+        assert!(same_document("/data/C/docs/en_sec-10-q/2023 Q1 AAPL.pdf", "docs/en_sec-10-q/2023 Q1 AAPL.pdf"));
+        assert!(same_document("docs/a.md", "./docs/a.md"));
+        assert!(!same_document("/data/C/mydocs/a.md", "docs/a.md"));
+        assert!(!same_document("/data/C/docs/a.md.bak", "docs/a.md"));
+    }
+}
