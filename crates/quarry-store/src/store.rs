@@ -361,23 +361,27 @@ impl Store {
     }
 
     /// The `k` chunks nearest to `vector` by cosine distance, as (chunk, cosine similarity), best first.
-    /// Uses the ANN index when one exists (rows added after it was built are searched exactly).
+    /// Uses the ANN index when one exists (rows added after it was built are searched exactly), with
+    /// [`ANN_REFINE_FACTOR`].
     pub async fn nearest(&self, vector: &[f32], k: usize) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
-        self.nearest_by(vector, k, false).await
+        self.nearest_by(vector, k, VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR) }).await
     }
 
     /// [`Store::nearest`] by exact search over every row, ignoring any ANN index: the ground truth an ANN
     /// index's recall is measured against (`quarry eval latency`), and the fallback when one is suspect.
     pub async fn nearest_exact(&self, vector: &[f32], k: usize) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
-        self.nearest_by(vector, k, true).await
+        self.nearest_by(vector, k, VectorSearch::Exact).await
     }
 
-    async fn nearest_by(&self, vector: &[f32], k: usize, exact: bool) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
+    /// [`Store::nearest`] with the search chosen by the caller (`quarry eval latency` compares them).
+    pub async fn nearest_by(&self, vector: &[f32], k: usize, search: VectorSearch) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
         let mut columns: Vec<&str> = CHUNK_COLUMNS.to_vec();
         columns.push("_distance");
         let mut query = self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k);
-        if exact {
-            query = query.bypass_vector_index();
+        match search {
+            VectorSearch::Exact => query = query.bypass_vector_index(),
+            VectorSearch::Ann { refine_factor: Some(factor) } => query = query.refine_factor(factor.max(1)),
+            VectorSearch::Ann { refine_factor: None } => {}
         }
         let batches: Vec<RecordBatch> = query.select(Select::columns(&columns)).execute().await?.try_collect().await?;
         let mut out = Vec::new();
@@ -575,18 +579,44 @@ fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError
     Ok(out)
 }
 
+/// How [`Store::nearest_by`] searches the vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorSearch {
+    /// Every row, ignoring any ANN index.
+    Exact,
+    /// The ANN index when there is one (exact search otherwise). With `refine_factor: Some(f)` LanceDB
+    /// takes `k × f` candidates from the index and re-ranks them by their full vectors, which corrects
+    /// the order (and similarity scores) that scalar quantisation blurs; `None` returns the index's own
+    /// approximate order and distances.
+    Ann { refine_factor: Option<u32> },
+}
+
+/// Candidates per wanted result that an ANN search re-ranks by full vectors. Chosen with `quarry eval
+/// latency` (README, "Retrieval at scale"): at 100k chunks it lifts the index's recall@10 against exact
+/// search from 0.79 to 0.91 (recall@50 0.94 to 0.99) for 2.7 ms more per query.
+pub const ANN_REFINE_FACTOR: u32 = 4;
+
 /// Builds an approximate nearest-neighbour index (IVF partitions with HNSW graphs over scalar-quantised
-/// vectors, cosine) on `chunks.vector` when the table holds at least `min_rows` rows and has none yet;
-/// with an index already there, folds newly added rows into it. Returns whether an index exists now.
+/// vectors, cosine) on `chunks.vector` when the table holds at least `min_rows` rows and has none yet,
+/// and with it a BTree index on `chunk_id` (BM25 hits are read back by id). Rows added later are folded
+/// into both by `OptimizeAction::Index` ([`crate::Library::optimize`]). Returns whether an ANN index
+/// exists now.
 pub async fn ensure_vector_index(store: &Store, min_rows: usize) -> Result<bool, StoreError> {
-    if store.has_vector_index().await? {
-        return Ok(true);
+    let indices = store.chunks.list_indices().await?;
+    let indexed = |column: &str| indices.iter().any(|i| i.columns.iter().any(|c| c == column));
+    let (has_vector, has_id) = (indexed("vector"), indexed("chunk_id"));
+    if !has_vector {
+        if store.chunks.count_rows(None).await? < min_rows {
+            return Ok(false);
+        }
+        let builder = lancedb::index::vector::IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+        store.chunks.create_index(&["vector"], lancedb::index::Index::IvfHnswSq(builder)).execute().await?;
     }
-    if store.chunks.count_rows(None).await? < min_rows {
-        return Ok(false);
+    // A library this large also looks chunks up by id (BM25's hits) through a BTree instead of a scan.
+    if !has_id {
+        let btree = lancedb::index::scalar::BTreeIndexBuilder::default();
+        store.chunks.create_index(&["chunk_id"], lancedb::index::Index::BTree(btree)).execute().await?;
     }
-    let builder = lancedb::index::vector::IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
-    store.chunks.create_index(&["vector"], lancedb::index::Index::IvfHnswSq(builder)).execute().await?;
     Ok(true)
 }
 
@@ -659,5 +689,79 @@ mod tests {
         let b = store.documents_where(Some("document_id = 'b'".into())).await.unwrap();
         assert_eq!((b[0].path.as_str(), b[0].file_path.as_str(), b[0].modified_ms), ("/new/b's file.pdf", "/new/b's file.pdf", 9));
         assert!(Store::open(&tmp.path().join("lance"), 4, false).await.is_err(), "another dimension is refused");
+    }
+
+    /// Deterministic vectors spread over the sphere (xorshift), `n` of `dimension`.
+    use std::collections::HashSet;
+
+    fn spread_vectors(n: usize, dimension: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                (0..dimension)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        (state % 2001) as f32 / 1000.0 - 1.0
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_ann_index_comes_at_its_threshold_with_an_id_index_and_finds_what_exact_search_finds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dimension = 16;
+        let store = Store::open(&tmp.path().join("lance"), dimension, true).await.unwrap();
+        let rows = 3_000;
+        let chunks: Vec<ChunkRecord> = (0..rows).map(|i| chunk(&format!("d{}", i / 100), (i % 100) as u32, &format!("row {i}"))).collect();
+        let vectors = spread_vectors(rows, dimension, 0x9e3779b97f4a7c15);
+        store.add_chunks(&chunks, &vectors).await.unwrap();
+
+        assert!(!ensure_vector_index(&store, rows + 1).await.unwrap(), "below the threshold: no index");
+        assert!(store.chunks.list_indices().await.unwrap().is_empty());
+        assert!(ensure_vector_index(&store, rows).await.unwrap());
+        let indexed: Vec<Vec<String>> = store.chunks.list_indices().await.unwrap().into_iter().map(|i| i.columns).collect();
+        assert!(indexed.contains(&vec!["vector".to_string()]) && indexed.contains(&vec!["chunk_id".to_string()]), "{indexed:?}");
+        assert!(store.has_vector_index().await.unwrap());
+        assert!(ensure_vector_index(&store, rows).await.unwrap(), "a second call keeps what is there");
+
+        // The ANN search (re-ranked by full vectors) returns most of exact search's top 10, with exact
+        // cosine similarities; every row it returns is a real row.
+        let queries = spread_vectors(20, dimension, 42);
+        let mut found = 0;
+        for query in &queries {
+            let exact = store.nearest_exact(query, 10).await.unwrap();
+            let approximate = store.nearest(query, 10).await.unwrap();
+            assert_eq!(approximate.len(), 10);
+            let exact_ids: HashSet<u64> = exact.iter().map(|(c, _)| c.chunk_id).collect();
+            found += approximate.iter().filter(|(c, _)| exact_ids.contains(&c.chunk_id)).count();
+            for (chunk, similarity) in &approximate {
+                let row = chunks.iter().position(|c| c.chunk_id == chunk.chunk_id).unwrap();
+                let v = &vectors[row];
+                let cosine = v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()
+                    / (v.iter().map(|a| a * a).sum::<f32>().sqrt() * query.iter().map(|a| a * a).sum::<f32>().sqrt());
+                assert!((cosine - similarity).abs() < 1e-3, "refined similarities are exact: {cosine} vs {similarity}");
+            }
+        }
+        assert!(found as f64 / 200.0 >= 0.8, "ANN recall@10 {found}/200");
+
+        // Lookups by id go through the BTree and return the same rows.
+        let some: Vec<u64> = chunks.iter().step_by(97).map(|c| c.chunk_id).collect();
+        let mut back: Vec<u64> = store.chunks_by_id(&some).await.unwrap().into_iter().map(|c| c.chunk_id).collect();
+        back.sort_unstable();
+        let mut want = some.clone();
+        want.sort_unstable();
+        assert_eq!(back, want);
+
+        // A row added after the index was built is found before the index is updated (searched exactly).
+        let late = chunk("late", 0, "added after the index");
+        let late_vector: Vec<f32> = (0..dimension).map(|i| if i == 3 { 1.0 } else { 0.0 }).collect();
+        store.add_chunks(std::slice::from_ref(&late), std::slice::from_ref(&late_vector)).await.unwrap();
+        let hits = store.nearest(&late_vector, 1).await.unwrap();
+        assert_eq!(hits[0].0, late);
+        assert_eq!(store.chunks_by_id(&[late.chunk_id]).await.unwrap(), vec![late.clone()]);
     }
 }

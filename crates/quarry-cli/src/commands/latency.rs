@@ -13,10 +13,11 @@
 
 use anyhow::Context;
 use quarry_index::eval::load_set;
-use quarry_index::{Embedder, EmbedderConfig};
+use quarry_index::{embedder_covers, Embedder, EmbedderConfig};
 use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
-use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store};
+use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store, VectorSearch};
 use quarry_store::{DataDir, Library, SearchMode, StoreError};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -36,7 +37,7 @@ pub struct LatencyArgs {
     /// Library sizes in chunks, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
     pub sizes: Vec<usize>,
-    /// Queries measured per row (spread over all sets, or taken evenly from `--queries`).
+    /// Queries measured per row (an equal share from each set, or the first N of `--queries`).
     #[arg(long = "query-count", default_value_t = 200)]
     pub queries: usize,
 }
@@ -127,12 +128,17 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         return library_latency(&data()?, name, file, args.queries);
     }
     let mut passages = Vec::new();
-    let mut queries = Vec::new();
+    let mut queries: Vec<String> = Vec::new();
+    // An equal share of the questions from each set, evenly spread within it: taking them evenly over
+    // all sets together would ask mostly the large Chinese reading-comprehension sets.
+    let share = args.queries.div_ceil(args.sets.len().max(1));
     for dir in &args.sets {
         let set = load_set(dir, None).with_context(|| format!("loading {}", dir.display()))?;
         passages.extend(set.passages);
-        queries.extend(set.queries.into_iter().map(|(_, q)| q));
+        let step = (set.queries.len() / share.max(1)).max(1);
+        queries.extend(set.queries.into_iter().step_by(step).take(share).map(|(_, q)| q));
     }
+    queries.truncate(args.queries);
     anyhow::ensure!(!passages.is_empty() && !queries.is_empty(), "the sets hold no passages or no queries");
     let config = EmbedderConfig::default_model()?;
     let mut embedder = Embedder::new(&config).context("loading the embedding model")?;
@@ -155,10 +161,12 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     let vectors = embed_cached(&mut embedder, &passages)?;
     let dimension = embedder.dimension();
     let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension, automatic: false };
+    let languages = embedder.languages().to_vec();
     let embedder = Arc::new(Mutex::new(embedder));
-    // Spread the queries over all sets.
-    let step = (queries.len() / args.queries.max(1)).max(1);
-    let queries: Vec<&String> = queries.iter().step_by(step).take(args.queries).collect();
+    let queries: Vec<&String> = queries.iter().collect();
+    // Hybrid search runs both sides only for queries the model covers (a mostly-CJK question and the
+    // English MiniLM: BM25 alone), so hybrid is also reported for each kind of query on its own.
+    let fused: Vec<bool> = queries.iter().map(|q| embedder_covers(&languages, q)).collect();
     let rt = tokio::runtime::Runtime::new()?;
     let work = WorkDir::new()?;
     let data = DataDir::at(&work.0);
@@ -168,6 +176,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.embed_queries(&texts)?
     };
     let mut index_rows: Vec<String> = Vec::new();
+    let mut recall_rows: Vec<String> = Vec::new();
     println!("| chunks | ANN index | mode | p50 ms | p95 ms | mean ms |");
     println!("|---:|---|---|---:|---:|---:|");
     for &size in &args.sizes {
@@ -245,7 +254,8 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
             library.optimize(std::time::Duration::ZERO, usize::MAX).await?;
             Ok::<_, StoreError>(())
         })?;
-        eprintln!("built {size} chunks in {:.1} s", started.elapsed().as_secs_f64());
+        let write_seconds = started.elapsed().as_secs_f64();
+        eprintln!("built {size} chunks in {write_seconds:.1} s");
         let plain_mib = dir_bytes(&dir) as f64 / MIB;
 
         for ann in [false, true] {
@@ -257,19 +267,32 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     Ok::<_, StoreError>(())
                 })?;
                 let build_seconds = started.elapsed().as_secs_f64();
-                eprintln!("ANN index over {size} chunks built in {build_seconds:.1} s");
-                let (at_10, at_50) = rt.block_on(ann_recall(&dir.join("lance"), dimension, &query_vectors))?;
+                eprintln!("ANN and chunk-id indexes over {size} chunks built in {build_seconds:.1} s");
                 index_rows.push(format!(
-                    "| {size} | {:.1} | {build_seconds:.1} | {:.1} | {at_10:.3} | {at_50:.3} |",
+                    "| {size} | {write_seconds:.1} | {:.0} | {:.1} | {build_seconds:.1} | {:.1} |",
+                    size as f64 / write_seconds,
                     plain_mib,
                     dir_bytes(&dir) as f64 / MIB
                 ));
+                // Rows were made as document `doc-{row / 100}`, chunk `row % 100`, from passage `row % len`.
+                let by_id: std::collections::HashMap<u64, usize> =
+                    (0..size).map(|row| (chunk_id(&format!("doc-{}", row / 100), (row % 100) as u32), row % passages.len())).collect();
+                let source = |id: u64| by_id.get(&id).copied().unwrap_or(usize::MAX);
+                let store = rt.block_on(Store::open(&dir.join("lance"), dimension, false))?;
+                for refine_factor in [None, Some(1), Some(2), Some(4)] {
+                    let r = rt.block_on(ann_recall(&store, VectorSearch::Ann { refine_factor }, &query_vectors, &source))?;
+                    recall_rows.push(format!(
+                        "| {size} | {} | {:.3} | {:.3} | {:.3} | {:.2} |",
+                        refine_factor.map_or("none".to_string(), |f| f.to_string()),
+                        r.at_10,
+                        r.at_50,
+                        r.passages_at_10,
+                        r.ms_at_50
+                    ));
+                }
             }
             let mut library = rt.block_on(Library::open_read(&data, &name))?;
             for mode in SearchMode::ALL {
-                if ann && mode == SearchMode::Bm25 {
-                    continue;
-                }
                 // One warm-up query, then the measured ones.
                 rt.block_on(library.search(queries[0], mode, 10, Some(&embedder)))?;
                 let mut times = Vec::new();
@@ -278,25 +301,44 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     rt.block_on(library.search(q, mode, 10, Some(&embedder)))?;
                     times.push(started.elapsed().as_secs_f64() * 1000.0);
                 }
-                times.sort_by(f64::total_cmp);
-                let mean = times.iter().sum::<f64>() / times.len() as f64;
-                println!(
-                    "| {size} | {} | {} | {:.1} | {:.1} | {:.1} |",
-                    if ann { "IVF-HNSW-SQ" } else { "none (exact)" },
-                    mode.name(),
-                    percentile(&times, 0.5),
-                    percentile(&times, 0.95),
-                    mean
-                );
+                let mut rows = vec![(mode.name().to_string(), times.clone())];
+                if mode == SearchMode::Hybrid {
+                    for (kind, want) in [("both sides", true), ("BM25 only", false)] {
+                        let subset: Vec<f64> = times.iter().zip(&fused).filter(|(_, f)| **f == want).map(|(t, _)| *t).collect();
+                        rows.push((format!("hybrid, {} queries ({kind})", subset.len()), subset));
+                    }
+                }
+                for (label, mut times) in rows {
+                    if times.is_empty() {
+                        continue;
+                    }
+                    times.sort_by(f64::total_cmp);
+                    let mean = times.iter().sum::<f64>() / times.len() as f64;
+                    println!(
+                        "| {size} | {} | {label} | {:.1} | {:.1} | {:.1} |",
+                        if ann { "IVF-HNSW-SQ + id BTree" } else { "none (exact)" },
+                        percentile(&times, 0.5),
+                        percentile(&times, 0.95),
+                        mean
+                    );
+                }
             }
         }
     }
     println!("\n{} queries per row; chunk texts from {} passages.", queries.len(), passages.len());
-    println!("\nANN index (IVF-HNSW-SQ, cosine, LanceDB defaults): build time, library on disk (LanceDB + tantivy,");
-    println!("compacted), and recall of its dense top 10 / top 50 against exact search over the same rows.\n");
-    println!("| chunks | on disk without index MiB | index build s | on disk with index MiB | recall@10 vs exact | recall@50 vs exact |");
+    println!("\nWriting the library (chunks with their vectors into LanceDB, the tantivy index built from it, compaction;");
+    println!("embedding not included), its size on disk, and the ANN index (IVF-HNSW-SQ, cosine, LanceDB defaults):");
+    println!("build time, size, and recall of its dense top 10 / top 50 against exact search over the same rows.\n");
+    println!("| chunks | written in s | chunks/s | on disk MiB | ANN + id index build s | on disk with them MiB |");
     println!("|---:|---:|---:|---:|---:|---:|");
     for row in index_rows {
+        println!("{row}");
+    }
+    println!("\nANN recall against exact search over the same rows, by refine factor (candidates per result");
+    println!("re-ranked by full vectors; none = the index's own order); passages@10 counts copies of a passage as one.\n");
+    println!("| chunks | refine | recall@10 | recall@50 | passages@10 | ms per top-50 query |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for row in recall_rows {
         println!("{row}");
     }
     Ok(())
@@ -317,19 +359,36 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-/// Mean share of exact search's top 10 and top 50 (cosine, every row) that the ANN index also returns
-/// in its top 10 / top 50, over `queries` (query embeddings).
-async fn ann_recall(lance: &std::path::Path, dimension: usize, queries: &[Vec<f32>]) -> Result<(f64, f64), StoreError> {
-    let store = Store::open(lance, dimension, false).await?;
-    let mut sums = [0.0f64; 2];
+/// Recall of ANN search against exact search, for one way of searching the index.
+struct AnnRecall {
+    /// Mean share of exact search's top 10 / top 50 that the ANN search also returns in its top 10 / 50.
+    at_10: f64,
+    at_50: f64,
+    /// As `at_10`, counting passages rather than rows: the copies of one passage (see the module doc)
+    /// differ only by noise, so which of them fills a slot is arbitrary.
+    passages_at_10: f64,
+    /// Mean milliseconds of one top-50 ANN query (vectors given, so no embedding).
+    ms_at_50: f64,
+}
+
+/// [`AnnRecall`] of `search` over `queries` (query embeddings); `source(chunk_id)` names the passage a row
+/// was made from.
+async fn ann_recall(store: &Store, search: VectorSearch, queries: &[Vec<f32>], source: &dyn Fn(u64) -> usize) -> Result<AnnRecall, StoreError> {
+    let mut sums = [0.0f64; 4];
     for vector in queries {
-        for (slot, k) in [10usize, 50].into_iter().enumerate() {
-            let exact: std::collections::HashSet<u64> = store.nearest_exact(vector, k).await?.into_iter().map(|(c, _)| c.chunk_id).collect();
-            let approximate = store.nearest(vector, k).await?;
-            let found = approximate.iter().filter(|(c, _)| exact.contains(&c.chunk_id)).count();
-            sums[slot] += found as f64 / exact.len().max(1) as f64;
-        }
+        let exact_50 = store.nearest_exact(vector, 50).await?;
+        let started = Instant::now();
+        let approximate_50 = store.nearest_by(vector, 50, search).await?;
+        sums[3] += started.elapsed().as_secs_f64() * 1000.0;
+        let approximate_10 = store.nearest_by(vector, 10, search).await?;
+        let ids = |list: &[(ChunkRecord, f32)], k: usize| list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<HashSet<u64>>();
+        let share = |exact: &HashSet<u64>, found: &HashSet<u64>| exact.intersection(found).count() as f64 / exact.len().max(1) as f64;
+        sums[0] += share(&ids(&exact_50, 10), &ids(&approximate_10, 10));
+        sums[1] += share(&ids(&exact_50, 50), &ids(&approximate_50, 50));
+        let passages = |list: &[(ChunkRecord, f32)]| list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect::<HashSet<usize>>();
+        let (exact_passages, found_passages) = (passages(&exact_50), passages(&approximate_10));
+        sums[2] += exact_passages.intersection(&found_passages).count() as f64 / exact_passages.len().max(1) as f64;
     }
     let n = queries.len().max(1) as f64;
-    Ok((sums[0] / n, sums[1] / n))
+    Ok(AnnRecall { at_10: sums[0] / n, at_50: sums[1] / n, passages_at_10: sums[2] / n, ms_at_50: sums[3] / n })
 }
