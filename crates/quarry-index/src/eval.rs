@@ -192,9 +192,13 @@ fn corpus_key(model_id: &str, passages: &[(String, String)]) -> u64 {
     hash
 }
 
-/// Passage vectors from `cache` (a folder) when it holds this model's vectors of exactly these passages,
-/// else embedded and written there. Vectors are little-endian f32, `dimension` per passage.
-fn passage_vectors(
+/// Embeddings of `passages` (their text; one vector of [`Embedder::dimension`] each, in order), read from
+/// `cache` (a folder) when it holds this model's vectors of exactly these passages, else embedded in
+/// slices of 1,024 and written there as little-endian f32 (a cache that cannot be written is only
+/// logged). `progress("embedding passages", done, total)` follows the embedding.
+///
+/// Errors: the embedder's.
+pub fn passage_vectors(
     embedder: &mut Embedder,
     passages: &[(String, String)],
     cache: Option<&Path>,

@@ -495,6 +495,7 @@ fn check_model(manifest: &LibraryManifest, model_id: &str) -> Result<(), StoreEr
     )))
 }
 
-fn folder_size(dir: &Path) -> u64 {
+/// Bytes of every file below `dir` (symbolic links not followed; what cannot be read counts 0).
+pub fn folder_size(dir: &Path) -> u64 {
     walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
 }

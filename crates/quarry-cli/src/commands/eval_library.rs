@@ -10,11 +10,11 @@
 
 use anyhow::Context;
 use quarry_index::eval::load_queries;
-use quarry_index::{Embedder, EmbedderConfig, SearchMode};
+use quarry_index::SearchMode;
+use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::{DataDir, Library};
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -45,9 +45,7 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
     let rt = tokio::runtime::Runtime::new()?;
     let mut library = rt.block_on(Library::open_read(data, &args.library))?;
     let model_id = library.manifest().embedding.model_id.clone();
-    let config = EmbedderConfig::for_model_id(&model_id)
-        .with_context(|| format!("library {:?} was built with {model_id}, which this build cannot load", args.library))??;
-    let embedder = Arc::new(Mutex::new(Embedder::new(&config).with_context(|| format!("loading {model_id}"))?));
+    let embedder = EmbedderCache::new(EmbeddingSettings::default()).for_library(data, &args.library)?;
     let status = rt.block_on(library.status())?;
 
     // mode → (sum doc_recall@5, @10, sum covered@5, @10, seconds)

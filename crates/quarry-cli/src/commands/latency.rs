@@ -5,18 +5,20 @@
 //!
 //! The chunks are the passages of the given sets (e.g. every set of ../shared/eval/A_benchmarks, 13k
 //! passages in English and Chinese), embedded once with the default model; the vectors are cached in the
-//! system temp folder. Sizes beyond the corpus repeat it with a copy number appended to the text and a
-//! little noise on the vector, so BM25 and ANN see distinct rows. Queries are the sets' own questions.
+//! system temp folder (`quarry-eval-vectors/`, shared with `quarry eval retrieval --vector-cache`).
+//! Sizes beyond the corpus repeat it with a copy number appended to the text and a little noise on the
+//! vector, so BM25 and ANN see distinct rows. Queries are the sets' own questions.
 //! Latency is measured through `Library::search` as the CLI and the app call it: query embedding, both
 //! indexes, fusion, reading the chunks back. It is a command rather than a `cargo bench` target so that
 //! it runs on the release binary that is already built (a separate bench build recompiles LanceDB).
 
 use anyhow::Context;
-use quarry_index::eval::load_set;
+use quarry_index::eval::{load_set, passage_vectors};
 use quarry_index::{embedder_covers, Embedder, EmbedderConfig};
 use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
 use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store, VectorSearch};
-use quarry_store::{DataDir, Library, SearchMode, StoreError};
+use quarry_session::{EmbedderCache, EmbeddingSettings};
+use quarry_store::{folder_size, DataDir, Library, SearchMode, StoreError};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -59,29 +61,6 @@ impl Drop for WorkDir {
     }
 }
 
-/// Vectors for `passages`, from a cache file when it matches.
-fn embed_cached(embedder: &mut Embedder, passages: &[(String, String)]) -> anyhow::Result<Vec<Vec<f32>>> {
-    let cache = std::env::temp_dir().join(format!("quarry-latency-{}-{}.f32", embedder.model_id(), passages.len()));
-    let dim = embedder.dimension();
-    if let Ok(bytes) = std::fs::read(&cache) {
-        if bytes.len() == passages.len() * dim * 4 {
-            let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            return Ok(floats.chunks(dim).map(|c| c.to_vec()).collect());
-        }
-    }
-    let started = Instant::now();
-    let mut vectors = Vec::with_capacity(passages.len());
-    for group in passages.chunks(1024) {
-        let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
-        vectors.extend(embedder.embed(&texts)?);
-        eprint!("\rembedding passages {}/{}", vectors.len(), passages.len());
-    }
-    eprintln!(" in {:.1} s", started.elapsed().as_secs_f64());
-    let bytes: Vec<u8> = vectors.iter().flatten().flat_map(|f| f.to_le_bytes()).collect();
-    let _ = std::fs::write(&cache, bytes);
-    Ok(vectors)
-}
-
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -102,9 +81,7 @@ fn library_latency(data: &DataDir, name: &str, queries_file: &std::path::Path, c
     anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
     let rt = tokio::runtime::Runtime::new()?;
     let mut library = rt.block_on(Library::open_read(data, name))?;
-    let model_id = library.manifest().embedding.model_id.clone();
-    let config = EmbedderConfig::for_model_id(&model_id).with_context(|| format!("library {name:?} was built with {model_id}, which this build cannot load"))??;
-    let embedder = Arc::new(Mutex::new(Embedder::new(&config).with_context(|| format!("loading {model_id}"))?));
+    let embedder = EmbedderCache::new(EmbeddingSettings::default()).for_library(data, name)?;
     let status = rt.block_on(library.status())?;
     println!("library {name}: {} chunks; {} queries from {}\n", status.chunks, queries.len(), queries_file.display());
     println!("| mode | p50 ms | p95 ms | mean ms |\n|---|---:|---:|---:|");
@@ -158,7 +135,10 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         chars as f64 / seconds
     );
 
-    let vectors = embed_cached(&mut embedder, &passages)?;
+    let started = Instant::now();
+    let cache = std::env::temp_dir().join("quarry-eval-vectors");
+    let vectors = passage_vectors(&mut embedder, &passages, Some(&cache), &mut |_, done, total| eprint!("\rembedding passages {done}/{total}"))?;
+    eprintln!(" in {:.1} s", started.elapsed().as_secs_f64());
     let dimension = embedder.dimension();
     let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension, automatic: false };
     let languages = embedder.languages().to_vec();
@@ -256,7 +236,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         })?;
         let write_seconds = started.elapsed().as_secs_f64();
         eprintln!("built {size} chunks in {write_seconds:.1} s");
-        let plain_mib = dir_bytes(&dir) as f64 / MIB;
+        let plain_mib = folder_size(&dir) as f64 / MIB;
 
         for ann in [false, true] {
             if ann {
@@ -272,7 +252,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     "| {size} | {write_seconds:.1} | {:.0} | {:.1} | {build_seconds:.1} | {:.1} |",
                     size as f64 / write_seconds,
                     plain_mib,
-                    dir_bytes(&dir) as f64 / MIB
+                    folder_size(&dir) as f64 / MIB
                 ));
                 // Rows were made as document `doc-{row / 100}`, chunk `row % 100`, from passage `row % len`.
                 let by_id: std::collections::HashMap<u64, usize> =
@@ -346,17 +326,9 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Bytes of every file under `dir` (0 for what cannot be read).
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
+/// Share of `exact` that is also in `found` (0 when `exact` is empty).
+fn share_found<T: std::hash::Hash + Eq>(exact: &HashSet<T>, found: &HashSet<T>) -> f64 {
+    exact.intersection(found).count() as f64 / exact.len().max(1) as f64
 }
 
 /// Recall of ANN search against exact search, for one way of searching the index.
@@ -382,12 +354,10 @@ async fn ann_recall(store: &Store, search: VectorSearch, queries: &[Vec<f32>], s
         sums[3] += started.elapsed().as_secs_f64() * 1000.0;
         let approximate_10 = store.nearest_by(vector, 10, search).await?;
         let ids = |list: &[(ChunkRecord, f32)], k: usize| list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<HashSet<u64>>();
-        let share = |exact: &HashSet<u64>, found: &HashSet<u64>| exact.intersection(found).count() as f64 / exact.len().max(1) as f64;
-        sums[0] += share(&ids(&exact_50, 10), &ids(&approximate_10, 10));
-        sums[1] += share(&ids(&exact_50, 50), &ids(&approximate_50, 50));
         let passages = |list: &[(ChunkRecord, f32)]| list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect::<HashSet<usize>>();
-        let (exact_passages, found_passages) = (passages(&exact_50), passages(&approximate_10));
-        sums[2] += exact_passages.intersection(&found_passages).count() as f64 / exact_passages.len().max(1) as f64;
+        sums[0] += share_found(&ids(&exact_50, 10), &ids(&approximate_10, 10));
+        sums[1] += share_found(&ids(&exact_50, 50), &ids(&approximate_50, 50));
+        sums[2] += share_found(&passages(&exact_50), &passages(&approximate_10));
     }
     let n = queries.len().max(1) as f64;
     Ok(AnnRecall { at_10: sums[0] / n, at_50: sums[1] / n, passages_at_10: sums[2] / n, ms_at_50: sums[3] / n })
