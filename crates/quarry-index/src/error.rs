@@ -10,6 +10,10 @@ pub enum IndexError {
     /// The keyword index failed.
     #[error("keyword index: {0}")]
     Keyword(#[from] tantivy::TantivyError),
+    /// The keyword index in this folder was built with an older analyzer; a writer rebuilds it from the
+    /// chunks it mirrors (searching it read-only still works).
+    #[error("keyword index {0} was built before ASCII folding and must be rebuilt")]
+    KeywordAnalyzerChanged(std::path::PathBuf),
     /// An evaluation set is missing a file or has a malformed line.
     #[error("evaluation set: {0}")]
     EvalSet(String),

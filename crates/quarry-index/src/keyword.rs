@@ -3,13 +3,13 @@
 //! Queries are never parsed as tantivy query syntax: the user's words are analysed like the documents and
 //! OR-ed as term queries, so text such as `AND (` or `title:` cannot cause a syntax error.
 
-use crate::tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
+use crate::tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 use crate::IndexError;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING};
-use tantivy::tokenizer::{Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
+use tantivy::tokenizer::{AsciiFoldingFilter, Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 /// Memory budget of the tantivy writer, in bytes.
@@ -34,27 +34,43 @@ impl KeywordIndex {
 
     /// Opens the index in `dir`, creating it (and the folder) when missing.
     ///
-    /// Errors: the folder cannot be created, or holds an index with another schema.
+    /// Errors: the folder cannot be created, or holds an index with another schema — also one built
+    /// with an older analyzer ([`LEGACY_MIXED_TOKENIZER`]), which a writer must rebuild: new chunks
+    /// analysed another way would not match queries the same way as the old ones.
     pub fn open_or_create(dir: &Path) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Keyword(tantivy::TantivyError::IoError(e.into())))?;
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| IndexError::Keyword(e.into()))?;
+        if Index::exists(&directory).map_err(|e| IndexError::Keyword(e.into()))? && Index::open(directory.clone())?.schema() == schema_with(LEGACY_MIXED_TOKENIZER) {
+            return Err(IndexError::KeywordAnalyzerChanged(dir.to_path_buf()));
+        }
         Self::with_index(Index::open_or_create(directory, schema())?)
     }
 
     /// Opens an existing index in `dir` for searching only: no writer lock is taken, so it works while
-    /// another process writes. Call [`KeywordIndex::reload`] to see newer commits.
+    /// another process writes. Call [`KeywordIndex::reload`] to see newer commits. An index built with
+    /// an older analyzer opens too, and queries are analysed the way its chunks were (until a writer
+    /// rebuilds it, see [`KeywordIndex::open_or_create`]).
     ///
     /// Errors: no index in `dir`, or one with another schema.
     pub fn open_read_only(dir: &Path) -> Result<Self, IndexError> {
         let index = Index::open_in_dir(dir)?;
-        if index.schema() != schema() {
+        if index.schema() != schema() && index.schema() != schema_with(LEGACY_MIXED_TOKENIZER) {
             return Err(IndexError::Keyword(tantivy::TantivyError::SchemaError(format!("{} has another schema", dir.display()))));
         }
         Self::with_index(index)
     }
 
+    /// An index in `dir` as Quarry built it before ASCII folding ([`LEGACY_MIXED_TOKENIZER`]), for tests
+    /// of the upgrade path.
+    #[doc(hidden)]
+    pub fn create_legacy(dir: &Path) -> Result<Self, IndexError> {
+        std::fs::create_dir_all(dir).map_err(|e| IndexError::Keyword(tantivy::TantivyError::IoError(e.into())))?;
+        Self::with_index(Index::create_in_dir(dir, schema_with(LEGACY_MIXED_TOKENIZER))?)
+    }
+
     fn with_index(index: Index) -> Result<Self, IndexError> {
-        index.tokenizers().register(MIXED_TOKENIZER, analyzer());
+        index.tokenizers().register(MIXED_TOKENIZER, analyzer(true));
+        index.tokenizers().register(LEGACY_MIXED_TOKENIZER, analyzer(false));
         let schema = index.schema();
         let id = schema.get_field("chunk_id")?;
         let document = schema.get_field("document_id")?;
@@ -171,21 +187,32 @@ impl KeywordIndex {
 }
 
 fn schema() -> Schema {
+    schema_with(MIXED_TOKENIZER)
+}
+
+/// The schema with `analyzer` (a registered name) for the text field.
+fn schema_with(analyzer: &str) -> Schema {
     let mut builder = Schema::builder();
     builder.add_u64_field("chunk_id", INDEXED | STORED | FAST);
     builder.add_text_field("document_id", STRING);
-    let indexing = TextFieldIndexing::default().set_tokenizer(MIXED_TOKENIZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let indexing = TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(IndexRecordOption::WithFreqsAndPositions);
     builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
     builder.build()
 }
 
-/// Mixed tokenizer → lowercase → English stop words → English (Snowball) stemming. CJK tokens pass the
-/// last two steps unchanged.
-fn analyzer() -> TextAnalyzer {
+/// Mixed tokenizer → lowercase → ASCII folding (with `fold`) → English stop words → English (Snowball)
+/// stemming. CJK tokens pass the last three steps unchanged.
+///
+/// Folding (Lucene's ASCIIFoldingFilter mapping: `ö` → `o`, `ß` → `ss`, `æ` → `ae`, full-width `２` →
+/// `2`) lets a query typed without accents find the accented name: on MuSiQue, "the composer of
+/// Aschenbrodel" missed the passage "Aschenbrödel (Cinderella) is a ballet …" (README, "Hybrid fusion").
+fn analyzer(fold: bool) -> TextAnalyzer {
+    let stop_words = StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::new()));
     let builder = TextAnalyzer::builder(MixedTokenizer::default()).filter(LowerCaser);
-    match StopWordFilter::new(Language::English) {
-        Some(stop_words) => builder.filter(stop_words).filter(Stemmer::new(Language::English)).build(),
-        None => builder.filter(Stemmer::new(Language::English)).build(),
+    if fold {
+        builder.filter(AsciiFoldingFilter).filter(stop_words).filter(Stemmer::new(Language::English)).build()
+    } else {
+        builder.filter(stop_words).filter(Stemmer::new(Language::English)).build()
     }
 }
 
@@ -211,5 +238,38 @@ mod tests {
         assert_eq!(index.count_document("d2").unwrap(), 0);
         assert_eq!(index.count_document("d1").unwrap(), 1);
         assert_eq!(index.payload().unwrap().as_deref(), Some("{\"chunks_version\":7}"));
+    }
+
+    #[test]
+    fn accents_and_full_width_forms_are_folded_on_both_sides() {
+        let mut index = KeywordIndex::in_memory().unwrap();
+        index.add(1, "d1", "Aschenbrödel (\"Cinderella\") is a ballet by Johann Strauss II").unwrap();
+        index.add(2, "d2", "Die Straße führt nach Zürich").unwrap();
+        index.add(3, "d3", "营收同比增长２０２２年").unwrap();
+        index.add(4, "d4", "An unrelated passage about ballet shoes").unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.search("composer of Aschenbrodel", 2).unwrap()[0].0, 1);
+        assert_eq!(index.search("Aschenbrödel", 2).unwrap()[0].0, 1, "the accented query still finds it");
+        assert_eq!(index.search("strasse zurich", 2).unwrap()[0].0, 2, "ß → ss, ü → u");
+        assert_eq!(index.search("2022年营收", 2).unwrap()[0].0, 3, "full-width digits fold to ASCII");
+    }
+
+    #[test]
+    fn an_index_built_before_folding_searches_with_its_own_analyzer_and_a_writer_is_told_to_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tantivy");
+        let mut legacy = KeywordIndex::create_legacy(&path).unwrap();
+        legacy.add(1, "d1", "Aschenbrödel is a ballet").unwrap();
+        legacy.add(2, "d2", "Zurich is a city").unwrap();
+        legacy.commit().unwrap();
+        drop(legacy);
+        let reader = KeywordIndex::open_read_only(&path).unwrap();
+        assert_eq!(reader.len(), 2);
+        assert_eq!(reader.search("Aschenbrödel", 1).unwrap()[0].0, 1, "queries are analysed as the chunks were");
+        assert!(reader.search("Aschenbrodel", 1).unwrap().is_empty(), "no folding in the old index");
+        match KeywordIndex::open_or_create(&path) {
+            Err(IndexError::KeywordAnalyzerChanged(p)) => assert_eq!(p, path),
+            other => panic!("expected KeywordAnalyzerChanged, got {:?}", other.map(|i| i.len())),
+        }
     }
 }

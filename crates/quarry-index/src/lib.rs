@@ -29,7 +29,7 @@ pub use embed::{
 pub use error::IndexError;
 pub use fusion::{embedder_covers, fusion_depth, reciprocal_rank_fusion, HybridFusion, RRF_K};
 pub use keyword::KeywordIndex;
-pub use tokenizer::{MixedTokenizer, MIXED_TOKENIZER};
+pub use tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 pub use vector::VectorIndex;
 
 /// How a query is answered: keywords only, embeddings only, or both fused.

@@ -10,8 +10,15 @@ use quarry_core::is_cjk_char;
 use std::sync::{Arc, OnceLock};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-/// The name the analyzer is registered under in a tantivy index.
-pub const MIXED_TOKENIZER: &str = "quarry_mixed";
+/// The name the keyword analyzer (this tokenizer and the filters [`crate::KeywordIndex`] adds) is
+/// registered under in a tantivy index. It names the analyzer's version: the schema of an index records
+/// it, so an index always searches with the analyzer that built it. `quarry_mixed_folded` adds ASCII
+/// folding (`Aschenbrödel` and `Aschenbrodel` are one word); indexes built before it use
+/// [`LEGACY_MIXED_TOKENIZER`].
+pub const MIXED_TOKENIZER: &str = "quarry_mixed_folded";
+
+/// The analyzer of keyword indexes built before ASCII folding (no folding; otherwise the same).
+pub const LEGACY_MIXED_TOKENIZER: &str = "quarry_mixed";
 
 fn jieba() -> &'static jieba_rs::Jieba {
     static JIEBA: OnceLock<jieba_rs::Jieba> = OnceLock::new();

@@ -195,7 +195,11 @@ impl Library {
         let keyword = match KeywordIndex::open_or_create(&tantivy_dir) {
             Ok(index) => index,
             Err(error) => {
-                tracing::warn!("rebuilding the keyword index of {name:?}: {error}");
+                match error {
+                    // An index from before a change of the keyword analyzer: expected after an upgrade.
+                    quarry_index::IndexError::KeywordAnalyzerChanged(_) => tracing::info!("rebuilding the keyword index of {name:?}: {error}"),
+                    _ => tracing::warn!("rebuilding the keyword index of {name:?}: {error}"),
+                }
                 std::fs::remove_dir_all(&tantivy_dir).map_err(|e| StoreError::io(&tantivy_dir, e))?;
                 KeywordIndex::open_or_create(&tantivy_dir)?
             }
@@ -498,4 +502,69 @@ fn check_model(manifest: &LibraryManifest, model_id: &str) -> Result<(), StoreEr
 /// Bytes of every file below `dir` (symbolic links not followed; what cannot be read counts 0).
 pub fn folder_size(dir: &Path) -> u64 {
     walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::chunk_id;
+
+    #[tokio::test]
+    async fn a_keyword_index_from_before_ascii_folding_is_searched_as_built_then_rebuilt_by_a_writer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = DataDir::at(tmp.path());
+        let embedding = EmbeddingInfo { model_id: "m".into(), dimension: 3, automatic: false };
+        Library::create(&data, "old", embedding, ChunkingInfo::default()).await.unwrap();
+        let dir = data.existing("old").unwrap();
+        // Rows as an ingest writes them, and a tantivy index as Quarry built it before folding.
+        let text = "Aschenbrödel is a ballet written by Johann Strauss II";
+        let document = DocumentRecord {
+            document_id: "d1".into(),
+            origin_id: "d1".into(),
+            path: "/docs/ballets.txt".into(),
+            file_path: "/docs/ballets.txt".into(),
+            format: "text".into(),
+            byte_len: text.len() as u64,
+            page_count: None,
+            chunk_count: 1,
+            char_count: text.len() as u64,
+            state: DocumentState::Indexed,
+            error: None,
+            warnings: None,
+            added_ms: 1,
+            modified_ms: 1,
+        };
+        let chunk = ChunkRecord {
+            chunk_id: chunk_id("d1", 0),
+            document_id: "d1".into(),
+            chunk_index: 0,
+            text: text.into(),
+            page_start: None,
+            page_end: None,
+            sheet: None,
+            heading_path: Vec::new(),
+            char_start: 0,
+            char_end: text.len() as u64,
+            token_count: 9,
+        };
+        {
+            let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();
+            store.add_documents(&[document]).await.unwrap();
+            store.add_chunks(&[chunk.clone()], &[vec![1.0, 0.0, 0.0]]).await.unwrap();
+            std::fs::remove_dir_all(dir.join("tantivy")).unwrap();
+            let mut legacy = KeywordIndex::create_legacy(&dir.join("tantivy")).unwrap();
+            legacy.add(chunk.chunk_id, "d1", text).unwrap();
+            commit_mirroring(&mut legacy, &store).await.unwrap();
+        }
+        let paths = |hits: Vec<SearchHit>| hits.into_iter().map(|h| h.path).collect::<Vec<_>>();
+
+        let mut reader = Library::open_read(&data, "old").await.unwrap();
+        assert_eq!(paths(reader.search("Aschenbrödel", SearchMode::Bm25, 3, None).await.unwrap()), ["/docs/ballets.txt"], "an old index still answers");
+        assert!(reader.search("Aschenbrodel", SearchMode::Bm25, 3, None).await.unwrap().is_empty(), "without folding");
+        drop(reader);
+
+        let mut writer = Library::open_write(&data, "old", "m").await.unwrap();
+        assert_eq!(paths(writer.search("Aschenbrodel", SearchMode::Bm25, 3, None).await.unwrap()), ["/docs/ballets.txt"], "rebuilt with folding");
+        assert_eq!(writer.keyword().count_document("d1").unwrap(), 1, "every chunk is back");
+    }
 }
