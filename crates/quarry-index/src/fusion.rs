@@ -49,12 +49,17 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
 ///   stands above the rest of its top 10 (the top score's z-score among them), so the side that is sure
 ///   of its first hit counts more (a query-dependent weight in the spirit of Bruch et al., "An Analysis
 ///   of Fusion Functions for Hybrid Retrieval", TOIS 2023, which compares the score-based fusions above).
+/// - `AdaptiveMinMax`: `MinMax` with a dense weight chosen per query: each list's confidence is how far
+///   its first hit stands above its next nine on the min-max scale (1 − their mean normalised score), and
+///   w_dense = c_dense / (c_bm25 + c_dense) (0.5 when both are 0). A list whose top is a clear winner
+///   outweighs one whose top ten are a plateau.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HybridFusion {
     Rrf { dense_weight: f32, depth: Option<usize> },
     MinMax { dense_weight: f32, depth: Option<usize> },
     ZScore { dense_weight: f32, depth: Option<usize> },
     AdaptiveRrf { depth: Option<usize> },
+    AdaptiveMinMax { depth: Option<usize> },
 }
 
 impl Default for HybridFusion {
@@ -70,7 +75,8 @@ impl HybridFusion {
     /// Candidates each list contributes for `k` results: the variant's own depth, else [`fusion_depth`].
     pub fn depth(&self, k: usize) -> usize {
         let own = match *self {
-            HybridFusion::Rrf { depth, .. } | HybridFusion::MinMax { depth, .. } | HybridFusion::ZScore { depth, .. } | HybridFusion::AdaptiveRrf { depth } => depth,
+            HybridFusion::Rrf { depth, .. } | HybridFusion::MinMax { depth, .. } | HybridFusion::ZScore { depth, .. } | HybridFusion::AdaptiveRrf { depth }
+            | HybridFusion::AdaptiveMinMax { depth } => depth,
         };
         own.unwrap_or_else(|| fusion_depth(k)).max(k)
     }
@@ -88,6 +94,10 @@ impl HybridFusion {
                 weighted_rrf(bm25, dense, wb, wd)
             }
             HybridFusion::MinMax { dense_weight, .. } => combine(bm25, dense, 1.0 - dense_weight, dense_weight, min_max),
+            HybridFusion::AdaptiveMinMax { .. } => {
+                let wd = adaptive_dense_weight(bm25, dense);
+                combine(bm25, dense, 1.0 - wd, wd, min_max)
+            }
             HybridFusion::ZScore { dense_weight, .. } => combine(bm25, dense, 1.0 - dense_weight, dense_weight, z_scores),
         }
     }
@@ -100,6 +110,7 @@ impl std::fmt::Display for HybridFusion {
             HybridFusion::MinMax { dense_weight, depth } => ("minmax", Some(dense_weight), depth),
             HybridFusion::ZScore { dense_weight, depth } => ("zscore", Some(dense_weight), depth),
             HybridFusion::AdaptiveRrf { depth } => ("rrf-adaptive", None, depth),
+            HybridFusion::AdaptiveMinMax { depth } => ("minmax-adaptive", None, depth),
         };
         write!(f, "{name}")?;
         if let Some(w) = weight.filter(|w| (w - 0.5).abs() > 1e-6) {
@@ -116,7 +127,7 @@ impl std::str::FromStr for HybridFusion {
     type Err = String;
     /// Parses `<method>[:<dense weight>][@<depth>]` (see the type's docs).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("unknown fusion {text:?}: expected rrf, minmax, zscore or rrf-adaptive, optionally :<dense weight 0–1> and @<depth>, e.g. rrf:0.6@100");
+        let bad = || format!("unknown fusion {text:?}: expected rrf, minmax, zscore, rrf-adaptive or minmax-adaptive, optionally :<dense weight 0–1> and @<depth>, e.g. rrf:0.6@100");
         let (rest, depth) = match text.trim().split_once('@') {
             Some((rest, d)) => (rest, Some(d.parse::<usize>().map_err(|_| bad())?.max(1))),
             None => (text.trim(), None),
@@ -131,6 +142,7 @@ impl std::str::FromStr for HybridFusion {
             "minmax" => Ok(HybridFusion::MinMax { dense_weight, depth }),
             "zscore" => Ok(HybridFusion::ZScore { dense_weight, depth }),
             "rrf-adaptive" if weight.is_none() => Ok(HybridFusion::AdaptiveRrf { depth }),
+            "minmax-adaptive" if weight.is_none() => Ok(HybridFusion::AdaptiveMinMax { depth }),
             _ => Err(bad()),
         }
     }
@@ -156,6 +168,23 @@ fn top_confidence(list: &[(u64, f32)]) -> f32 {
     let mean = top.iter().sum::<f32>() / top.len() as f32;
     let sd = (top.iter().map(|s| (s - mean) * (s - mean)).sum::<f32>() / top.len() as f32).sqrt();
     if sd <= f32::EPSILON { 0.0 } else { ((top[0] - mean) / sd).max(0.0) }
+}
+
+/// The dense weight of [`HybridFusion::AdaptiveMinMax`] for one query, in [0, 1].
+pub fn adaptive_dense_weight(bm25: &[(u64, f32)], dense: &[(u64, f32)]) -> f32 {
+    let (b, d) = (min_max_confidence(bm25), min_max_confidence(dense));
+    if b + d > f32::EPSILON { d / (b + d) } else { 0.5 }
+}
+
+/// 1 − the mean min-max-normalised score of ranks 2–10 (normalised over the whole list): 1 when the first
+/// hit stands alone, 0 when the top ten tie; 0 for fewer than two hits.
+fn min_max_confidence(list: &[(u64, f32)]) -> f32 {
+    if list.len() < 2 {
+        return 0.0;
+    }
+    let (normalised, _) = min_max(list);
+    let next = &normalised[1..normalised.len().min(10)];
+    1.0 - next.iter().sum::<f32>() / next.len() as f32
 }
 
 /// Each list's scores normalised by `normalise` (which also gives the value for a missing id), then
@@ -217,12 +246,12 @@ mod tests {
 
     #[test]
     fn fusion_names_round_trip_and_bad_ones_are_refused() {
-        for text in ["rrf", "rrf:0.7@100", "minmax:0.3", "zscore@20", "rrf-adaptive@80"] {
+        for text in ["rrf", "rrf:0.7@100", "minmax:0.3", "zscore@20", "rrf-adaptive@80", "minmax-adaptive", "minmax-adaptive@60"] {
             let fusion: HybridFusion = text.parse().unwrap();
             assert_eq!(fusion.to_string(), text);
         }
         assert_eq!("minmax".parse::<HybridFusion>().unwrap(), HybridFusion::default());
-        for bad in ["borda", "rrf:1.5", "rrf@x", "rrf-adaptive:0.6"] {
+        for bad in ["borda", "rrf:1.5", "rrf@x", "rrf-adaptive:0.6", "minmax-adaptive:0.6"] {
             assert!(bad.parse::<HybridFusion>().unwrap_err().contains(bad), "{bad}");
         }
     }
@@ -259,6 +288,21 @@ mod tests {
         let fused = "rrf-adaptive".parse::<HybridFusion>().unwrap().fuse(&bm25, &dense, 10);
         assert_eq!(fused[0].0, 1);
         assert_eq!(fused[1].0, 10, "BM25's second outranks dense's first too");
+    }
+
+    #[test]
+    fn adaptive_min_max_weights_the_list_whose_first_hit_stands_out() {
+        // Dense's first stands far above a plateau; BM25's top ten fall off evenly.
+        let dense: Vec<(u64, f32)> = [(1, 0.9)].into_iter().chain((10..19).map(|i| (i, 0.30))).chain([(99, 0.29)]).collect();
+        let bm25: Vec<(u64, f32)> = (20..30).map(|i| (i, 30.0 - i as f32)).collect();
+        let wd = adaptive_dense_weight(&bm25, &dense);
+        // dense: ranks 2–10 normalise to 0.01/0.61 ≈ 0.016 → confidence ≈ 0.98; BM25: (8..0)/9 → mean 4/9 → 0.56.
+        assert!((wd - 0.98 / (0.98 + 5.0 / 9.0)).abs() < 0.01, "{wd}");
+        let fused = "minmax-adaptive".parse::<HybridFusion>().unwrap().fuse(&bm25, &dense, 10);
+        assert_eq!(fused[0].0, 1);
+        assert_eq!(fused[1].0, 20, "BM25's first (0.36) still outranks dense's plateau (≈ 0.01)");
+        assert_eq!(adaptive_dense_weight(&[], &[]), 0.5, "nothing to go by");
+        assert_eq!(adaptive_dense_weight(&[], &dense), 1.0, "no keyword match: dense alone");
     }
 
     #[test]

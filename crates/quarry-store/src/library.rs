@@ -314,12 +314,23 @@ impl Library {
         k: usize,
         embedder: Option<&Arc<Mutex<Embedder>>>,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        self.search_with_fusion(query, mode, k, embedder, HybridFusion::default()).await
+    }
+
+    /// [`Library::search`] with another fusion for `Hybrid` (`quarry eval library --fusion` compares them).
+    pub async fn search_with_fusion(
+        &mut self,
+        query: &str,
+        mode: SearchMode,
+        k: usize,
+        embedder: Option<&Arc<Mutex<Embedder>>>,
+        fusion: HybridFusion,
+    ) -> Result<Vec<SearchHit>, StoreError> {
         if k == 0 || query.trim().is_empty() {
             return Ok(Vec::new());
         }
         self.refresh_documents().await?;
         self.keyword.reload()?;
-        let fusion = HybridFusion::default();
         let depth = if mode == SearchMode::Hybrid { fusion.depth(k) } else { k };
         let use_dense = match mode {
             SearchMode::Bm25 => false,

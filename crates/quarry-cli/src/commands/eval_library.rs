@@ -10,7 +10,7 @@
 
 use anyhow::Context;
 use quarry_index::eval::load_queries;
-use quarry_index::SearchMode;
+use quarry_index::{HybridFusion, SearchMode};
 use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::{DataDir, Library};
 use std::collections::{BTreeMap, HashSet};
@@ -28,6 +28,10 @@ pub struct LibraryEvalArgs {
     /// Only the first N questions.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Also rank by these hybrid fusions, comma-separated (`minmax:0.6,minmax-adaptive`; see `quarry eval
+    /// retrieval --fusion`): one more `hybrid <fusion>` row each.
+    #[arg(long, value_delimiter = ',')]
+    pub fusion: Vec<quarry_index::HybridFusion>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -49,13 +53,17 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
     let status = rt.block_on(library.status())?;
 
     // mode → (sum doc_recall@5, @10, sum covered@5, @10, seconds)
-    let mut sums: BTreeMap<&str, [f64; 5]> = BTreeMap::new();
-    for mode in SearchMode::ALL {
-        let entry = sums.entry(mode.name()).or_default();
+    let mut sums: BTreeMap<String, [f64; 5]> = BTreeMap::new();
+    let runs = SearchMode::ALL
+        .into_iter()
+        .map(|mode| (mode.name().to_string(), mode, HybridFusion::default()))
+        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f)));
+    for (name, mode, fusion) in runs {
+        let entry = sums.entry(name).or_default();
         for (qid, text) in &set.queries {
             let relevant = &set.relevant[qid];
             let started = Instant::now();
-            let hits = rt.block_on(library.search(text, mode, 10, Some(&embedder)))?;
+            let hits = rt.block_on(library.search_with_fusion(text, mode, 10, Some(&embedder), fusion))?;
             entry[4] += started.elapsed().as_secs_f64();
             for (slot, k) in [5usize, 10].into_iter().enumerate() {
                 let found: HashSet<&String> = relevant.iter().filter(|r| hits.iter().take(k).any(|h| same_document(&h.path, r))).collect();
