@@ -89,9 +89,8 @@ impl HybridFusion {
         match *self {
             HybridFusion::Rrf { dense_weight, .. } => weighted_rrf(bm25, dense, 1.0 - dense_weight, dense_weight),
             HybridFusion::AdaptiveRrf { .. } => {
-                let (b, d) = (top_confidence(bm25), top_confidence(dense));
-                let (wb, wd) = if b + d > 0.0 { (b / (b + d), d / (b + d)) } else { (0.5, 0.5) };
-                weighted_rrf(bm25, dense, wb, wd)
+                let wd = dense_share(top_confidence(bm25), top_confidence(dense));
+                weighted_rrf(bm25, dense, 1.0 - wd, wd)
             }
             HybridFusion::MinMax { dense_weight, .. } => combine(bm25, dense, 1.0 - dense_weight, dense_weight, min_max),
             HybridFusion::AdaptiveMinMax { .. } => {
@@ -172,8 +171,14 @@ fn top_confidence(list: &[(u64, f32)]) -> f32 {
 
 /// The dense weight of [`HybridFusion::AdaptiveMinMax`] for one query, in [0, 1].
 pub fn adaptive_dense_weight(bm25: &[(u64, f32)], dense: &[(u64, f32)]) -> f32 {
-    let (b, d) = (min_max_confidence(bm25), min_max_confidence(dense));
-    if b + d > f32::EPSILON { d / (b + d) } else { 0.5 }
+    dense_share(min_max_confidence(bm25), min_max_confidence(dense))
+}
+
+/// The dense side's share of two non-negative confidences, 0.5 when both are 0: the weight of both
+/// adaptive fusions.
+fn dense_share(bm25_confidence: f32, dense_confidence: f32) -> f32 {
+    let total = bm25_confidence + dense_confidence;
+    if total > 0.0 { dense_confidence / total } else { 0.5 }
 }
 
 /// 1 − the mean min-max-normalised score of ranks 2–10 (normalised over the whole list): 1 when the first

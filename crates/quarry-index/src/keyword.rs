@@ -40,10 +40,14 @@ impl KeywordIndex {
     pub fn open_or_create(dir: &Path) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Keyword(tantivy::TantivyError::IoError(e.into())))?;
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| IndexError::Keyword(e.into()))?;
-        if Index::exists(&directory).map_err(|e| IndexError::Keyword(e.into()))? && Index::open(directory.clone())?.schema() == schema_with(LEGACY_MIXED_TOKENIZER) {
-            return Err(IndexError::KeywordAnalyzerChanged(dir.to_path_buf()));
+        match Index::open_or_create(directory.clone(), schema()) {
+            Ok(index) => Self::with_index(index),
+            // Only a mismatch looks at the old schema, so a current index is opened once.
+            Err(tantivy::TantivyError::SchemaError(_)) if Index::open(directory)?.schema() == schema_with(LEGACY_MIXED_TOKENIZER) => {
+                Err(IndexError::KeywordAnalyzerChanged(dir.to_path_buf()))
+            }
+            Err(error) => Err(error.into()),
         }
-        Self::with_index(Index::open_or_create(directory, schema())?)
     }
 
     /// Opens an existing index in `dir` for searching only: no writer lock is taken, so it works while

@@ -31,7 +31,7 @@ pub struct LibraryEvalArgs {
     /// Also rank by these hybrid fusions, comma-separated (`minmax:0.6,minmax-adaptive`; see `quarry eval
     /// retrieval --fusion`): one more `hybrid <fusion>` row each.
     #[arg(long, value_delimiter = ',')]
-    pub fusion: Vec<quarry_index::HybridFusion>,
+    pub fusion: Vec<HybridFusion>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
