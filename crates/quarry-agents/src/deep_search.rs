@@ -58,15 +58,15 @@ pub struct Evidence {
 pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence, AgentError> {
     let config = run.config.clone();
 
-    // Round 1's queries: the sub-queries (the question itself if the model gives none).
+    // Round 1's queries: the question itself and the sub-queries (none for a simple question).
     let max = config.max_sub_queries.max(1).to_string();
     let request = prompts::SUB_QUERIES
         .request(&[("question", question), ("max", &max)], 256)
         .with_schema(strings_schema("queries", config.max_sub_queries.max(1)));
     let mut queries = match run.call_structured(&request, "the question as the only query").await? {
         Some(text) => match string_list(&text, "queries", config.max_sub_queries.max(1)) {
-            Some(list) if !list.is_empty() => list,
-            _ => {
+            Some(list) => list,
+            None => {
                 run.degraded("sub_queries", &format!("no query list in {:?}", excerpt(&text)), "the question as the only query");
                 vec![]
             }

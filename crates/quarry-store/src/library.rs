@@ -171,9 +171,19 @@ impl Library {
         let dir = data.existing(name)?;
         let manifest = LibraryManifest::load(&dir)?;
         let store = Store::open(&dir.join("lance"), manifest.embedding.dimension, false).await?;
-        let keyword = match KeywordIndex::open_read_only(&dir.join("tantivy")) {
+        let tantivy_dir = dir.join("tantivy");
+        let keyword = match KeywordIndex::open_read_only(&tantivy_dir) {
             Ok(index) => index,
-            Err(_) => KeywordIndex::in_memory()?,
+            Err(error) => {
+                // No index yet (nothing added) is normal; anything else means BM25 finds nothing until a
+                // writer (`add`, `sync`, `watch`, the app) rebuilds it from the chunks table.
+                if tantivy_dir.join("meta.json").exists() {
+                    tracing::warn!(
+                        "the keyword index of library {name:?} cannot be read ({error}); keyword search finds nothing until `quarry sync --library {name}` rebuilds it"
+                    );
+                }
+                KeywordIndex::in_memory()?
+            }
         };
         let mut library = Library { dir, manifest, store, keyword, lock: None, documents: HashMap::new(), documents_version: 0 };
         library.refresh_documents().await?;

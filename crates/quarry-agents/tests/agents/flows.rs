@@ -132,6 +132,29 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
     assert_eq!(answer.unwrap().citations[0].passage.citation(), "acme.pdf, p. 1");
 }
 
+#[tokio::test]
+async fn deep_search_searches_a_simple_question_alone_and_the_reflections_bridge_query_next() {
+    // An empty sub-query list is a plan ("the question is enough"), not a broken step; the gap query
+    // that reflection writes from what round 1 found is round 2's only search.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": []}"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("reflection", text(r#"{"queries": ["What happened in Dayton in 2023?"]}"#))
+            .on("relevance", text(r#"{"relevant": []}"#))
+            .on("answer", text("Jane Miller [1].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let config = AgentConfig { max_rounds: 3, protected_question_hits: 0, ..AgentConfig::default() };
+    let (answer, events) = run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    assert!(answer.is_ok());
+    assert!(degraded_steps(&events).is_empty(), "{:?}", degraded_steps(&events));
+    assert_eq!(retriever.queries(), vec!["Who founded Acme?", "What happened in Dayton in 2023?"]);
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "a round that adds nothing ends the search");
+    let reflection = &model.prompts_of("reflection")[0];
+    assert!(reflection.contains("- Who founded Acme?") && reflection.contains("by Jane Miller in Dayton"), "{reflection}");
+}
+
 const REVENUE_QUESTION: &str = "Compare the 2023 revenue of Acme Corporation and Globex";
 
 /// DeepSearch on [`REVENUE_QUESTION`] with one sub-query and a relevance judge that keeps nothing, with

@@ -24,9 +24,13 @@ pub struct QaArgs {
     /// passages and print one report each.
     #[arg(long)]
     pub agent: String,
-    /// Only the first N questions.
+    /// Only the first N questions (after `--offset`).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Skip the first N questions: `--offset 15 --limit 15` asks questions 16–30, a held-out check for a
+    /// change studied on the first 15.
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
     /// Most search rounds.
     #[arg(long, default_value_t = 3)]
     pub max_rounds: usize,
@@ -96,6 +100,8 @@ struct QaReport {
     set: String,
     agent: String,
     model: String,
+    /// Questions skipped at the start of the set (`--offset`).
+    offset: usize,
     questions: usize,
     #[serde(rename = "support_recall@5")]
     support_recall_at_5: f64,
@@ -110,7 +116,8 @@ struct QaReport {
 
 pub fn qa(args: QaArgs) -> anyhow::Result<()> {
     let agents: Vec<AgentKind> = args.agent.split(',').map(|a| a.trim().parse().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>()?;
-    let set = load_set(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
+    let mut set = load_set(&args.set, args.limit.map(|n| n + args.offset)).with_context(|| format!("loading {}", args.set.display()))?;
+    set.queries.drain(..args.offset.min(set.queries.len()));
     let embedder = if args.bm25_only { None } else { Some(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?) };
     let bar = indicatif::ProgressBar::new(set.passages.len() as u64);
     bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
@@ -192,6 +199,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
             set: set.name.clone(),
             agent: agent.name().into(),
             model: model.describe(),
+            offset: args.offset,
             questions: set.queries.len(),
             support_recall_at_5: recall / n,
             em: em / n,
