@@ -20,8 +20,9 @@
 //!   also let sub-queries that keep finding the same side topics push the question's best hit out of
 //!   the top 5. Within a round the sub-queries' results are judged rank by rank (every query's best hit
 //!   first);
-//! - when the judge keeps none of round 1's passages, the best-fused few are kept anyway (reported as a
-//!   degraded step): a small model's over-strict judging must not leave the answer with nothing;
+//! - when the judge keeps none of round 1's passages, the first few in that order are kept anyway
+//!   (reported as a degraded step): a small model's over-strict judging must not leave the answer with
+//!   nothing;
 //! - a round that adds no new relevant passage ends the search.
 
 use crate::answer::{number_passages, passage_ref, Answer};
