@@ -15,7 +15,7 @@
 //!   question's first, then the sub-queries' and gap queries' in the order asked), then every query's
 //!   second, and so on. A second-hop passage that only the query naming the bridge entity finds, at its
 //!   top, thus comes before passages that several queries found lower down; reciprocal rank fusion,
-//!   used until PROMPTS_VERSION 2026-11-24.1, put such passages sixth to eleventh (Qwen2.5 on MuSiQue,
+//!   used until 2026-11-24, put such passages sixth to eleventh (Qwen2.5 on MuSiQue,
 //!   `quarry eval qa --trace`; README "Measuring answers"). Fusing everything, protected hits included,
 //!   also let sub-queries that keep finding the same side topics push the question's best hit out of
 //!   the top 5. Within a round the sub-queries' results are judged rank by rank (every query's best hit
