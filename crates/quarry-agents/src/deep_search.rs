@@ -90,7 +90,6 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     for round in 1..=config.max_rounds.max(1) {
         run.emit(AgentEvent::Queries { round, queries: queries.clone() });
         asked.push(queries.clone());
-        let question_query = if round == 1 { queries.iter().position(|q| normalise(q) == normalise(question)) } else { None };
 
         // Parallel retrieval, one search per query.
         let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
@@ -102,7 +101,8 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             rankings.push(passages.iter().map(Passage::key).collect());
             let mut new: Vec<Passage> = passages.into_iter().filter(|p| seen.insert(p.key())).collect();
             run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: new.len() });
-            if Some(index) == question_query {
+            // Round 1's first query is the question (put there above).
+            if round == 1 && index == 0 {
                 protected = new.drain(..config.protected_question_hits.min(new.len())).collect();
                 protected_keys = protected.iter().map(Passage::key).collect();
             }
@@ -195,17 +195,16 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
 /// runs (HotpotQA, MuSiQue, 10–15 questions each): equal or higher supporting-passage Recall@5 on each.
 pub(crate) fn order_kept(kept: &mut [Passage], protected: &[(String, u64)], rankings: &[Vec<(String, u64)>]) {
     let wanted: HashSet<(String, u64)> = kept.iter().map(Passage::key).filter(|k| !protected.contains(k)).collect();
-    let mut place: HashMap<(String, u64), (usize, usize)> = HashMap::new();
-    for (index, ranking) in rankings.iter().enumerate() {
-        for (rank, key) in ranking.iter().filter(|k| wanted.contains(*k)).enumerate() {
-            let best = place.entry(key.clone()).or_insert((rank, index));
-            *best = (*best).min((rank, index));
-        }
+    let filtered = rankings.iter().map(|ranking| ranking.iter().filter(|k| wanted.contains(*k)).collect()).collect();
+    // A passage's place is its first appearance in the turn-by-turn merge.
+    let mut place: HashMap<&(String, u64), usize> = HashMap::new();
+    for (at, key) in interleave_by_rank(filtered).into_iter().enumerate() {
+        place.entry(key).or_insert(at);
     }
-    kept.sort_by_key(|p| {
+    kept.sort_by_cached_key(|p| {
         let key = p.key();
         let protected_at = protected.iter().position(|k| *k == key).unwrap_or(usize::MAX);
-        (protected_at, place.get(&key).copied().unwrap_or((usize::MAX, usize::MAX)))
+        (protected_at, place.get(&key).copied().unwrap_or(usize::MAX))
     });
 }
 
