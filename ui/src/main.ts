@@ -381,6 +381,8 @@ function traceLine(e: AgentEvent): string | null {
       return `Kept ${f.kept.length} of ${f.kept.length + f.rejected.length}: ${(f.kept as { citation: string }[]).map((p) => p.citation).join("; ") || "none"}`;
     case "intermediate_answer":
       return `Intermediate answer to “${f.query}”: ${f.answer}`;
+    case "reflected":
+      return `Reflection after round ${f.round}: ${(f.facts as string[]).join(" ") || "no facts noted"}${(f.queries as string[]).length ? "" : " Nothing missing."}`;
     case "stopped":
       return `Stop after round ${f.round}: ${f.reason}`;
     case "degraded":

@@ -28,6 +28,9 @@ pub enum AgentEvent {
     Retrieved { round: usize, query: String, hits: usize, new: usize },
     /// The relevance filter's verdict on the new passages of a round.
     Judged { round: usize, kept: Vec<PassageRef>, rejected: Vec<PassageRef> },
+    /// DeepSearch's reflection after `round`: the facts it took from the kept passages (short sentences,
+    /// at most 4) and the gap queries it asks next (empty: it judged the passages enough).
+    Reflected { round: usize, facts: Vec<String>, queries: Vec<String> },
     /// An intermediate answer of a chain step, with the passages that support it.
     IntermediateAnswer { round: usize, query: String, answer: String, supporting: Vec<PassageRef> },
     /// Why the run stops searching (`no new relevant passages`, `no gaps left`, `enough to answer`,

@@ -96,35 +96,55 @@ fn array_at(value: &Value, key: &str) -> Option<Vec<Value>> {
 /// (`- a`, `1. b`). Empty strings and duplicates (case-insensitive) are dropped; at most `max`.
 /// `None` when nothing list-like was found (an explicit empty JSON list gives `Some(vec![])`).
 pub fn string_list(text: &str, key: &str, max: usize) -> Option<Vec<String>> {
-    let items: Option<Vec<String>> = find_json(text).and_then(|v| array_at(&v, key)).map(|items| {
-        items
-            .iter()
-            .filter_map(|item| match item {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(map) => map.values().find_map(|v| v.as_str().map(str::to_string)),
-                _ => None,
-            })
-            .collect()
-    });
-    let items = items.or_else(|| {
-        let lines: Vec<String> = clean(text)
-            .lines()
-            .filter_map(|line| {
-                let line = line.trim();
-                let stripped = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches(['.', ')', '-', '*', '•']);
-                (stripped.len() < line.len()).then(|| stripped.trim().trim_matches('"').to_string())
-            })
-            .collect();
-        (!lines.is_empty()).then_some(lines)
-    })?;
+    if let Some(items) = find_json(text).and_then(|v| array_at(&v, key)) {
+        return Some(distinct_strings(&items, max));
+    }
+    let lines: Vec<Value> = clean(text)
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let stripped = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches(['.', ')', '-', '*', '•']);
+            (stripped.len() < line.len()).then(|| Value::String(stripped.trim().trim_matches('"').to_string()))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| distinct_strings(&lines, max))
+}
+
+/// The strings of a JSON array (an object item gives its first string value), trimmed, without empty
+/// ones and case-insensitive duplicates, at most `max`.
+fn distinct_strings(items: &[Value], max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for item in items {
-        let item = item.trim().to_string();
+        let item = match item {
+            Value::String(s) => s.trim().to_string(),
+            Value::Object(map) => map.values().find_map(|v| v.as_str()).unwrap_or_default().trim().to_string(),
+            _ => continue,
+        };
         if !item.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(&item)) && out.len() < max {
             out.push(item);
         }
     }
-    Some(out)
+    out
+}
+
+/// DeepSearch's reflection reply `{"facts": [...], "queries": [...]}` as (facts, gap queries), each
+/// cleaned as [`string_list`] does. Facts are read only from a `facts` array; a reply with facts but no
+/// `queries` key gives `None` (its facts must not be searched as queries, which [`string_list`]'s
+/// any-array fallback would do); other shapes fall back to [`string_list`] for the queries and no facts.
+pub fn reflection_reply(text: &str, max_facts: usize, max_queries: usize) -> Option<(Vec<String>, Vec<String>)> {
+    if let Some(Value::Object(map)) = find_json(text) {
+        if map.contains_key("facts") || map.contains_key("queries") {
+            let facts = match map.get("facts") {
+                Some(Value::Array(items)) => distinct_strings(items, max_facts),
+                _ => Vec::new(),
+            };
+            return match map.get("queries") {
+                Some(Value::Array(items)) => Some((facts, distinct_strings(items, max_queries))),
+                _ => None,
+            };
+        }
+    }
+    string_list(text, "queries", max_queries).map(|queries| (Vec::new(), queries))
 }
 
 /// A list of 1-based passage numbers in `1..=count`: `{"<key>": [1, 3]}` or `[1, 3]` (numbers given as
@@ -219,6 +239,20 @@ pub fn strings_schema(key: &str, max: usize) -> Value {
     })
 }
 
+/// A JSON schema for DeepSearch's reflection: `{"facts": [≤ max_facts strings], "queries": [≤ max_queries
+/// strings]}`. The facts come first (llama.cpp's grammar keeps the properties' order, alphabetical here),
+/// so a model writes down what the passages established before it asks for what is missing.
+pub fn reflection_schema(max_facts: usize, max_queries: usize) -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "facts": { "type": "array", "items": { "type": "string" }, "maxItems": max_facts },
+            "queries": { "type": "array", "items": { "type": "string" }, "maxItems": max_queries }
+        },
+        "required": ["facts", "queries"]
+    })
+}
+
 /// A JSON schema for an object with one array-of-integers property `key`.
 pub fn numbers_schema(key: &str) -> Value {
     serde_json::json!({
@@ -236,6 +270,20 @@ pub fn boolean_schema(key: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reflection_replies_give_facts_and_queries_and_never_search_facts() {
+        let reply = r#"{"facts": ["Blue Harbour was directed by Tomas Ek.", ""], "queries": ["Where was Tomas Ek born?"]}"#;
+        assert_eq!(
+            reflection_reply(reply, 4, 3),
+            Some((vec!["Blue Harbour was directed by Tomas Ek.".to_string()], vec!["Where was Tomas Ek born?".to_string()]))
+        );
+        assert_eq!(reflection_reply(r#"{"facts": ["Tomas Ek was born in Umeå."], "queries": []}"#, 4, 3).map(|r| r.1), Some(vec![]));
+        assert_eq!(reflection_reply(r#"{"facts": ["Tomas Ek was born in Umeå."]}"#, 4, 3), None, "facts without queries");
+        assert_eq!(reflection_reply(r#"{"gaps": ["Tomas Ek birthplace"]}"#, 4, 3), Some((vec![], vec!["Tomas Ek birthplace".to_string()])));
+        assert_eq!(reflection_reply("- Tomas Ek birthplace", 4, 3), Some((vec![], vec!["Tomas Ek birthplace".to_string()])));
+        assert_eq!(reflection_reply("I cannot tell.", 4, 3), None);
+    }
 
     #[test]
     fn json_is_found_behind_think_blocks_fences_and_prose() {

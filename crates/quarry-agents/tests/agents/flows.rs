@@ -135,12 +135,12 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
 #[tokio::test]
 async fn deep_search_searches_a_simple_question_alone_and_the_reflections_bridge_query_next() {
     // An empty sub-query list is a plan ("the question is enough"), not a broken step; the gap query
-    // that reflection writes from what round 1 found is round 2's only search.
+    // that reflection writes from what round 1 found (after the facts it noted) is round 2's only search.
     let model = Arc::new(
         ScriptedModel::new()
             .on("sub_queries", text(r#"{"queries": []}"#))
             .on("relevance", text(r#"{"relevant": [1]}"#))
-            .on("reflection", text(r#"{"queries": ["What happened in Dayton in 2023?"]}"#))
+            .on("reflection", text(r#"{"facts": ["Acme was founded by Jane Miller in Dayton."], "queries": ["What happened in Dayton in 2023?"]}"#))
             .on("relevance", text(r#"{"relevant": []}"#))
             .on("answer", text("Jane Miller [1].")),
     );
@@ -153,6 +153,16 @@ async fn deep_search_searches_a_simple_question_alone_and_the_reflections_bridge
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "a round that adds nothing ends the search");
     let reflection = &model.prompts_of("reflection")[0];
     assert!(reflection.contains("- Who founded Acme?") && reflection.contains("by Jane Miller in Dayton"), "{reflection}");
+    let reflected: Vec<_> = events.iter().filter(|e| matches!(e, AgentEvent::Reflected { .. })).collect();
+    assert_eq!(
+        reflected,
+        vec![&AgentEvent::Reflected {
+            round: 1,
+            facts: vec!["Acme was founded by Jane Miller in Dayton.".into()],
+            queries: vec!["What happened in Dayton in 2023?".into()]
+        }],
+        "one reflection, after round 1 (round 2 added nothing, so none after it)"
+    );
 }
 
 const REVENUE_QUESTION: &str = "Compare the 2023 revenue of Acme Corporation and Globex";

@@ -274,6 +274,14 @@ pub fn show_event(event: &AgentEvent, json: bool) {
                 eprintln!("    + {}", p.citation);
             }
         }
+        AgentEvent::Reflected { facts, queries, .. } => {
+            for fact in facts {
+                eprintln!("  fact: {fact}");
+            }
+            if queries.is_empty() {
+                eprintln!("  reflection: nothing missing");
+            }
+        }
         AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
         AgentEvent::Section { index, count, title, stage } => {
             if *index == 0 {

@@ -73,8 +73,13 @@ struct QuestionTrace<'a> {
     queries: Vec<Vec<String>>,
     /// Per judged round: (kept, rejected) passage ids.
     judged: Vec<(Vec<&'a str>, Vec<&'a str>)>,
-    /// Every search the agent ran, in order: the query and the passage ids it returned, best first.
+    /// Every search the agent ran, in the order the searches finished (round 1's run in parallel): the
+    /// query and the passage ids it returned, best first.
     searches: Vec<(String, Vec<&'a str>)>,
+    /// DeepSearch's reflections, per round: (facts, gap queries).
+    reflections: Vec<(Vec<String>, Vec<String>)>,
+    /// Why the search stopped, and any degraded step (`step: problem; fallback`), in order.
+    notes: Vec<String>,
     answer: String,
     error: Option<String>,
 }
@@ -143,14 +148,20 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
         for (qid, question) in &set.queries {
             let judged: Arc<Mutex<Vec<(Vec<u64>, Vec<u64>)>>> = Arc::default();
+            let reflections: Arc<Mutex<Vec<(Vec<String>, Vec<String>)>>> = Arc::default();
+            let notes: Arc<Mutex<Vec<String>>> = Arc::default();
             recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).clear();
             let events: EventSink = {
-                let judged = Arc::clone(&judged);
-                Arc::new(move |event| {
-                    if let AgentEvent::Judged { kept, rejected, .. } = event {
+                let (judged, reflections, notes) = (Arc::clone(&judged), Arc::clone(&reflections), Arc::clone(&notes));
+                Arc::new(move |event| match event {
+                    AgentEvent::Judged { kept, rejected, .. } => {
                         let ids = |refs: Vec<quarry_agents::PassageRef>| refs.into_iter().map(|r| r.chunk_id).collect();
                         judged.lock().unwrap_or_else(|e| e.into_inner()).push((ids(kept), ids(rejected)));
                     }
+                    AgentEvent::Reflected { facts, queries, .. } => reflections.lock().unwrap_or_else(|e| e.into_inner()).push((facts, queries)),
+                    AgentEvent::Stopped { round, reason } => notes.lock().unwrap_or_else(|e| e.into_inner()).push(format!("stopped after round {round}: {reason}")),
+                    AgentEvent::Degraded { step, problem, fallback } => notes.lock().unwrap_or_else(|e| e.into_inner()).push(format!("{step}: {problem}; {fallback}")),
+                    _ => {}
                 })
             };
             let result = runtime.block_on(quarry_agents::ask(question, Some(agent), Arc::clone(&model), &libraries, config.clone(), events, CancellationToken::new()));
@@ -168,6 +179,8 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                     queries: result.as_ref().map(|a| a.queries.clone()).unwrap_or_default(),
                     judged: judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
                     searches: recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(q, c)| (q.clone(), ids(c))).collect(),
+                    reflections: reflections.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                    notes: notes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
                     answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
                     error: result.as_ref().err().map(|e| e.to_string()),
                 };
