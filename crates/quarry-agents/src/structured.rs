@@ -232,25 +232,26 @@ pub fn single_line(text: &str) -> Option<String> {
 
 /// A JSON schema for an object with one array-of-strings property `key` of at most `max` items.
 pub fn strings_schema(key: &str, max: usize) -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": { key: { "type": "array", "items": { "type": "string" }, "maxItems": max } },
-        "required": [key]
-    })
+    string_arrays_schema(&[(key, max)])
+}
+
+/// A JSON schema for an object whose required properties are arrays of strings, `(key, max items)`
+/// each. llama.cpp's grammar writes the properties in the schema's order, which is alphabetical here
+/// (serde_json's map), not the slice's.
+pub fn string_arrays_schema(fields: &[(&str, usize)]) -> Value {
+    let properties: serde_json::Map<String, Value> = fields
+        .iter()
+        .map(|(key, max)| (key.to_string(), serde_json::json!({ "type": "array", "items": { "type": "string" }, "maxItems": max })))
+        .collect();
+    let required: Vec<&str> = fields.iter().map(|(key, _)| *key).collect();
+    serde_json::json!({ "type": "object", "properties": properties, "required": required })
 }
 
 /// A JSON schema for DeepSearch's reflection: `{"facts": [≤ max_facts strings], "queries": [≤ max_queries
-/// strings]}`. The facts come first (llama.cpp's grammar keeps the properties' order, alphabetical here),
-/// so a model writes down what the passages established before it asks for what is missing.
+/// strings]}`. The facts come first ("facts" sorts before "queries"), so a model writes down what the
+/// passages established before it asks for what is missing.
 pub fn reflection_schema(max_facts: usize, max_queries: usize) -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": {
-            "facts": { "type": "array", "items": { "type": "string" }, "maxItems": max_facts },
-            "queries": { "type": "array", "items": { "type": "string" }, "maxItems": max_queries }
-        },
-        "required": ["facts", "queries"]
-    })
+    string_arrays_schema(&[("facts", max_facts), ("queries", max_queries)])
 }
 
 /// A JSON schema for an object with one array-of-integers property `key`.
@@ -270,6 +271,25 @@ pub fn boolean_schema(key: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schemas_require_every_string_array_with_its_bound() {
+        let expected = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "facts": { "type": "array", "items": { "type": "string" }, "maxItems": 4 },
+                "queries": { "type": "array", "items": { "type": "string" }, "maxItems": 3 }
+            },
+            "required": ["facts", "queries"]
+        });
+        assert_eq!(reflection_schema(4, 3), expected);
+        let single = serde_json::json!({
+            "type": "object",
+            "properties": { "queries": { "type": "array", "items": { "type": "string" }, "maxItems": 2 } },
+            "required": ["queries"]
+        });
+        assert_eq!(strings_schema("queries", 2), single);
+    }
 
     #[test]
     fn reflection_replies_give_facts_and_queries_and_never_search_facts() {
