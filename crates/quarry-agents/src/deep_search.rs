@@ -8,8 +8,13 @@
 //!   (`AgentConfig::protected_question_hits`, default 3) are kept without judging: hybrid retrieval for
 //!   the whole question is the strongest evidence the agent has, and a small judge that drops it costs
 //!   more recall than any sub-query wins back (measured on HotpotQA, README "Measuring answers");
-//! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
-//!   are deduplicated by chunk id across queries and rounds, so none is judged twice;
+//! - relevance is judged for a batch of passages per model call (not one call per passage), with the
+//!   facts the last reflection noted beside the queries, so the judge can see a chain's next link (a
+//!   passage about the director's birthplace once a fact names the director). Passages are deduplicated
+//!   by chunk id within a round and a kept passage is never judged again; a rejected one is judged again
+//!   only when a later round's query finds it, with that round's facts and queries. On MuSiQue the
+//!   judge had rejected in round 1 passages that round 2's gap queries found again and never saw
+//!   (`quarry eval qa --trace`);
 //! - the kept passages are ordered: the question's protected hits first, in the question's own order,
 //!   then the rest turn by turn over the queries ([`order_kept`]): every query's best kept passage (the
 //!   question's first, then the sub-queries' and gap queries' in the order asked), then every query's
@@ -90,11 +95,15 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     queries.insert(0, question.to_string());
 
     let mut asked: Vec<Vec<String>> = Vec::new();
+    // Every passage retrieved so far, and the kept ones: a passage the judge rejected is judged again
+    // when a later round's query finds it, since that round's facts and queries may show the link
+    // (the diocese of a birthplace the reflection has just named).
     let mut seen: HashSet<(String, u64)> = HashSet::new();
+    let mut kept_keys: HashSet<(String, u64)> = HashSet::new();
+    let mut facts: Vec<String> = Vec::new();
     let mut kept: Vec<Passage> = Vec::new();
     let mut protected_keys: Vec<(String, u64)> = Vec::new();
     let mut rankings: Vec<Vec<(String, u64)>> = Vec::new();
-    let mut retrieved = 0;
     for round in 1..=config.max_rounds.max(1) {
         run.emit(AgentEvent::Queries { round, queries: queries.clone() });
         asked.push(queries.clone());
@@ -103,12 +112,16 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
         let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         let mut protected: Vec<Passage> = Vec::new();
+        let mut this_round: HashSet<(String, u64)> = HashSet::new();
         for (index, (query, result)) in queries.iter().zip(results).enumerate() {
             let passages = result?;
             let hits = passages.len();
             rankings.push(passages.iter().map(Passage::key).collect());
-            let mut new: Vec<Passage> = passages.into_iter().filter(|p| seen.insert(p.key())).collect();
-            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: new.len() });
+            let unseen = passages.iter().filter(|p| !seen.contains(&p.key())).count();
+            seen.extend(passages.iter().map(Passage::key));
+            let mut new: Vec<Passage> =
+                passages.into_iter().filter(|p| !kept_keys.contains(&p.key()) && this_round.insert(p.key())).collect();
+            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: unseen });
             // Round 1's first query is the question (put there above).
             if round == 1 && index == 0 {
                 protected = new.drain(..config.protected_question_hits.min(new.len())).collect();
@@ -119,16 +132,16 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         // Best first across queries, so the first batches judged and the first passages of the answer's
         // context are every sub-query's top hits, not all of the first sub-query's.
         let fresh = interleave_by_rank(per_query);
-        retrieved += protected.len() + fresh.len();
 
         // Relevance filter, a batch of passages per call; the question's protected hits are kept unjudged.
         let mut round_kept = protected;
         let mut rejected = Vec::new();
         let all_queries = asked.concat().join("; ");
+        let known = if facts.is_empty() { "none yet".to_string() } else { facts.join(" ") };
         for batch in fresh.chunks(config.relevance_batch.max(1)) {
             let (text, used) = number_passages(batch, config.judge_chars, usize::MAX);
             let request = prompts::RELEVANCE
-                .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
+                .request(&[("question", question), ("queries", &all_queries), ("facts", &known), ("passages", &text)], 128)
                 .with_schema(numbers_schema("relevant"));
             let verdict = run.call_structured(&request, "keep the whole batch").await?;
             let relevant = match verdict.as_deref().map(|t| (t, number_list(t, "relevant", used))) {
@@ -155,6 +168,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             rejected: rejected.iter().map(passage_ref).collect(),
         });
         let added = round_kept.len();
+        kept_keys.extend(round_kept.iter().map(Passage::key));
         kept.extend(round_kept);
         order_kept(&mut kept, &protected_keys, &rankings);
         if added == 0 {
@@ -173,17 +187,23 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let request = prompts::REFLECTION
             .request(&[("question", question), ("queries", &history), ("passages", &text), ("max", &max)], 384)
             .with_schema(reflection_schema(MAX_REFLECTION_FACTS, config.max_gap_queries));
-        let (facts, gaps) = match run.call_structured(&request, "stop searching").await? {
+        let gaps = match run.call_structured(&request, "stop searching").await? {
             Some(text) => match reflection_reply(&text, MAX_REFLECTION_FACTS, config.max_gap_queries) {
-                Some(reply) => reply,
+                Some((noted, gaps)) => {
+                    run.emit(AgentEvent::Reflected { round, facts: noted.clone(), queries: gaps.clone() });
+                    // A reflection that notes no facts keeps the earlier ones for the next judge.
+                    if !noted.is_empty() {
+                        facts = noted;
+                    }
+                    gaps
+                }
                 None => {
                     run.degraded("reflection", &format!("no query list in {:?}", excerpt(&text)), "stop searching");
-                    (vec![], vec![])
+                    vec![]
                 }
             },
-            None => (vec![], vec![]),
+            None => vec![],
         };
-        run.emit(AgentEvent::Reflected { round, facts, queries: gaps.clone() });
         let previous: HashSet<String> = asked.iter().flatten().map(|q| normalise(q)).collect();
         queries = gaps.into_iter().filter(|q| !previous.contains(&normalise(q))).collect();
         if queries.is_empty() {
@@ -191,7 +211,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             break;
         }
     }
-    Ok(Evidence { kept, queries: asked, retrieved })
+    Ok(Evidence { kept, queries: asked, retrieved: seen.len() })
 }
 
 /// Orders `kept` passages: the `protected` keys first, in their order, then the rest turn by turn over

@@ -99,6 +99,32 @@ impl Retriever for RecordingRetriever {
     }
 }
 
+/// The steps of one question's run that `--trace` records, gathered from its events.
+#[derive(Debug, Default)]
+struct StepLog {
+    /// Per judged round: (kept, rejected) chunk ids.
+    judged: Vec<(Vec<u64>, Vec<u64>)>,
+    /// Per reflection: (facts, gap queries).
+    reflections: Vec<(Vec<String>, Vec<String>)>,
+    /// Stop reasons and degraded steps, in order.
+    notes: Vec<String>,
+}
+
+impl StepLog {
+    fn record(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Judged { kept, rejected, .. } => {
+                let ids = |refs: Vec<quarry_agents::PassageRef>| refs.into_iter().map(|r| r.chunk_id).collect();
+                self.judged.push((ids(kept), ids(rejected)));
+            }
+            AgentEvent::Reflected { facts, queries, .. } => self.reflections.push((facts, queries)),
+            AgentEvent::Stopped { round, reason } => self.notes.push(format!("stopped after round {round}: {reason}")),
+            AgentEvent::Degraded { step, problem, fallback } => self.notes.push(format!("{step}: {problem}; {fallback}")),
+            _ => {}
+        }
+    }
+}
+
 /// `quarry eval qa --json` prints this object.
 #[derive(Debug, Serialize)]
 struct QaReport {
@@ -147,29 +173,18 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         bar.set_message(format!("questions, {} agent", agent.name()));
         let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
         for (qid, question) in &set.queries {
-            let judged: Arc<Mutex<Vec<(Vec<u64>, Vec<u64>)>>> = Arc::default();
-            let reflections: Arc<Mutex<Vec<(Vec<String>, Vec<String>)>>> = Arc::default();
-            let notes: Arc<Mutex<Vec<String>>> = Arc::default();
+            let steps: Arc<Mutex<StepLog>> = Arc::default();
             recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).clear();
             let events: EventSink = {
-                let (judged, reflections, notes) = (Arc::clone(&judged), Arc::clone(&reflections), Arc::clone(&notes));
-                Arc::new(move |event| match event {
-                    AgentEvent::Judged { kept, rejected, .. } => {
-                        let ids = |refs: Vec<quarry_agents::PassageRef>| refs.into_iter().map(|r| r.chunk_id).collect();
-                        judged.lock().unwrap_or_else(|e| e.into_inner()).push((ids(kept), ids(rejected)));
-                    }
-                    AgentEvent::Reflected { facts, queries, .. } => reflections.lock().unwrap_or_else(|e| e.into_inner()).push((facts, queries)),
-                    AgentEvent::Stopped { round, reason } => notes.lock().unwrap_or_else(|e| e.into_inner()).push(format!("stopped after round {round}: {reason}")),
-                    AgentEvent::Degraded { step, problem, fallback } => notes.lock().unwrap_or_else(|e| e.into_inner()).push(format!("{step}: {problem}; {fallback}")),
-                    _ => {}
-                })
+                let steps = Arc::clone(&steps);
+                Arc::new(move |event| steps.lock().unwrap_or_else(|e| e.into_inner()).record(event))
             };
             let result = runtime.block_on(quarry_agents::ask(question, Some(agent), Arc::clone(&model), &libraries, config.clone(), events, CancellationToken::new()));
             bar.inc(1);
             let relevant = &set.relevant[qid];
             if let Some(out) = trace.as_mut() {
                 let ids = |chunks: &[u64]| chunks.iter().map(|&c| retriever.passage_id_of(c)).collect::<Vec<&str>>();
-                let judged = judged.lock().unwrap_or_else(|e| e.into_inner());
+                let steps = std::mem::take(&mut *steps.lock().unwrap_or_else(|e| e.into_inner()));
                 let line = QuestionTrace {
                     qid,
                     agent: agent.name(),
@@ -177,10 +192,10 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                     supporting: relevant.iter().map(String::as_str).collect(),
                     used: result.as_ref().map(|a| a.sources.iter().map(|c| retriever.passage_id(&c.passage)).collect()).unwrap_or_default(),
                     queries: result.as_ref().map(|a| a.queries.clone()).unwrap_or_default(),
-                    judged: judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
+                    judged: steps.judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
                     searches: recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(q, c)| (q.clone(), ids(c))).collect(),
-                    reflections: reflections.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                    notes: notes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                    reflections: steps.reflections,
+                    notes: steps.notes,
                     answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
                     error: result.as_ref().err().map(|e| e.to_string()),
                 };
