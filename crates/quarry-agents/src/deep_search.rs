@@ -95,11 +95,8 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     queries.insert(0, question.to_string());
 
     let mut asked: Vec<Vec<String>> = Vec::new();
-    // Every passage retrieved so far, and the kept ones: a passage the judge rejected is judged again
-    // when a later round's query finds it, since that round's facts and queries may show the link
-    // (the diocese of a birthplace the reflection has just named).
+    // Every passage retrieved so far.
     let mut seen: HashSet<(String, u64)> = HashSet::new();
-    let mut kept_keys: HashSet<(String, u64)> = HashSet::new();
     let mut facts: Vec<String> = Vec::new();
     let mut kept: Vec<Passage> = Vec::new();
     let mut protected_keys: Vec<(String, u64)> = Vec::new();
@@ -112,6 +109,9 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
         let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         let mut protected: Vec<Passage> = Vec::new();
+        // Kept passages are not judged again; a passage the judge rejected is, when this round's queries
+        // find it, since their facts may show the link (the diocese of a birthplace just named).
+        let kept_keys: HashSet<(String, u64)> = kept.iter().map(Passage::key).collect();
         let mut this_round: HashSet<(String, u64)> = HashSet::new();
         for (index, (query, result)) in queries.iter().zip(results).enumerate() {
             let passages = result?;
@@ -168,7 +168,6 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             rejected: rejected.iter().map(passage_ref).collect(),
         });
         let added = round_kept.len();
-        kept_keys.extend(round_kept.iter().map(Passage::key));
         kept.extend(round_kept);
         order_kept(&mut kept, &protected_keys, &rankings);
         if added == 0 {

@@ -40,6 +40,12 @@ fn degraded_steps(events: &[AgentEvent]) -> Vec<String> {
     events.iter().filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None }).collect()
 }
 
+/// Per judged round: the citations of the kept and of the rejected passages.
+fn judged_citations(events: &[AgentEvent]) -> Vec<(Vec<String>, Vec<String>)> {
+    let citations = |refs: &[quarry_agents::PassageRef]| refs.iter().map(|p| p.citation.clone()).collect();
+    events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((citations(kept), citations(rejected))) } else { None }).collect()
+}
+
 fn streamed(events: &[AgentEvent]) -> String {
     events.iter().filter_map(|e| if let AgentEvent::AnswerDelta { text } = e { Some(text.as_str()) } else { None }).collect()
 }
@@ -90,7 +96,7 @@ async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_an
     // finds only passages seen before: the kept ones are not judged again, the rejected ones it found are
     // (one call), and when the judge keeps none of them there is no second reflection: the search stops early.
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "relevance", "reflection", "relevance", "answer"]);
-    let judged: Vec<_> = events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((kept.len(), rejected.len())) } else { None }).collect();
+    let judged: Vec<_> = judged_citations(&events).iter().map(|(kept, rejected)| (kept.len(), rejected.len())).collect();
     assert_eq!(judged, vec![(2, 5), (0, 3)], "out-of-range passage numbers are ignored; kept passages are not judged again");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "no new relevant passages")));
     assert_eq!((answer.retrieved, answer.kept, answer.queries.len()), (7, 2, 2));
@@ -186,21 +192,11 @@ async fn deep_search_judges_a_rejected_passage_again_when_a_gap_query_finds_it_w
     let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"]);
-    let judged: Vec<(usize, Vec<String>, Vec<String>)> = events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::Judged { round, kept, rejected } => Some((
-                *round,
-                kept.iter().map(|p| p.citation.clone()).collect(),
-                rejected.iter().map(|p| p.citation.clone()).collect(),
-            )),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(judged[0].1, vec!["acme.pdf, p. 1"]);
-    assert!(judged[0].2.contains(&"weather.md, p. 1".to_string()), "round 1 rejects the weather page: {judged:?}");
-    assert_eq!(judged[1].1, vec!["weather.md, p. 1"], "round 2 keeps it: {judged:?}");
-    assert!(!judged[1].2.contains(&"acme.pdf, p. 1".to_string()), "a kept passage is not judged again: {judged:?}");
+    let judged = judged_citations(&events);
+    assert_eq!(judged[0].0, vec!["acme.pdf, p. 1"]);
+    assert!(judged[0].1.contains(&"weather.md, p. 1".to_string()), "round 1 rejects the weather page: {judged:?}");
+    assert_eq!(judged[1].0, vec!["weather.md, p. 1"], "round 2 keeps it: {judged:?}");
+    assert!(!judged[1].1.contains(&"acme.pdf, p. 1".to_string()), "a kept passage is not judged again: {judged:?}");
     let prompts = model.prompts_of("relevance");
     assert!(prompts[0].contains("Facts known so far: none yet"), "{}", prompts[0]);
     assert!(prompts[1].contains("Facts known so far: Acme was founded in Dayton."), "{}", prompts[1]);
