@@ -383,6 +383,8 @@ function traceLine(e: AgentEvent): string | null {
       return `Intermediate answer to “${f.query}”: ${f.answer}`;
     case "reflected":
       return `Reflection after round ${f.round}: ${(f.facts as string[]).join(" ") || "no facts noted"}${(f.queries as string[]).length ? "" : " Nothing missing."}`;
+    case "ordered":
+      return `${f.kept} kept passages ordered by a search for “${f.query}”`;
     case "stopped":
       return `Stop after round ${f.round}: ${f.reason}`;
     case "degraded":

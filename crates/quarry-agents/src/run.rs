@@ -145,11 +145,17 @@ impl Run {
         self.emit(AgentEvent::Degraded { step: step.to_string(), problem: problem.to_string(), fallback: fallback.to_string() });
     }
 
+    /// The `top_k` best passages for `query`; cancellation interrupts the search.
     pub async fn retrieve(&self, query: &str) -> Result<Vec<Passage>, AgentError> {
+        self.retrieve_top(query, self.config.top_k).await
+    }
+
+    /// The `k` best passages for `query`; cancellation interrupts the search.
+    pub async fn retrieve_top(&self, query: &str, k: usize) -> Result<Vec<Passage>, AgentError> {
         self.check_cancelled()?;
         tokio::select! {
             _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
-            result = self.retriever.retrieve(query, self.config.top_k) => result.map_err(|e| AgentError::Retrieval(e.to_string())),
+            result = self.retriever.retrieve(query, k) => result.map_err(|e| AgentError::Retrieval(e.to_string())),
         }
     }
 

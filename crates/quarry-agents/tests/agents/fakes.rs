@@ -80,6 +80,8 @@ pub struct MemoryRetriever {
     pub library: String,
     passages: Vec<Passage>,
     pub queries: Mutex<Vec<String>>,
+    /// Searches whose query contains this text fail (an index that cannot be read).
+    pub fail_when: Mutex<Option<String>>,
     in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
 }
@@ -102,7 +104,7 @@ impl MemoryRetriever {
                 score: 0.0,
             })
             .collect();
-        MemoryRetriever { library: library.into(), passages, queries: Mutex::default(), in_flight: AtomicUsize::new(0), max_in_flight: AtomicUsize::new(0) }
+        MemoryRetriever { library: library.into(), passages, queries: Mutex::default(), fail_when: Mutex::default(), in_flight: AtomicUsize::new(0), max_in_flight: AtomicUsize::new(0) }
     }
 
     pub fn queries(&self) -> Vec<String> {
@@ -118,6 +120,9 @@ fn words(s: &str) -> Vec<String> {
 impl Retriever for MemoryRetriever {
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
         self.queries.lock().unwrap().push(query.to_string());
+        if self.fail_when.lock().unwrap().as_deref().is_some_and(|text| query.contains(text)) {
+            return Err(RetrievalError(format!("cannot read the index for {query:?}")));
+        }
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(30)).await;

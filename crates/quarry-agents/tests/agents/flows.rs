@@ -205,6 +205,50 @@ async fn deep_search_judges_a_rejected_passage_again_when_a_gap_query_finds_it_w
     assert_eq!((answer.retrieved, answer.kept), (6, 2), "six distinct passages found over both rounds");
 }
 
+#[tokio::test]
+async fn deep_search_orders_the_kept_passages_by_a_search_for_the_question_and_the_facts_noted() {
+    // The question never names Acme; the reflection's fact does, and the search for the question with
+    // that fact puts Acme's revenue page before the pages the question's own words found first.
+    let fact = "Acme Corporation acquired Globex in 2019.";
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Which company acquired Globex?"]}"#))
+            .on("relevance", text(r#"{"relevant": [1, 2, 3, 4, 5, 6]}"#))
+            .on("reflection", text(&format!(r#"{{"facts": ["{fact}"], "queries": []}}"#)))
+            .on("answer", text("Acme [1] earned 4.2 billion dollars [2].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let config = AgentConfig { protected_question_hits: 1, ..AgentConfig::default() };
+    let question = "What was the 2023 revenue of the company that acquired Globex?";
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config.clone()).await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "answer"], "the ordering asks no model");
+    let ordering = format!("{question} {fact}");
+    assert_eq!(retriever.queries()[2..], [ordering.as_str()], "one more search, after the rounds: {:?}", retriever.queries());
+    // Turn by turn over the question's and the sub-query's rankings the order would be globex p. 2
+    // (protected), weather, acme p. 3, acme p. 2, globex p. 1, acme p. 1.
+    let order: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(order, ["globex.pdf, p. 2", "acme.pdf, p. 2", "acme.pdf, p. 3", "weather.md, p. 1", "acme.pdf, p. 1", "globex.pdf, p. 1"]);
+    assert!(events.contains(&AgentEvent::Ordered { query: ordering, kept: 6 }));
+    assert!(model.prompts_of("answer")[0].contains("[2] acme.pdf, p. 2\nAcme Corporation revenue in 2023"));
+
+    // A failed ordering search keeps the turn-by-turn order and is reported; the answer is still written.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Which company acquired Globex?"]}"#))
+            .on("relevance", text(r#"{"relevant": [1, 2, 3, 4, 5, 6]}"#))
+            .on("reflection", text(&format!(r#"{{"facts": ["{fact}"], "queries": []}}"#)))
+            .on("answer", text("Acme [3] earned 4.2 billion dollars [4].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    *retriever.fail_when.lock().unwrap() = Some(fact.to_string());
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let order: Vec<String> = answer.unwrap().sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(order, ["globex.pdf, p. 2", "weather.md, p. 1", "acme.pdf, p. 3", "acme.pdf, p. 2", "globex.pdf, p. 1", "acme.pdf, p. 1"]);
+    assert_eq!(degraded_steps(&events), vec!["ordering"]);
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::Ordered { .. })));
+}
+
 const REVENUE_QUESTION: &str = "Compare the 2023 revenue of Acme Corporation and Globex";
 
 /// DeepSearch on [`REVENUE_QUESTION`] with one sub-query and a relevance judge that keeps nothing, with

@@ -80,6 +80,9 @@ struct QuestionTrace<'a> {
     reflections: Vec<(Vec<String>, Vec<String>)>,
     /// Why the search stopped, and any degraded step (`step: problem; fallback`), in order.
     notes: Vec<String>,
+    /// DeepSearch's ordering search (the question and the facts noted), when it ran; it is also the last
+    /// entry of `searches`.
+    ordered_by: Option<String>,
     answer: String,
     error: Option<String>,
 }
@@ -108,6 +111,8 @@ struct StepLog {
     reflections: Vec<(Vec<String>, Vec<String>)>,
     /// Stop reasons and degraded steps, in order.
     notes: Vec<String>,
+    /// The query that ordered the kept passages.
+    ordered_by: Option<String>,
 }
 
 impl StepLog {
@@ -120,6 +125,7 @@ impl StepLog {
             AgentEvent::Reflected { facts, queries, .. } => self.reflections.push((facts, queries)),
             AgentEvent::Stopped { round, reason } => self.notes.push(format!("stopped after round {round}: {reason}")),
             AgentEvent::Degraded { step, problem, fallback } => self.notes.push(format!("{step}: {problem}; {fallback}")),
+            AgentEvent::Ordered { query, .. } => self.ordered_by = Some(query),
             _ => {}
         }
     }
@@ -196,6 +202,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                     searches: recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(q, c)| (q.clone(), ids(c))).collect(),
                     reflections: steps.reflections,
                     notes: steps.notes,
+                    ordered_by: steps.ordered_by,
                     answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
                     error: result.as_ref().err().map(|e| e.to_string()),
                 };
