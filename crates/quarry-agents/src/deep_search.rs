@@ -251,8 +251,8 @@ async fn order_by_facts(run: &Run, question: &str, facts: &[String], kept: &mut 
     Ok(())
 }
 
-/// Sorts `kept`: the `protected` keys first, in their order, then the passages `ranking` holds, in its
-/// order, then the rest in their present order (the sort is stable).
+/// Sorts `kept`: the `protected` keys first, in their order, then the passages `ranking` holds, in the
+/// order of their first appearance there, then the rest in their present order (the sort is stable).
 pub(crate) fn order_by_ranking(kept: &mut [Passage], protected: &[(String, u64)], ranking: &[(String, u64)]) {
     let place: HashMap<&(String, u64), usize> = ranking.iter().enumerate().rev().map(|(at, key)| (key, at)).collect();
     kept.sort_by_cached_key(|p| {
@@ -272,17 +272,8 @@ pub(crate) fn order_by_ranking(kept: &mut [Passage], protected: &[(String, u64)]
 /// runs (HotpotQA, MuSiQue, 10–15 questions each): equal or higher supporting-passage Recall@5 on each.
 pub(crate) fn order_kept(kept: &mut [Passage], protected: &[(String, u64)], rankings: &[Vec<(String, u64)>]) {
     let wanted: HashSet<(String, u64)> = kept.iter().map(Passage::key).filter(|k| !protected.contains(k)).collect();
-    let filtered = rankings.iter().map(|ranking| ranking.iter().filter(|k| wanted.contains(*k)).collect()).collect();
-    // A passage's place is its first appearance in the turn-by-turn merge.
-    let mut place: HashMap<&(String, u64), usize> = HashMap::new();
-    for (at, key) in interleave_by_rank(filtered).into_iter().enumerate() {
-        place.entry(key).or_insert(at);
-    }
-    kept.sort_by_cached_key(|p| {
-        let key = p.key();
-        let protected_at = protected.iter().position(|k| *k == key).unwrap_or(usize::MAX);
-        (protected_at, place.get(&key).copied().unwrap_or(usize::MAX))
-    });
+    let filtered = rankings.iter().map(|ranking| ranking.iter().filter(|k| wanted.contains(*k)).cloned().collect()).collect();
+    order_by_ranking(kept, protected, &interleave_by_rank(filtered));
 }
 
 /// The lists merged rank by rank: the first of each list (in list order), then the second of each, …
