@@ -8,13 +8,11 @@
 //!   (`AgentConfig::protected_question_hits`, default 3) are kept without judging: hybrid retrieval for
 //!   the whole question is the strongest evidence the agent has, and a small judge that drops it costs
 //!   more recall than any sub-query wins back (measured on HotpotQA, README "Measuring answers");
-//! - relevance is judged for a batch of passages per model call (not one call per passage), with the
-//!   facts the last reflection noted beside the queries, so the judge can see a chain's next link (a
-//!   passage about the director's birthplace once a fact names the director). Passages are deduplicated
-//!   by chunk id within a round and a kept passage is never judged again; a rejected one is judged again
-//!   only when a later round's query finds it, with that round's facts and queries. On MuSiQue the
-//!   judge had rejected in round 1 passages that round 2's gap queries found again and never saw
-//!   (`quarry eval qa --trace`);
+//! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
+//!   are deduplicated by chunk id across queries and rounds, so none is judged twice. (Showing the judge
+//!   the reflection's facts, and judging a rejected passage again when a later query found it, was
+//!   tried on MuSiQue questions 51–64 and kept fewer supporting passages: 0.702 against 0.726; the
+//!   passages it re-judged and kept were none of them supporting — README "Measuring answers");
 //! - the kept passages are ordered: the question's protected hits first, in the question's own order,
 //!   then the rest turn by turn over the queries ([`order_kept`]): every query's best kept passage (the
 //!   question's first, then the sub-queries' and gap queries' in the order asked), then every query's
@@ -112,19 +110,13 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
         let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         let mut protected: Vec<Passage> = Vec::new();
-        // Kept passages are not judged again; a passage the judge rejected is, when this round's queries
-        // find it, since their facts may show the link (the diocese of a birthplace just named).
-        let kept_keys: HashSet<(String, u64)> = kept.iter().map(Passage::key).collect();
-        let mut this_round: HashSet<(String, u64)> = HashSet::new();
         for (index, (query, result)) in queries.iter().zip(results).enumerate() {
             let passages = result?;
             let hits = passages.len();
             rankings.push(passages.iter().map(Passage::key).collect());
-            let unseen = passages.iter().filter(|p| !seen.contains(&p.key())).count();
-            seen.extend(passages.iter().map(Passage::key));
-            let mut new: Vec<Passage> =
-                passages.into_iter().filter(|p| !kept_keys.contains(&p.key()) && this_round.insert(p.key())).collect();
-            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: unseen });
+            // Each passage is judged once per run, when it is first retrieved.
+            let mut new: Vec<Passage> = passages.into_iter().filter(|p| seen.insert(p.key())).collect();
+            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits, new: new.len() });
             // Round 1's first query is the question (put there above).
             if round == 1 && index == 0 {
                 protected = new.drain(..config.protected_question_hits.min(new.len())).collect();
@@ -140,11 +132,10 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let mut round_kept = protected;
         let mut rejected = Vec::new();
         let all_queries = asked.concat().join("; ");
-        let known = if facts.is_empty() { "none yet".to_string() } else { facts.join(" ") };
         for batch in fresh.chunks(config.relevance_batch.max(1)) {
             let (text, used) = number_passages(batch, config.judge_chars, usize::MAX);
             let request = prompts::RELEVANCE
-                .request(&[("question", question), ("queries", &all_queries), ("facts", &known), ("passages", &text)], 128)
+                .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
                 .with_schema(numbers_schema("relevant"));
             let verdict = run.call_structured(&request, "keep the whole batch").await?;
             let relevant = match verdict.as_deref().map(|t| (t, number_list(t, "relevant", used))) {
@@ -193,7 +184,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             Some(text) => match reflection_reply(&text, MAX_REFLECTION_FACTS, config.max_gap_queries) {
                 Some((noted, gaps)) => {
                     run.emit(AgentEvent::Reflected { round, facts: noted.clone(), queries: gaps.clone() });
-                    // A reflection that notes no facts keeps the earlier ones for the next judge.
+                    // A reflection that notes no facts keeps the earlier ones for the ordering search.
                     if !noted.is_empty() {
                         facts = noted;
                     }
