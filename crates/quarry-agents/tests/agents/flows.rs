@@ -40,12 +40,6 @@ fn degraded_steps(events: &[AgentEvent]) -> Vec<String> {
     events.iter().filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None }).collect()
 }
 
-/// Per judged round: the citations of the kept and of the rejected passages.
-fn judged_citations(events: &[AgentEvent]) -> Vec<(Vec<String>, Vec<String>)> {
-    let citations = |refs: &[quarry_agents::PassageRef]| refs.iter().map(|p| p.citation.clone()).collect();
-    events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((citations(kept), citations(rejected))) } else { None }).collect()
-}
-
 fn streamed(events: &[AgentEvent]) -> String {
     events.iter().filter_map(|e| if let AgentEvent::AnswerDelta { text } = e { Some(text.as_str()) } else { None }).collect()
 }
@@ -94,7 +88,7 @@ async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_an
     // Seven distinct passages in round 1 (the question's words reach every page), judged 4 + 3; round 2
     // finds nothing new, so no judging and no second reflection: the search stops early.
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "relevance", "reflection", "answer"]);
-    let judged: Vec<_> = judged_citations(&events).iter().map(|(kept, rejected)| (kept.len(), rejected.len())).collect();
+    let judged: Vec<_> = events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((kept.len(), rejected.len())) } else { None }).collect();
     assert_eq!(judged, vec![(2, 5), (0, 0)], "out-of-range passage numbers are ignored; nothing is judged twice");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "no new relevant passages")));
     assert_eq!((answer.retrieved, answer.kept, answer.queries.len()), (7, 2, 2));
@@ -176,13 +170,17 @@ async fn deep_search_orders_the_kept_passages_by_a_search_for_the_question_and_t
     // The question never names Acme; the reflection's fact does, and the search for the question with
     // that fact puts Acme's revenue page before the pages the question's own words found first.
     let fact = "Acme Corporation acquired Globex in 2019.";
-    let model = Arc::new(
-        ScriptedModel::new()
-            .on("sub_queries", text(r#"{"queries": ["Which company acquired Globex?"]}"#))
-            .on("relevance", text(r#"{"relevant": [1, 2, 3, 4, 5, 6]}"#))
-            .on("reflection", text(&format!(r#"{{"facts": ["{fact}"], "queries": []}}"#)))
-            .on("answer", text("Acme [1] earned 4.2 billion dollars [2].")),
-    );
+    // One sub-query, a judge that keeps all six passages, a reflection that notes the fact and asks nothing.
+    let scripted = |answer: &str| {
+        Arc::new(
+            ScriptedModel::new()
+                .on("sub_queries", text(r#"{"queries": ["Which company acquired Globex?"]}"#))
+                .on("relevance", text(r#"{"relevant": [1, 2, 3, 4, 5, 6]}"#))
+                .on("reflection", text(&format!(r#"{{"facts": ["{fact}"], "queries": []}}"#)))
+                .on("answer", text(answer)),
+        )
+    };
+    let model = scripted("Acme [1] earned 4.2 billion dollars [2].");
     let retriever = Arc::new(corpus("work"));
     let config = AgentConfig { protected_question_hits: 1, ..AgentConfig::default() };
     let question = "What was the 2023 revenue of the company that acquired Globex?";
@@ -199,13 +197,7 @@ async fn deep_search_orders_the_kept_passages_by_a_search_for_the_question_and_t
     assert!(model.prompts_of("answer")[0].contains("[2] acme.pdf, p. 2\nAcme Corporation revenue in 2023"));
 
     // A failed ordering search keeps the turn-by-turn order and is reported; the answer is still written.
-    let model = Arc::new(
-        ScriptedModel::new()
-            .on("sub_queries", text(r#"{"queries": ["Which company acquired Globex?"]}"#))
-            .on("relevance", text(r#"{"relevant": [1, 2, 3, 4, 5, 6]}"#))
-            .on("reflection", text(&format!(r#"{{"facts": ["{fact}"], "queries": []}}"#)))
-            .on("answer", text("Acme [3] earned 4.2 billion dollars [4].")),
-    );
+    let model = scripted("Acme [3] earned 4.2 billion dollars [4].");
     let retriever = Arc::new(corpus("work"));
     *retriever.fail_when.lock().unwrap() = Some(fact.to_string());
     let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
