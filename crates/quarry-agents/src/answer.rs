@@ -132,9 +132,16 @@ pub fn cited_numbers(markdown: &str, count: usize) -> Vec<usize> {
     out
 }
 
-/// `markdown` without its citation markers (`[2]`, `[1, 3]`), e.g. to score it against a reference answer.
+/// `markdown` without its citation markers (`[2]`, `[1, 3]`) and the spaces before them, e.g. to score
+/// it against a reference answer or to quote it in a later prompt.
 pub fn strip_citations(markdown: &str) -> String {
-    let text: String = pieces(markdown).into_iter().filter_map(|p| if let Piece::Text(t) = p { Some(t) } else { None }).collect();
+    let mut text = String::new();
+    for piece in pieces(markdown) {
+        match piece {
+            Piece::Text(t) => text.push_str(t),
+            Piece::Marker { .. } => text.truncate(text.trim_end().len()),
+        }
+    }
     text.trim().to_string()
 }
 
@@ -162,7 +169,7 @@ mod tests {
         assert_eq!(cited_numbers("spaces [3 1], spaced range [1 - 2], too long [1-30], reversed [3-1], odd [,]", 4), vec![3, 1, 2]);
         assert_eq!(marker_numbers("1–3"), Some(vec![1, 2, 3]));
         assert_eq!(marker_numbers("1, x"), None);
-        assert_eq!(strip_citations("Tulsa [1][2], Oklahoma [1, 3]. See [note] []."), "Tulsa , Oklahoma . See [note] [].");
+        assert_eq!(strip_citations("Tulsa [1][2], Oklahoma [1, 3]. See [note] []."), "Tulsa, Oklahoma. See [note] [].");
         let text = "a [see [2]] b [1-2](x) [";
         let joined: String = pieces(text).iter().map(|p| match p { Piece::Text(t) => *t, Piece::Marker { raw, .. } => raw }).collect();
         assert_eq!(joined, text, "pieces give the text back");

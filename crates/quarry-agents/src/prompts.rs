@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-11-25.3";
+pub const PROMPTS_VERSION: &str = "2026-11-25.4";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +25,6 @@ prompt!(RELEVANCE, "relevance");
 prompt!(REFLECTION, "reflection");
 prompt!(FOLLOW_UP, "follow_up");
 prompt!(INTERMEDIATE_ANSWER, "intermediate_answer");
-prompt!(SUPPORTING_PASSAGES, "supporting_passages");
 prompt!(ENOUGH, "enough");
 prompt!(CHAIN_ANSWER, "chain_answer");
 prompt!(ROUTER, "router");
@@ -36,14 +35,13 @@ prompt!(REPORT_INTRODUCTION, "report_introduction");
 prompt!(REPORT_CONCLUSION, "report_conclusion");
 
 /// Every prompt, for tests.
-pub const ALL: [Prompt; 15] = [
+pub const ALL: [Prompt; 14] = [
     ANSWER,
     SUB_QUERIES,
     RELEVANCE,
     REFLECTION,
     FOLLOW_UP,
     INTERMEDIATE_ANSWER,
-    SUPPORTING_PASSAGES,
     ENOUGH,
     CHAIN_ANSWER,
     ROUTER,

@@ -221,11 +221,17 @@ pub fn choice(text: &str, key: &str, options: &[&str]) -> Option<usize> {
     integers(&cleaned).last().and_then(|&n| (n >= 1 && (n as usize) <= options.len()).then(|| n as usize - 1))
 }
 
-/// The first non-empty line of the cleaned text, without quotes or a `Query:` label; `None` if empty.
+/// The first non-empty line of the cleaned text, without quotes, a `Query:` label or a leading
+/// "Search for" / "Look up" (Qwen2.5-1.5B writes `Search for "X` as a follow-up query); `None` if empty.
 pub fn single_line(text: &str) -> Option<String> {
     let cleaned = clean(text);
     let line = cleaned.lines().map(str::trim).find(|l| !l.is_empty())?;
     let line = line.split_once(':').filter(|(label, _)| label.len() < 20 && label.to_ascii_lowercase().contains("query")).map(|(_, q)| q).unwrap_or(line);
+    let line = line.trim();
+    let line = ["search for ", "look up "]
+        .iter()
+        .find_map(|verb| line.get(..verb.len()).filter(|start| start.eq_ignore_ascii_case(verb)).map(|_| &line[verb.len()..]))
+        .unwrap_or(line);
     let line = line.trim().trim_matches(['"', '`', '*']).trim();
     (!line.is_empty()).then(|| line.to_string())
 }
@@ -332,5 +338,8 @@ mod tests {
         assert_eq!(choice("option 1", "agent", &options), Some(0));
         assert_eq!(choice("no idea", "agent", &options), None);
         assert_eq!(single_line("\n  Query: \"who founded Acme?\"\nmore"), Some("who founded Acme?".into()));
+        assert_eq!(single_line("Search for \"Dead Ernest's birthplace"), Some("Dead Ernest's birthplace".into()));
+        assert_eq!(single_line("look up: x"), Some("look up: x".into()), "only the verb followed by a space goes");
+        assert_eq!(single_line("Searching for Acme"), Some("Searching for Acme".into()));
     }
 }

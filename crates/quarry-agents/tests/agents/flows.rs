@@ -297,26 +297,40 @@ async fn chain_of_rag_follows_up_one_query_at_a_time_until_enough() {
     let model = Arc::new(
         ScriptedModel::new()
             .on("follow_up", text("Query: Which company did Acme Corporation acquire?"))
-            .on("intermediate_answer", text("Acme acquired Globex in 2019."))
-            .on("supporting_passages", text(r#"{"supporting": [3]}"#))
+            .on("intermediate_answer", text("Acme acquired Globex in 2019 [3]."))
             .on("enough", text(r#"{"enough": false}"#))
-            .on("follow_up", text("Who is the chief executive of Globex?"))
-            .on("intermediate_answer", text("Hank Scorpio."))
-            .on("supporting_passages", text("[1]"))
+            .on("follow_up", text("Search for \"Who is the chief executive of Globex?\""))
+            .on("intermediate_answer", text("Hank Scorpio [1]."))
             .on("enough", text("Yes."))
-            .on("answer", text("Hank Scorpio [2] runs Globex, which Acme acquired [1].")),
+            .on("answer", text("Hank Scorpio [3] runs Globex, which Acme acquired [1].")),
     );
     let retriever = Arc::new(corpus("work"));
-    let (answer, events) =
-        run_agent("Who is the chief executive of the company Acme Corporation acquired?", Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let question = "Who is the chief executive of the company Acme Corporation acquired?";
+    let (answer, events) = run_agent(question, Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
     let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "enough", "follow_up", "intermediate_answer", "enough", "answer"]);
     assert_eq!(
-        model.steps(),
-        vec!["follow_up", "intermediate_answer", "supporting_passages", "enough", "follow_up", "intermediate_answer", "supporting_passages", "enough", "answer"]
+        retriever.queries(),
+        vec![question, "Which company did Acme Corporation acquire?", "Who is the chief executive of Globex?"],
+        "the question is searched first; the follow-up loses its \"Search for\""
     );
-    assert_eq!(retriever.queries(), vec!["Which company did Acme Corporation acquire?", "Who is the chief executive of Globex?"]);
-    assert!(model.prompts_of("follow_up")[1].contains("Answer: Acme acquired Globex in 2019."), "the next query sees the earlier step");
+    assert_eq!(answer.queries, vec![vec![question, "Which company did Acme Corporation acquire?"], vec!["Who is the chief executive of Globex?"]]);
+    let supporting: Vec<Vec<String>> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::IntermediateAnswer { supporting, .. } => Some(supporting.iter().map(|p| p.citation.clone()).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(supporting, vec![vec!["acme.pdf, p. 3"], vec!["globex.pdf, p. 1"]], "a step's supporting passages are the ones its answer cites");
+    let second_follow_up = &model.prompts_of("follow_up")[1];
+    assert!(second_follow_up.contains("Answer: Acme acquired Globex in 2019.") && !second_follow_up.contains("[3]"), "the next query sees the earlier step, without its passage numbers");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "enough to answer")));
+    // The answer's passages: the three searches' hits merged rank by rank, repeats dropped — question
+    // [acme 3, acme 1, acme 2, globex 1, weather], step 1 [acme 1, acme 2, acme 3], step 2 [globex 1,
+    // acme 3, globex 2, weather].
+    let sources: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(sources, vec!["acme.pdf, p. 3", "acme.pdf, p. 1", "globex.pdf, p. 1", "acme.pdf, p. 2", "globex.pdf, p. 2", "weather.md, p. 1"]);
     let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
     assert_eq!(cited, vec!["acme.pdf, p. 3", "globex.pdf, p. 1"]);
     assert!(model.prompts_of("answer")[0].contains("Answer: Hank Scorpio."));
@@ -328,13 +342,15 @@ async fn chain_of_rag_stops_on_a_repeated_follow_up_and_uses_the_question_when_t
         ScriptedModel::new()
             .on("follow_up", text("   "))
             .on("intermediate_answer", text("Jane Miller founded it."))
-            .on("supporting_passages", text("passage 1"))
             .on("enough", text("not sure"))
             .on("follow_up", text("who founded acme corporation?"))
             .on("answer", text("Jane Miller [1].")),
     );
-    let (answer, events) = run_agent("Who founded Acme Corporation?", Some(AgentKind::Chain), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    let retriever = Arc::new(corpus("work"));
+    let (answer, events) = run_agent("Who founded Acme Corporation?", Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
     assert_eq!(answer.unwrap().citations.len(), 1);
+    assert_eq!(retriever.queries(), vec!["Who founded Acme Corporation?"], "the first step works on the question's own hits, searched once");
+    assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "enough", "follow_up", "answer"]);
     assert_eq!(degraded_steps(&events), vec!["follow_up", "enough"]);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { reason, .. } if reason.contains("repeats"))));
 }

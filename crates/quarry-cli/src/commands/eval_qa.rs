@@ -78,6 +78,8 @@ struct QuestionTrace<'a> {
     searches: Vec<(String, Vec<&'a str>)>,
     /// DeepSearch's reflections, per round: (facts, gap queries).
     reflections: Vec<(Vec<String>, Vec<String>)>,
+    /// ChainOfRAG's steps: (follow-up query, intermediate answer, the passage ids it cites).
+    steps: Vec<(String, String, Vec<&'a str>)>,
     /// Why the search stopped, and any degraded step (`step: problem; fallback`), in order.
     notes: Vec<String>,
     /// DeepSearch's ordering search (the question and the facts noted), when it ran; it is also the last
@@ -109,6 +111,8 @@ struct StepLog {
     judged: Vec<(Vec<u64>, Vec<u64>)>,
     /// Per reflection: (facts, gap queries).
     reflections: Vec<(Vec<String>, Vec<String>)>,
+    /// Per ChainOfRAG step: (query, intermediate answer, cited chunk ids).
+    steps: Vec<(String, String, Vec<u64>)>,
     /// Stop reasons and degraded steps, in order.
     notes: Vec<String>,
     /// The query that ordered the kept passages.
@@ -123,6 +127,9 @@ impl StepLog {
                 self.judged.push((ids(kept), ids(rejected)));
             }
             AgentEvent::Reflected { facts, queries, .. } => self.reflections.push((facts, queries)),
+            AgentEvent::IntermediateAnswer { query, answer, supporting, .. } => {
+                self.steps.push((query, answer, supporting.into_iter().map(|r| r.chunk_id).collect()))
+            }
             AgentEvent::Stopped { round, reason } => self.notes.push(format!("stopped after round {round}: {reason}")),
             AgentEvent::Degraded { step, problem, fallback } => self.notes.push(format!("{step}: {problem}; {fallback}")),
             AgentEvent::Ordered { query, .. } => self.ordered_by = Some(query),
@@ -201,6 +208,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                     judged: steps.judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
                     searches: recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(q, c)| (q.clone(), ids(c))).collect(),
                     reflections: steps.reflections,
+                    steps: steps.steps.iter().map(|(q, a, cited)| (q.clone(), a.clone(), ids(cited))).collect(),
                     notes: steps.notes,
                     ordered_by: steps.ordered_by,
                     answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),

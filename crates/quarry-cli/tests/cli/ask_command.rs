@@ -108,10 +108,13 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert_eq!(answer["llm_calls"].as_u64().unwrap() as usize, of(&events, "llm_call").len());
     sources_exist(&data, &answer);
 
-    // ChainOfRAG: ≤ 2 steps of one query each.
+    // ChainOfRAG: the question's own search, then ≤ 2 steps of one query each.
     let (events, answer) = ask(&data, &[question, "--agent", "chain", "--max-rounds", "2"]);
-    let steps = of(&events, "queries");
-    assert!(!steps.is_empty() && steps.len() <= 2 && steps.iter().all(|s| s["queries"].as_array().unwrap().len() == 1));
+    let searches = of(&events, "queries");
+    assert!(searches.len() <= 3 && searches.iter().all(|s| s["queries"].as_array().unwrap().len() == 1), "{searches:?}");
+    assert_eq!(searches[0]["queries"][0], question);
+    let steps = of(&events, "intermediate_answer");
+    assert!(!steps.is_empty() && steps.len() <= 2, "{steps:?}");
     assert_eq!(answer["agent"], "chain");
     sources_exist(&data, &answer);
 
