@@ -384,7 +384,7 @@ function traceLine(e: AgentEvent): string | null {
     case "reflected":
       return `Reflection after round ${f.round}: ${(f.facts as string[]).join(" ") || "no facts noted"}${(f.queries as string[]).length ? "" : " Nothing missing."}`;
     case "ordered":
-      return `${f.kept} kept passages ordered by a search for “${f.query}”`;
+      return `${f.kept} passages for the answer ordered by a search for “${f.query}”`;
     case "stopped":
       return `Stop after round ${f.round}: ${f.reason}`;
     case "degraded":

@@ -7,14 +7,17 @@
 //! - The question itself is searched first (no model call) and its hits head the final passages, as
 //!   DeepSearch protects the question's own hits: the first follow-up query often asks for one link of
 //!   the chain only.
-//! - The final passages are every step's hits merged rank by rank, not only the passages a model call
-//!   picked as supporting: with Qwen2.5-1.5B that pick held a supporting passage far less often than the
-//!   steps' top hits (supporting-passage Recall@5 0.167 against 0.650 replayed on the same searches). The
+//! - The final passages are every search's hits, not only the passages a model call picked as
+//!   supporting: with Qwen2.5-1.5B that pick held a supporting passage far less often than the steps'
+//!   top hits (supporting-passage Recall@5 0.167 against 0.650 replayed on the same searches). The
 //!   supporting passages of a step are the ones its intermediate answer cites, so the step needs no
 //!   extra model call.
+//! - They are ordered as DeepSearch orders its kept passages: the question's first hits
+//!   (`AgentConfig::protected_question_hits`), then by one more search for the question followed by the
+//!   intermediate answers ([`crate::deep_search`]'s ordering search), then the rest merged rank by rank.
 
 use crate::answer::{cited_numbers, number_passages, passage_ref, strip_citations, Answer};
-use crate::deep_search::{excerpt, interleave_by_rank};
+use crate::deep_search::{excerpt, interleave_by_rank, order_by_facts};
 use crate::events::AgentEvent;
 use crate::prompts;
 use crate::run::{AgentError, Run};
@@ -23,6 +26,8 @@ use quarry_core::Passage;
 use std::collections::HashSet;
 
 const NO_INFORMATION: &str = "No relevant information found.";
+/// How an intermediate answer that found nothing starts (models add or drop the full stop).
+const NO_INFORMATION_START: &str = "No relevant information";
 
 /// Runs ChainOfRAG for `question` (see the module docs). Searches: the question, then one per step.
 /// Model calls per step: follow-up query, intermediate answer, enough-check (the last step skips it);
@@ -119,7 +124,11 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
         }
     }
     let history = render_steps(&steps);
-    let passages = distinct(interleave_by_rank(rankings));
+    let mut passages = distinct(interleave_by_rank(rankings));
+    // The intermediate answers name what the question only describes, as DeepSearch's facts do.
+    let found: Vec<String> = steps.iter().map(|(_, answer)| answer.clone()).filter(|a| !a.starts_with(NO_INFORMATION_START)).collect();
+    let protected: Vec<(String, u64)> = question_hits.iter().take(config.protected_question_hits).map(Passage::key).collect();
+    order_by_facts(run, question, &found, &mut passages, &protected).await?;
     run.write_answer("chain", prompts::CHAIN_ANSWER, question, passages, &[("steps", &history)], asked, retrieved).await
 }
 

@@ -216,6 +216,7 @@ pub const ORDERING_DEPTH: usize = 50;
 /// follow in that search's order, and kept passages it does not return keep their turn-by-turn place
 /// after them. No model call; without facts, or with fewer than two unprotected passages, `kept` is left
 /// as it is. A failed search leaves it too (reported as a degraded step); cancellation ends the run.
+/// ChainOfRAG orders its passages the same way, its intermediate answers standing for the facts.
 ///
 /// The question alone cannot rank a second hop (it names the continent by its coldest temperature, the
 /// passage by "Antarctica"); the facts name the bridge entity. Using what the model has learnt so far
@@ -225,7 +226,7 @@ pub const ORDERING_DEPTH: usize = 50;
 /// with Recall@5 0.654 where the turn-by-turn order had 0.610 (both halves higher, 8 questions up, 3
 /// down); on HotpotQA questions 16–25 level at 0.850. Run for real on questions 51–70: 0.658 against
 /// 0.600, NaiveRAG 0.583 (README "Measuring answers").
-async fn order_by_facts(run: &Run, question: &str, facts: &[String], kept: &mut [Passage], protected: &[(String, u64)]) -> Result<(), AgentError> {
+pub(crate) async fn order_by_facts(run: &Run, question: &str, facts: &[String], kept: &mut [Passage], protected: &[(String, u64)]) -> Result<(), AgentError> {
     if facts.is_empty() || kept.iter().filter(|p| !protected.contains(&p.key())).count() < 2 {
         return Ok(());
     }

@@ -31,8 +31,9 @@ pub enum AgentEvent {
     /// DeepSearch's reflection after `round`: the facts it took from the kept passages (short sentences,
     /// at most 4) and the gap queries it asks next (empty: it judged the passages enough).
     Reflected { round: usize, facts: Vec<String>, queries: Vec<String> },
-    /// DeepSearch ordered its `kept` passages by one more search, for `query` (the question followed by
-    /// the facts its last reflection noted), before writing the answer.
+    /// The agent ordered its `kept` passages by one more search, for `query` (the question followed by
+    /// the facts DeepSearch's last reflection noted, or by ChainOfRAG's intermediate answers), before
+    /// writing the answer.
     Ordered { query: String, kept: usize },
     /// An intermediate answer of a chain step, with the passages that support it.
     IntermediateAnswer { round: usize, query: String, answer: String, supporting: Vec<PassageRef> },

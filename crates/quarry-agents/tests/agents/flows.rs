@@ -302,17 +302,18 @@ async fn chain_of_rag_follows_up_one_query_at_a_time_until_enough() {
             .on("follow_up", text("Search for \"Who is the chief executive of Globex?\""))
             .on("intermediate_answer", text("Hank Scorpio [1]."))
             .on("enough", text("Yes."))
-            .on("answer", text("Hank Scorpio [3] runs Globex, which Acme acquired [1].")),
+            .on("answer", text("Hank Scorpio [4] runs Globex, which Acme acquired [1].")),
     );
     let retriever = Arc::new(corpus("work"));
     let question = "Who is the chief executive of the company Acme Corporation acquired?";
+    let ordering = format!("{question} Acme acquired Globex in 2019. Hank Scorpio.");
     let (answer, events) = run_agent(question, Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
     let answer = answer.unwrap();
     assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "enough", "follow_up", "intermediate_answer", "enough", "answer"]);
     assert_eq!(
         retriever.queries(),
-        vec![question, "Which company did Acme Corporation acquire?", "Who is the chief executive of Globex?"],
-        "the question is searched first; the follow-up loses its \"Search for\""
+        vec![question, "Which company did Acme Corporation acquire?", "Who is the chief executive of Globex?", &ordering],
+        "the question is searched first; the follow-up loses its \"Search for\"; the intermediate answers order the passages"
     );
     assert_eq!(answer.queries, vec![vec![question, "Which company did Acme Corporation acquire?"], vec!["Who is the chief executive of Globex?"]]);
     let supporting: Vec<Vec<String>> = events
@@ -326,11 +327,13 @@ async fn chain_of_rag_follows_up_one_query_at_a_time_until_enough() {
     let second_follow_up = &model.prompts_of("follow_up")[1];
     assert!(second_follow_up.contains("Answer: Acme acquired Globex in 2019.") && !second_follow_up.contains("[3]"), "the next query sees the earlier step, without its passage numbers");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "enough to answer")));
-    // The answer's passages: the three searches' hits merged rank by rank, repeats dropped — question
-    // [acme 3, acme 1, acme 2, globex 1, weather], step 1 [acme 1, acme 2, acme 3], step 2 [globex 1,
-    // acme 3, globex 2, weather].
+    // The answer's passages: every search's hits — question [acme 3, acme 1, acme 2, globex 1, weather],
+    // step 1 [acme 1, acme 2, acme 3], step 2 [globex 1, acme 3, globex 2, weather] — the question's
+    // first three, then in the ordering search's order [acme 3, globex 1, acme 1, acme 2, globex 2,
+    // weather].
     let sources: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
-    assert_eq!(sources, vec!["acme.pdf, p. 3", "acme.pdf, p. 1", "globex.pdf, p. 1", "acme.pdf, p. 2", "globex.pdf, p. 2", "weather.md, p. 1"]);
+    assert_eq!(sources, vec!["acme.pdf, p. 3", "acme.pdf, p. 1", "acme.pdf, p. 2", "globex.pdf, p. 1", "globex.pdf, p. 2", "weather.md, p. 1"]);
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Ordered { query, kept: 6 } if *query == ordering)));
     let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
     assert_eq!(cited, vec!["acme.pdf, p. 3", "globex.pdf, p. 1"]);
     assert!(model.prompts_of("answer")[0].contains("Answer: Hank Scorpio."));

@@ -283,7 +283,7 @@ pub fn show_event(event: &AgentEvent, json: bool) {
             }
         }
         AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
-        AgentEvent::Ordered { query, kept } => eprintln!("  {kept} kept passages ordered by a search for {query:?}"),
+        AgentEvent::Ordered { query, kept } => eprintln!("  {kept} passages for the answer ordered by a search for {query:?}"),
         AgentEvent::Section { index, count, title, stage } => {
             if *index == 0 {
                 eprintln!("{title}: {stage}");

@@ -82,8 +82,8 @@ struct QuestionTrace<'a> {
     steps: Vec<(String, String, Vec<&'a str>)>,
     /// Why the search stopped, and any degraded step (`step: problem; fallback`), in order.
     notes: Vec<String>,
-    /// DeepSearch's ordering search (the question and the facts noted), when it ran; it is also the last
-    /// entry of `searches`.
+    /// The ordering search (the question and DeepSearch's facts or ChainOfRAG's intermediate answers),
+    /// when it ran; it is also the last entry of `searches`.
     ordered_by: Option<String>,
     answer: String,
     error: Option<String>,
