@@ -39,13 +39,9 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
     let mut steps: Vec<(String, String)> = Vec::new();
     let mut seen: HashSet<(String, u64)> = HashSet::new();
 
-    // The question's own search, before any model call: its hits lead the final passages.
-    run.emit(AgentEvent::Queries { round: 1, queries: vec![question.to_string()] });
-    let question_hits = run.retrieve(question).await?;
-    let mut retrieved = question_hits.iter().filter(|p| seen.insert(p.key())).count();
-    run.emit(AgentEvent::Retrieved { round: 1, query: question.to_string(), hits: question_hits.len(), new: retrieved });
+    // The question's own search, before any model call: its hits (`rankings[0]`) lead the final passages.
+    let mut rankings: Vec<Vec<Passage>> = vec![search(run, 1, question, &mut seen).await?];
     let mut asked: Vec<Vec<String>> = vec![vec![question.to_string()]];
-    let mut rankings: Vec<Vec<Passage>> = vec![question_hits.clone()];
 
     let rounds = config.max_rounds.max(1);
     for round in 1..=rounds {
@@ -74,18 +70,14 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
         };
         let passages = if query == question {
             // Round 1 without a usable follow-up: the step works on the question's own hits.
-            question_hits.clone()
+            rankings[0].clone()
         } else {
             if round == 1 {
                 asked[0].push(query.clone());
             } else {
                 asked.push(vec![query.clone()]);
             }
-            run.emit(AgentEvent::Queries { round, queries: vec![query.clone()] });
-            let passages = run.retrieve(&query).await?;
-            let new = passages.iter().filter(|p| seen.insert(p.key())).count();
-            retrieved += new;
-            run.emit(AgentEvent::Retrieved { round, query: query.clone(), hits: passages.len(), new });
+            let passages = search(run, round, &query, &mut seen).await?;
             rankings.push(passages.clone());
             passages
         };
@@ -124,12 +116,22 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
         }
     }
     let history = render_steps(&steps);
+    let protected: Vec<(String, u64)> = rankings[0].iter().take(config.protected_question_hits).map(Passage::key).collect();
     let mut passages = distinct(interleave_by_rank(rankings));
     // The intermediate answers name what the question only describes, as DeepSearch's facts do.
     let found: Vec<String> = steps.iter().map(|(_, answer)| answer.clone()).filter(|a| !a.starts_with(NO_INFORMATION_START)).collect();
-    let protected: Vec<(String, u64)> = question_hits.iter().take(config.protected_question_hits).map(Passage::key).collect();
     order_by_facts(run, question, &found, &mut passages, &protected).await?;
-    run.write_answer("chain", prompts::CHAIN_ANSWER, question, passages, &[("steps", &history)], asked, retrieved).await
+    run.write_answer("chain", prompts::CHAIN_ANSWER, question, passages, &[("steps", &history)], asked, seen.len()).await
+}
+
+/// Searches for `query` as part of `round`, reporting the query and how many of its hits `seen` (every
+/// passage retrieved so far, which this extends) did not hold yet.
+async fn search(run: &Run, round: usize, query: &str, seen: &mut HashSet<(String, u64)>) -> Result<Vec<Passage>, AgentError> {
+    run.emit(AgentEvent::Queries { round, queries: vec![query.to_string()] });
+    let passages = run.retrieve(query).await?;
+    let new = passages.iter().filter(|p| seen.insert(p.key())).count();
+    run.emit(AgentEvent::Retrieved { round, query: query.to_string(), hits: passages.len(), new });
+    Ok(passages)
 }
 
 /// `passages` without repeats (by library and chunk id), first occurrence kept.
