@@ -53,6 +53,12 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
 ///   its first hit stands above its next nine on the min-max scale (1 − their mean normalised score), and
 ///   w_dense = c_dense / (c_bm25 + c_dense) (0.5 when both are 0). A list whose top is a clear winner
 ///   outweighs one whose top ten are a plateau.
+/// - `ConfidenceMinMax`: `MinMax` with a dense weight chosen per query from how far each list's first
+///   score stands above that list: z = (top score − mean) / standard deviation over the `depth`
+///   candidates, and w_dense = σ(0.5·(z_dense − z_bm25) + 0.4) (σ the logistic function), so 0.60 when
+///   both lists are equally sure and between about 0.3 and 0.9 on the benchmark sets
+///   ([`confidence_dense_weight`]). The slope and offset were chosen on four sets of
+///   ../shared/eval/A_benchmarks with both embedding models (README, "A query-dependent weight").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HybridFusion {
     Rrf { dense_weight: f32, depth: Option<usize> },
@@ -60,6 +66,7 @@ pub enum HybridFusion {
     ZScore { dense_weight: f32, depth: Option<usize> },
     AdaptiveRrf { depth: Option<usize> },
     AdaptiveMinMax { depth: Option<usize> },
+    ConfidenceMinMax { depth: Option<usize> },
 }
 
 impl Default for HybridFusion {
@@ -76,7 +83,8 @@ impl HybridFusion {
     pub fn depth(&self, k: usize) -> usize {
         let own = match *self {
             HybridFusion::Rrf { depth, .. } | HybridFusion::MinMax { depth, .. } | HybridFusion::ZScore { depth, .. } | HybridFusion::AdaptiveRrf { depth }
-            | HybridFusion::AdaptiveMinMax { depth } => depth,
+            | HybridFusion::AdaptiveMinMax { depth }
+            | HybridFusion::ConfidenceMinMax { depth } => depth,
         };
         own.unwrap_or_else(|| fusion_depth(k)).max(k)
     }
@@ -97,6 +105,10 @@ impl HybridFusion {
                 let wd = adaptive_dense_weight(bm25, dense);
                 combine(bm25, dense, 1.0 - wd, wd, min_max)
             }
+            HybridFusion::ConfidenceMinMax { .. } => {
+                let wd = confidence_dense_weight(bm25, dense);
+                combine(bm25, dense, 1.0 - wd, wd, min_max)
+            }
             HybridFusion::ZScore { dense_weight, .. } => combine(bm25, dense, 1.0 - dense_weight, dense_weight, z_scores),
         }
     }
@@ -110,6 +122,7 @@ impl std::fmt::Display for HybridFusion {
             HybridFusion::ZScore { dense_weight, depth } => ("zscore", Some(dense_weight), depth),
             HybridFusion::AdaptiveRrf { depth } => ("rrf-adaptive", None, depth),
             HybridFusion::AdaptiveMinMax { depth } => ("minmax-adaptive", None, depth),
+            HybridFusion::ConfidenceMinMax { depth } => ("minmax-confidence", None, depth),
         };
         write!(f, "{name}")?;
         if let Some(w) = weight.filter(|w| (w - 0.5).abs() > 1e-6) {
@@ -126,7 +139,7 @@ impl std::str::FromStr for HybridFusion {
     type Err = String;
     /// Parses `<method>[:<dense weight>][@<depth>]` (see the type's docs).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("unknown fusion {text:?}: expected rrf, minmax, zscore, rrf-adaptive or minmax-adaptive, optionally :<dense weight 0–1> and @<depth>, e.g. rrf:0.6@100");
+        let bad = || format!("unknown fusion {text:?}: expected rrf, minmax, zscore, rrf-adaptive, minmax-adaptive or minmax-confidence, optionally :<dense weight 0–1> and @<depth>, e.g. rrf:0.6@100");
         let (rest, depth) = match text.trim().split_once('@') {
             Some((rest, d)) => (rest, Some(d.parse::<usize>().map_err(|_| bad())?.max(1))),
             None => (text.trim(), None),
@@ -142,6 +155,7 @@ impl std::str::FromStr for HybridFusion {
             "zscore" => Ok(HybridFusion::ZScore { dense_weight, depth }),
             "rrf-adaptive" if weight.is_none() => Ok(HybridFusion::AdaptiveRrf { depth }),
             "minmax-adaptive" if weight.is_none() => Ok(HybridFusion::AdaptiveMinMax { depth }),
+            "minmax-confidence" if weight.is_none() => Ok(HybridFusion::ConfidenceMinMax { depth }),
             _ => Err(bad()),
         }
     }
@@ -167,6 +181,26 @@ fn top_confidence(list: &[(u64, f32)]) -> f32 {
     let mean = top.iter().sum::<f32>() / top.len() as f32;
     let sd = (top.iter().map(|s| (s - mean) * (s - mean)).sum::<f32>() / top.len() as f32).sqrt();
     if sd <= f32::EPSILON { 0.0 } else { ((top[0] - mean) / sd).max(0.0) }
+}
+
+/// The dense weight of [`HybridFusion::ConfidenceMinMax`] for one query, in (0, 1): the logistic
+/// function of 0.5·(z_dense − z_bm25) + 0.4, where z is how many standard deviations a list's first
+/// score stands above the mean of the list (0 for a list of fewer than two hits or equal scores). An
+/// empty BM25 list (no keyword matched) has z = 0, so dense leads.
+pub fn confidence_dense_weight(bm25: &[(u64, f32)], dense: &[(u64, f32)]) -> f32 {
+    let z = top_score_z(dense) - top_score_z(bm25);
+    1.0 / (1.0 + (-(0.5 * z + 0.4)).exp())
+}
+
+/// (first score − mean) / standard deviation over the whole list; 0 for fewer than two hits or no spread.
+fn top_score_z(list: &[(u64, f32)]) -> f32 {
+    if list.len() < 2 {
+        return 0.0;
+    }
+    let n = list.len() as f32;
+    let mean = list.iter().map(|h| h.1).sum::<f32>() / n;
+    let sd = (list.iter().map(|h| (h.1 - mean) * (h.1 - mean)).sum::<f32>() / n).sqrt();
+    if sd <= f32::EPSILON { 0.0 } else { (list[0].1 - mean) / sd }
 }
 
 /// The dense weight of [`HybridFusion::AdaptiveMinMax`] for one query, in [0, 1].
@@ -251,12 +285,12 @@ mod tests {
 
     #[test]
     fn fusion_names_round_trip_and_bad_ones_are_refused() {
-        for text in ["rrf", "rrf:0.7@100", "minmax:0.3", "zscore@20", "rrf-adaptive@80", "minmax-adaptive", "minmax-adaptive@60"] {
+        for text in ["rrf", "rrf:0.7@100", "minmax:0.3", "zscore@20", "rrf-adaptive@80", "minmax-adaptive", "minmax-adaptive@60", "minmax-confidence", "minmax-confidence@100"] {
             let fusion: HybridFusion = text.parse().unwrap();
             assert_eq!(fusion.to_string(), text);
         }
         assert_eq!("minmax".parse::<HybridFusion>().unwrap(), HybridFusion::default());
-        for bad in ["borda", "rrf:1.5", "rrf@x", "rrf-adaptive:0.6", "minmax-adaptive:0.6"] {
+        for bad in ["borda", "rrf:1.5", "rrf@x", "rrf-adaptive:0.6", "minmax-adaptive:0.6", "minmax-confidence:0.7"] {
             assert!(bad.parse::<HybridFusion>().unwrap_err().contains(bad), "{bad}");
         }
     }
@@ -308,6 +342,24 @@ mod tests {
         assert_eq!(fused[1].0, 20, "BM25's first (0.36) still outranks dense's plateau (≈ 0.01)");
         assert_eq!(adaptive_dense_weight(&[], &[]), 0.5, "nothing to go by");
         assert_eq!(adaptive_dense_weight(&[], &dense), 1.0, "no keyword match: dense alone");
+    }
+
+    #[test]
+    fn the_confidence_weight_follows_the_list_whose_first_score_stands_out() {
+        // Equal confidence: σ(0.4) ≈ 0.599.
+        let flat: Vec<(u64, f32)> = (0..10).map(|i| (i, 10.0 - i as f32)).collect();
+        assert!((confidence_dense_weight(&flat, &flat) - 0.5987).abs() < 1e-3);
+        // BM25's first stands 3 standard deviations above a plateau of 9 (z = 3); dense falls off evenly
+        // (z = 1.567): σ(0.5·(1.567 − 3) + 0.4) ≈ 0.42, so BM25 leads.
+        let peaked: Vec<(u64, f32)> = [(100, 40.0)].into_iter().chain((101..110).map(|i| (i, 10.0))).collect();
+        let wd = confidence_dense_weight(&peaked, &flat);
+        assert!((wd - 0.4212).abs() < 1e-3, "{wd}");
+        let fused = "minmax-confidence".parse::<HybridFusion>().unwrap().fuse(&peaked, &flat, 10);
+        assert_eq!(fused[0].0, 100, "BM25's clear first wins");
+        assert_eq!(fused[1].0, 0, "dense's first (0.42) beats BM25's plateau (0)");
+        // No keyword match: dense alone decides.
+        assert_eq!("minmax-confidence".parse::<HybridFusion>().unwrap().fuse(&[], &flat, 3)[0].0, 0);
+        assert_eq!(confidence_dense_weight(&[], &[]), confidence_dense_weight(&flat, &flat));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub use embed::{
     disable_onnx_runtime_telemetry, Embedder, EmbedderConfig, EmbeddingEngine, TokenCounter, MINILM_MODEL_ID, MULTILINGUAL_E5_MODEL_ID,
 };
 pub use error::IndexError;
-pub use fusion::{adaptive_dense_weight, embedder_covers, fusion_depth, reciprocal_rank_fusion, HybridFusion, RRF_K};
+pub use fusion::{adaptive_dense_weight, confidence_dense_weight, embedder_covers, fusion_depth, reciprocal_rank_fusion, HybridFusion, RRF_K};
 pub use keyword::KeywordIndex;
 pub use tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 pub use vector::VectorIndex;

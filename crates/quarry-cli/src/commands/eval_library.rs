@@ -32,6 +32,12 @@ pub struct LibraryEvalArgs {
     /// retrieval --fusion`): one more `hybrid <fusion>` row each.
     #[arg(long, value_delimiter = ',')]
     pub fusion: Vec<HybridFusion>,
+    /// Write each question's BM25 and dense rankings before fusion to this file, one JSON object a line:
+    /// `{"query_id", "fused", "bm25": [[chunk id, score, document path], …], "dense": […], "relevant":
+    /// [paths]}`, 50 chunks a side (what hybrid search fuses for k ≤ 10; `fused` is false when hybrid
+    /// search would use BM25 alone), for studying fusions offline (`scripts/fusion-study.py`).
+    #[arg(long)]
+    pub rankings: Option<PathBuf>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -71,6 +77,22 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
                 entry[2 + slot] += f64::from(u8::from(found.len() == relevant.len()));
             }
         }
+    }
+    if let Some(path) = &args.rankings {
+        let languages = embedder.lock().map(|e| e.languages().to_vec()).unwrap_or_default();
+        let mut lines = String::new();
+        for (qid, text) in &set.queries {
+            let mut line = serde_json::json!({
+                "query_id": qid, "fused": quarry_index::embedder_covers(&languages, text), "relevant": set.relevant[qid],
+            });
+            for mode in [SearchMode::Bm25, SearchMode::Dense] {
+                let hits = rt.block_on(library.search(text, mode, quarry_index::fusion_depth(10), Some(&embedder)))?;
+                line[mode.name()] = hits.iter().map(|h| serde_json::json!([h.chunk.chunk_id, h.score, h.path])).collect();
+            }
+            lines.push_str(&line.to_string());
+            lines.push('\n');
+        }
+        std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))?;
     }
     let n = set.queries.len() as f64;
     if args.json {
