@@ -9,7 +9,8 @@ from (`used`) are re-ordered three ways and scored by supporting-passage Recall@
   - the same with the question alone as the ordering query (a control: is it the facts that help?).
 The ordering searches are run by `quarry eval retrieval --rankings` over a made-up query set whose
 corpus is the evaluation set's; fusion is replayed here as min-max with equal weights, 50 candidates
-per side, as `HybridFusion::default()`.
+per side (`minmax`, the default fusion when the traces it was written for were made; the default is
+`minmax-confidence` since 2026-11-25).
 
 Usage: scripts/replay-ordering.py QUARRY_BINARY SET_DIR TRACE.jsonl [TRACE.jsonl …]
 Prints one line per trace file and one for all of them.

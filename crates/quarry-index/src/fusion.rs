@@ -1,5 +1,7 @@
 //! Fusing rankings. Hybrid search merges BM25 and dense results with [`HybridFusion`] — by default the
-//! min-max normalised scores, equal weights, which measured better than rank fusion on the benchmark sets.
+//! min-max normalised scores with a dense weight set per query from how sure each ranking is of its first
+//! hit ([`HybridFusion::ConfidenceMinMax`]), which measured better than rank fusion and than any fixed
+//! weight on the benchmark sets (README, "Hybrid fusion").
 //! [`reciprocal_rank_fusion`] (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet
 //! and individual Rank Learning Methods", SIGIR 2009: score(d) = Σ over lists of 1 / (k + rank(d)), ranks
 //! from 1) merges lists whose scores are not comparable at all: several libraries, several queries.
@@ -70,11 +72,12 @@ pub enum HybridFusion {
 }
 
 impl Default for HybridFusion {
-    /// Min-max normalised scores, equal weights, both lists [`fusion_depth`] deep: the fusion that was at
-    /// least as good as the better of BM25 and dense at Recall@5 and nDCG@10 on every English set of
-    /// ../shared/eval/A_benchmarks, where plain RRF fell below dense on MuSiQue (README, "Hybrid fusion").
+    /// [`HybridFusion::ConfidenceMinMax`], both lists [`fusion_depth`] deep. Until 2026-11-25 it was
+    /// equal-weight min-max (`minmax`), which fell under dense on libraries embedded with
+    /// multilingual-e5-small and on a real library of SEC filings; plain RRF fell under dense on MuSiQue
+    /// (README, "Hybrid fusion", "A query-dependent weight").
     fn default() -> Self {
-        HybridFusion::MinMax { dense_weight: 0.5, depth: None }
+        HybridFusion::ConfidenceMinMax { depth: None }
     }
 }
 
@@ -289,7 +292,8 @@ mod tests {
             let fusion: HybridFusion = text.parse().unwrap();
             assert_eq!(fusion.to_string(), text);
         }
-        assert_eq!("minmax".parse::<HybridFusion>().unwrap(), HybridFusion::default());
+        assert_eq!("minmax-confidence".parse::<HybridFusion>().unwrap(), HybridFusion::default());
+        assert_eq!("minmax".parse::<HybridFusion>().unwrap(), HybridFusion::MinMax { dense_weight: 0.5, depth: None });
         for bad in ["borda", "rrf:1.5", "rrf@x", "rrf-adaptive:0.6", "minmax-adaptive:0.6", "minmax-confidence:0.7"] {
             assert!(bad.parse::<HybridFusion>().unwrap_err().contains(bad), "{bad}");
         }

@@ -312,7 +312,8 @@ impl Library {
     /// - `Bm25`: tantivy BM25 ([`quarry_index::MixedTokenizer`] for Chinese and English).
     /// - `Dense`: cosine similarity of `embedder`'s vectors in LanceDB (ANN index when built).
     /// - `Hybrid`: [`HybridFusion::default`] of the two lists (min-max normalised BM25 score and cosine
-    ///   similarity, equal weights), each `max(5k, 50)` deep; BM25 alone
+    ///   similarity, the dense weight set per query from how far each list's first score stands above
+    ///   the list), each `max(5k, 50)` deep; BM25 alone
     ///   for mostly-CJK queries when the model covers no CJK language ([`quarry_index::embedder_covers`]).
     ///
     /// Only chunks of `indexed` documents are returned. Errors: `Dense`/`Hybrid` without an embedder, or

@@ -52,20 +52,21 @@ fn dense_and_hybrid_search_with_the_local_model() {
     let mut embedder = Embedder::new(&config).unwrap();
     assert_eq!(embedder.dimension(), 384);
     let set = subset(load_set(&benchmarks().join("musique_hipporag100"), None).unwrap(), 25, 400);
-    let fusions: Vec<HybridFusion> = ["minmax", "rrf", "rrf:0.7@100", "zscore"].iter().map(|f| f.parse().unwrap()).collect();
+    let fusions: Vec<HybridFusion> =
+        ["minmax-confidence", "minmax", "rrf", "rrf:0.7@100", "zscore"].iter().map(|f| f.parse().unwrap()).collect();
     let cache = tempfile::tempdir().unwrap();
     let report = evaluate_retrieval(&set, Some(&mut embedder), &fusions, Some(cache.path()), &mut |_, _, _| {}).unwrap();
     eprintln!("{:#?}", report.results);
     let modes: Vec<&str> = report.results.keys().map(String::as_str).collect();
-    assert_eq!(modes, ["bm25", "dense", "hybrid", "hybrid rrf", "hybrid rrf:0.7@100", "hybrid zscore"]);
+    assert_eq!(modes, ["bm25", "dense", "hybrid", "hybrid minmax", "hybrid rrf", "hybrid rrf:0.7@100", "hybrid zscore"]);
     let (bm25, dense, hybrid) = (&report.results["bm25"], &report.results["dense"], &report.results["hybrid"]);
     // Multi-hop questions: the embedder finds more of the supporting passages than keywords do.
     assert!(dense.recall_at_10 > 0.5, "dense Recall@10 {:.3}", dense.recall_at_10);
     assert!(hybrid.recall_at_10 >= bm25.recall_at_10, "fusion must not fall below BM25");
     // Where dense is much the better side (MuSiQue), fusing scores keeps more of its lead than fusing ranks
     // (on these 25 questions: Recall@5 0.68 against 0.62, nDCG@10 0.70 against 0.66).
-    let rrf = &report.results["hybrid rrf"];
-    assert!(hybrid.recall_at_5 > rrf.recall_at_5 && hybrid.ndcg_at_10 > rrf.ndcg_at_10, "min-max {hybrid:?} vs RRF {rrf:?}");
+    let (minmax, rrf) = (&report.results["hybrid minmax"], &report.results["hybrid rrf"]);
+    assert!(minmax.recall_at_5 > rrf.recall_at_5 && minmax.ndcg_at_10 > rrf.ndcg_at_10, "min-max {minmax:?} vs RRF {rrf:?}");
 
     // Each query's rankings before fusion are kept, as deep as the deepest fusion (rrf:0.7@100).
     assert_eq!(report.rankings.len(), 25);
