@@ -5,12 +5,14 @@
 
 use crate::tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 use crate::IndexError;
+use std::collections::HashMap;
 use std::path::Path;
 use tantivy::collector::TopDocs;
+use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING};
 use tantivy::tokenizer::{AsciiFoldingFilter, Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, TERMINATED};
 
 /// Memory budget of the tantivy writer, in bytes.
 const WRITER_MEMORY: usize = 64 << 20;
@@ -150,8 +152,8 @@ impl KeywordIndex {
         Ok(self.reader.searcher().search(&query, &tantivy::collector::Count)?)
     }
 
-    /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
-    pub fn search(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+    /// The query's distinct terms, analysed as the text field is.
+    fn query_terms(&self, query: &str) -> Result<Vec<Term>, IndexError> {
         let mut analyzer = self.index.tokenizer_for_field(self.text)?;
         let mut terms: Vec<Term> = Vec::new();
         let mut stream = analyzer.token_stream(query);
@@ -161,6 +163,100 @@ impl KeywordIndex {
                 terms.push(term);
             }
         }
+        Ok(terms)
+    }
+
+    /// BM25 of whole documents for `query`: each document scored as if its chunks were one text (term
+    /// frequency = the sum over its chunks, length = the sum of their lengths in tokens, document
+    /// frequency and average length counted over documents), with tantivy's constants k1 = 1.2, b = 0.75
+    /// and idf = ln(1 + (N − df + 0.5) / (df + 0.5)). Returns every document with a committed chunk,
+    /// mapped to its score (0 when no query term occurs in it); empty when the query has no terms.
+    ///
+    /// Used as a document prior for chunk search (`Library::set_document_prior`): chunks of a long
+    /// document rarely repeat what the document is about (a 10-Q filing's paragraphs say "the Company",
+    /// not "Apple"), which the document as a whole does. Cost: one pass over the chunks' document ids and
+    /// one over each query term's postings (README, "A document prior").
+    pub fn document_scores(&self, query: &str) -> Result<HashMap<String, f32>, IndexError> {
+        const K1: f32 = 1.2;
+        const B: f32 = 0.75;
+        let terms = self.query_terms(query)?;
+        if terms.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let searcher = self.reader.searcher();
+        let mut slots: HashMap<String, usize> = HashMap::new();
+        // Per document slot: alive chunks, length in tokens, frequency of each query term.
+        let mut chunks: Vec<u32> = Vec::new();
+        let mut lengths: Vec<f32> = Vec::new();
+        let mut frequencies: Vec<Vec<f32>> = Vec::new();
+        for segment in searcher.segment_readers() {
+            let mut owner = vec![usize::MAX; segment.max_doc() as usize];
+            let ids = segment.inverted_index(self.document)?;
+            let mut stream = ids.terms().stream().map_err(io_error)?;
+            while stream.advance() {
+                let name = String::from_utf8_lossy(stream.key()).into_owned();
+                let next = slots.len();
+                let slot = *slots.entry(name).or_insert(next);
+                if slot == chunks.len() {
+                    chunks.push(0);
+                    lengths.push(0.0);
+                    frequencies.push(vec![0.0; terms.len()]);
+                }
+                let mut postings = ids.read_postings_from_terminfo(stream.value(), IndexRecordOption::Basic).map_err(io_error)?;
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if !segment.is_deleted(doc) {
+                        owner[doc as usize] = slot;
+                        chunks[slot] += 1;
+                    }
+                    doc = postings.advance();
+                }
+            }
+            let norms = segment.get_fieldnorms_reader(self.text)?;
+            for (doc, &slot) in owner.iter().enumerate() {
+                if slot != usize::MAX {
+                    lengths[slot] += norms.fieldnorm(doc as u32) as f32;
+                }
+            }
+            let text = segment.inverted_index(self.text)?;
+            for (t, term) in terms.iter().enumerate() {
+                let Some(mut postings) = text.read_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)? else { continue };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let slot = owner[doc as usize];
+                    if slot != usize::MAX {
+                        frequencies[slot][t] += postings.term_freq() as f32;
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        let alive: Vec<usize> = (0..chunks.len()).filter(|&slot| chunks[slot] > 0).collect();
+        if alive.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let n = alive.len() as f32;
+        let average = (alive.iter().map(|&slot| lengths[slot]).sum::<f32>() / n).max(1.0);
+        let idf: Vec<f32> = (0..terms.len())
+            .map(|t| {
+                let df = alive.iter().filter(|&&slot| frequencies[slot][t] > 0.0).count() as f32;
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let names: HashMap<usize, &String> = slots.iter().map(|(name, &slot)| (slot, name)).collect();
+        Ok(alive
+            .iter()
+            .map(|&slot| {
+                let norm = K1 * (1.0 - B + B * lengths[slot] / average);
+                let score = frequencies[slot].iter().zip(&idf).filter(|(tf, _)| **tf > 0.0).map(|(tf, idf)| idf * tf * (K1 + 1.0) / (tf + norm)).sum();
+                (names[&slot].clone(), score)
+            })
+            .collect())
+    }
+
+    /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
+    pub fn search(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        let terms = self.query_terms(query)?;
         if terms.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -188,6 +284,10 @@ impl KeywordIndex {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+fn io_error(error: std::io::Error) -> IndexError {
+    IndexError::Keyword(error.into())
 }
 
 fn schema() -> Schema {
@@ -242,6 +342,32 @@ mod tests {
         assert_eq!(index.count_document("d2").unwrap(), 0);
         assert_eq!(index.count_document("d1").unwrap(), 1);
         assert_eq!(index.payload().unwrap().as_deref(), Some("{\"chunks_version\":7}"));
+    }
+
+    #[test]
+    fn document_scores_count_a_term_anywhere_in_the_document() {
+        let mut index = KeywordIndex::in_memory().unwrap();
+        // Apple's filing names Apple once, on its cover; its R&D paragraph says "the Company".
+        index.add(1, "aapl", "Apple Inc. quarterly report on Form 10-Q").unwrap();
+        index
+            .add(2, "aapl", "Research and development expense of the Company increased during the quarter, driven by headcount and infrastructure costs")
+            .unwrap();
+        // Intel's R&D paragraph is short and repeats the question's words, but not "Apple".
+        index.add(3, "intc", "Research and development expense; research and development expense").unwrap();
+        index.add(4, "gone", "Apple research and development").unwrap();
+        index.commit().unwrap();
+        index.delete_document("gone").unwrap();
+        index.commit().unwrap();
+        let question = "Apple research and development expense";
+        assert_eq!(index.search(question, 1).unwrap()[0].0, 3, "chunk BM25 puts Intel's paragraph first");
+        let scores = index.document_scores(question).unwrap();
+        assert_eq!(scores.len(), 2, "deleted documents are not scored: {scores:?}");
+        assert!(scores["aapl"] > scores["intc"], "{scores:?}");
+        // Two documents, "apple" in one: idf = ln(1 + 1.5 / 1.5) = ln 2 for it.
+        let only_apple = index.document_scores("Apple").unwrap();
+        assert_eq!(only_apple["intc"], 0.0);
+        assert!(only_apple["aapl"] > 0.0 && only_apple["aapl"] < 2.2 * 2f32.ln());
+        assert!(index.document_scores("the and of").unwrap().is_empty(), "stop words only: no terms");
     }
 
     #[test]

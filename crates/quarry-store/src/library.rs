@@ -36,6 +36,8 @@ pub struct Library {
     /// Documents as of the last refresh, by id.
     documents: HashMap<String, DocumentRecord>,
     documents_version: u64,
+    /// Weight of the document prior in keyword ranking ([`Library::set_document_prior`]); 0 = off.
+    document_prior: f32,
 }
 
 /// One search result: a chunk with where it comes from and how it ranked.
@@ -185,7 +187,7 @@ impl Library {
                 KeywordIndex::in_memory()?
             }
         };
-        let mut library = Library { dir, manifest, store, keyword, lock: None, documents: HashMap::new(), documents_version: 0 };
+        let mut library = Library { dir, manifest, store, keyword, lock: None, documents: HashMap::new(), documents_version: 0, document_prior: 0.0 };
         library.refresh_documents().await?;
         Ok(library)
     }
@@ -214,7 +216,7 @@ impl Library {
                 KeywordIndex::open_or_create(&tantivy_dir)?
             }
         };
-        let mut library = Library { dir, manifest, store, keyword, lock: Some(lock), documents: HashMap::new(), documents_version: 0 };
+        let mut library = Library { dir, manifest, store, keyword, lock: Some(lock), documents: HashMap::new(), documents_version: 0, document_prior: 0.0 };
         library.repair().await?;
         library.refresh_documents().await?;
         Ok(library)
@@ -328,6 +330,16 @@ impl Library {
         self.search_with_fusion(query, mode, k, embedder, HybridFusion::default()).await
     }
 
+    /// Re-ranks keyword hits (in `Bm25` and `Hybrid` search) by a document prior: each chunk's BM25 score,
+    /// min-max scaled over the candidates, plus `weight` × its document's whole-document BM25 score
+    /// ([`KeywordIndex::document_scores`]), min-max scaled over the library's documents. 0 (the default)
+    /// leaves keyword ranking as it is. An experiment for now: `quarry eval library --document-prior`
+    /// measures it (README, "A document prior"). A document made of one chunk gets its own score twice,
+    /// so a library of one-chunk documents ranks as without it (up to tantivy's rounding of lengths).
+    pub fn set_document_prior(&mut self, weight: f32) {
+        self.document_prior = weight.max(0.0);
+    }
+
     /// [`Library::search`] with another fusion for `Hybrid` (`quarry eval library --fusion` compares them).
     pub async fn search_with_fusion(
         &mut self,
@@ -342,7 +354,9 @@ impl Library {
         }
         self.refresh_documents().await?;
         self.keyword.reload()?;
-        let depth = if mode == SearchMode::Hybrid { fusion.depth(k) } else { k };
+        // Hybrid fuses deeper lists; a document prior re-ranks a deeper BM25 list too.
+        let deep = mode == SearchMode::Hybrid || (mode == SearchMode::Bm25 && self.document_prior > 0.0);
+        let depth = if deep { fusion.depth(k) } else { k };
         let use_dense = match mode {
             SearchMode::Bm25 => false,
             SearchMode::Dense => true,
@@ -368,6 +382,10 @@ impl Library {
                 records.insert(chunk.chunk_id, chunk);
             }
             bm25 = hits.into_iter().filter(|(id, _)| records.get(id).is_some_and(|c| self.visible(&c.document_id))).take(depth).collect();
+            if self.document_prior > 0.0 && !bm25.is_empty() {
+                let documents = self.keyword.document_scores(query)?;
+                bm25 = with_document_prior(&bm25, &records, &documents, self.document_prior);
+            }
         }
         let mut dense: Vec<(u64, f32)> = Vec::new();
         if use_dense {
@@ -524,6 +542,24 @@ fn check_model(manifest: &LibraryManifest, model_id: &str) -> Result<(), StoreEr
 /// Bytes of every file below `dir` (symbolic links not followed; what cannot be read counts 0).
 pub fn folder_size(dir: &Path) -> u64 {
     walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+}
+
+
+/// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
+/// score in `documents`, scaled over every document there), best first; ties keep BM25's order.
+fn with_document_prior(bm25: &[(u64, f32)], records: &HashMap<u64, ChunkRecord>, documents: &HashMap<String, f32>, weight: f32) -> Vec<(u64, f32)> {
+    let scale = |value: f32, lo: f32, hi: f32| if hi - lo > f32::EPSILON { (value - lo) / (hi - lo) } else { 0.0 };
+    let (lo, hi) = bm25.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), h| (lo.min(h.1), hi.max(h.1)));
+    let (doc_lo, doc_hi) = documents.values().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+    let mut scored: Vec<(u64, f32)> = bm25
+        .iter()
+        .map(|&(id, score)| {
+            let document = records.get(&id).and_then(|c| documents.get(&c.document_id)).copied().unwrap_or(doc_lo);
+            (id, scale(score, lo, hi) + weight * scale(document, doc_lo, doc_hi))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored
 }
 
 #[cfg(test)]

@@ -32,6 +32,10 @@ pub struct LibraryEvalArgs {
     /// retrieval --fusion`): one more `hybrid <fusion>` row each.
     #[arg(long, value_delimiter = ',')]
     pub fusion: Vec<HybridFusion>,
+    /// Also rank with a document prior of these weights, comma-separated (`0.5,1`): one `bm25, document
+    /// prior W` and one `hybrid, document prior W` row each (`Library::set_document_prior`).
+    #[arg(long, value_delimiter = ',')]
+    pub document_prior: Vec<f32>,
     /// Write each question's BM25 and dense rankings before fusion to this file, one JSON object a line:
     /// `{"query_id", "fused", "bm25": [[chunk id, score, document path], …], "dense": […], "relevant":
     /// [paths]}`, 50 chunks a side (what hybrid search fuses for k ≤ 10; `fused` is false when hybrid
@@ -62,9 +66,13 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
     let mut sums: BTreeMap<String, [f64; 5]> = BTreeMap::new();
     let runs = SearchMode::ALL
         .into_iter()
-        .map(|mode| (mode.name().to_string(), mode, HybridFusion::default()))
-        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f)));
-    for (name, mode, fusion) in runs {
+        .map(|mode| (mode.name().to_string(), mode, HybridFusion::default(), 0.0))
+        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f, 0.0)))
+        .chain(args.document_prior.iter().flat_map(|&w| {
+            [SearchMode::Bm25, SearchMode::Hybrid].map(|mode| (format!("{}, document prior {w}", mode.name()), mode, HybridFusion::default(), w))
+        }));
+    for (name, mode, fusion, prior) in runs {
+        library.set_document_prior(prior);
         let entry = sums.entry(name).or_default();
         for (qid, text) in &set.queries {
             let relevant = &set.relevant[qid];
@@ -78,6 +86,7 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
             }
         }
     }
+    library.set_document_prior(0.0);
     if let Some(path) = &args.rankings {
         let languages = embedder.lock().map(|e| e.languages().to_vec()).unwrap_or_default();
         let mut lines = String::new();

@@ -127,9 +127,13 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
          q2\tdocs/sec-10-q/2023 Q1 NVDA.pdf\t1\nq2\tdocs/sec-10-q/2023 Q2 NVDA.pdf\t1\n",
     )
     .unwrap();
-    let report = json(&data, &["eval", "library", "--library", "sample", "--set", set.to_str().unwrap(), "--json"]);
+    let rankings = tmp.path().join("rankings.jsonl");
+    let report = json(
+        &data,
+        &["eval", "library", "--library", "sample", "--set", set.to_str().unwrap(), "--document-prior", "1", "--rankings", rankings.to_str().unwrap(), "--json"],
+    );
     assert_eq!((report["questions"].as_u64(), report["chunks"].as_u64()), (Some(2), s["chunks"].as_u64()), "{report}");
-    for mode in ["bm25", "dense", "hybrid"] {
+    for mode in ["bm25", "dense", "hybrid", "bm25, document prior 1", "hybrid, document prior 1"] {
         let scores = &report["results"][mode];
         for key in ["doc_recall@5", "doc_recall@10", "covered@5", "covered@10", "ms_per_query"] {
             assert!(scores[key].as_f64().is_some_and(|v| v >= 0.0), "{mode} {key}: {report}");
@@ -139,6 +143,18 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     }
     // Both companies' filings are found among the hybrid top 10 (each question has 2 of them).
     assert!(report["results"]["hybrid"]["doc_recall@10"].as_f64().unwrap() >= 0.5, "{report}");
+    // The rankings before fusion, one line per question: [chunk id, score, path], up to 50 a side.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&rankings).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        assert_eq!(line["fused"], true, "{line}");
+        for side in ["bm25", "dense"] {
+            let hits = line[side].as_array().unwrap();
+            assert!(!hits.is_empty() && hits.len() <= 50, "{line}");
+            assert!(hits.iter().all(|h| h[0].is_u64() && h[1].is_f64() && h[2].as_str().is_some()));
+        }
+    }
+    assert!(lines[0]["relevant"].as_array().unwrap().iter().any(|r| r == "docs/sec-10-q/2023 Q1 AAPL.pdf"));
 
     // Adding the same folder again reads nothing.
     let (_, again) = ingest(&data, &["add", &docs_arg, "--library", "sample", "--json"]);
