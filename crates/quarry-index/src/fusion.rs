@@ -58,7 +58,7 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
 /// - `ConfidenceMinMax`: `MinMax` with a dense weight chosen per query from how far each list's first
 ///   score stands above that list: z = (top score − mean) / standard deviation over the `depth`
 ///   candidates, and w_dense = σ(0.5·(z_dense − z_bm25) + 0.4) (σ the logistic function), so 0.60 when
-///   both lists are equally sure and between about 0.3 and 0.9 on the benchmark sets
+///   both lists are equally sure and mostly between 0.2 and 0.9 on the benchmark sets
 ///   ([`confidence_dense_weight`]). The slope and offset were chosen on four sets of
 ///   ../shared/eval/A_benchmarks with both embedding models (README, "A query-dependent weight").
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,13 +177,7 @@ fn weighted_rrf(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32) -> 
 
 /// How far the best score stands above the list's top 10: (top − mean) / standard deviation, ≥ 0.
 fn top_confidence(list: &[(u64, f32)]) -> f32 {
-    let top: Vec<f32> = list.iter().take(10).map(|h| h.1).collect();
-    if top.len() < 2 {
-        return 0.0;
-    }
-    let mean = top.iter().sum::<f32>() / top.len() as f32;
-    let sd = (top.iter().map(|s| (s - mean) * (s - mean)).sum::<f32>() / top.len() as f32).sqrt();
-    if sd <= f32::EPSILON { 0.0 } else { ((top[0] - mean) / sd).max(0.0) }
+    top_score_z(&list[..list.len().min(10)]).max(0.0)
 }
 
 /// The dense weight of [`HybridFusion::ConfidenceMinMax`] for one query, in (0, 1): the logistic

@@ -185,7 +185,8 @@ impl KeywordIndex {
         }
         let searcher = self.reader.searcher();
         let mut slots: HashMap<String, usize> = HashMap::new();
-        // Per document slot: alive chunks, length in tokens, frequency of each query term.
+        // Per document slot: its id, alive chunks, length in tokens, frequency of each query term.
+        let mut names: Vec<String> = Vec::new();
         let mut chunks: Vec<u32> = Vec::new();
         let mut lengths: Vec<f32> = Vec::new();
         let mut frequencies: Vec<Vec<f32>> = Vec::new();
@@ -194,14 +195,18 @@ impl KeywordIndex {
             let ids = segment.inverted_index(self.document)?;
             let mut stream = ids.terms().stream().map_err(io_error)?;
             while stream.advance() {
-                let name = String::from_utf8_lossy(stream.key()).into_owned();
-                let next = slots.len();
-                let slot = *slots.entry(name).or_insert(next);
-                if slot == chunks.len() {
-                    chunks.push(0);
-                    lengths.push(0.0);
-                    frequencies.push(vec![0.0; terms.len()]);
-                }
+                let name = String::from_utf8_lossy(stream.key());
+                let slot = match slots.get(name.as_ref()) {
+                    Some(&slot) => slot,
+                    None => {
+                        slots.insert(name.to_string(), names.len());
+                        names.push(name.into_owned());
+                        chunks.push(0);
+                        lengths.push(0.0);
+                        frequencies.push(vec![0.0; terms.len()]);
+                        names.len() - 1
+                    }
+                };
                 let mut postings = ids.read_postings_from_terminfo(stream.value(), IndexRecordOption::Basic).map_err(io_error)?;
                 let mut doc = postings.doc();
                 while doc != TERMINATED {
@@ -243,13 +248,12 @@ impl KeywordIndex {
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .collect();
-        let names: HashMap<usize, &String> = slots.iter().map(|(name, &slot)| (slot, name)).collect();
         Ok(alive
             .iter()
             .map(|&slot| {
                 let norm = K1 * (1.0 - B + B * lengths[slot] / average);
                 let score = frequencies[slot].iter().zip(&idf).filter(|(tf, _)| **tf > 0.0).map(|(tf, idf)| idf * tf * (K1 + 1.0) / (tf + norm)).sum();
-                (names[&slot].clone(), score)
+                (names[slot].clone(), score)
             })
             .collect())
     }

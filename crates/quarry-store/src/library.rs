@@ -544,7 +544,6 @@ pub fn folder_size(dir: &Path) -> u64 {
     walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
 }
 
-
 /// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
 /// score in `documents`, scaled over every document there), best first; ties keep BM25's order.
 fn with_document_prior(bm25: &[(u64, f32)], records: &HashMap<u64, ChunkRecord>, documents: &HashMap<String, f32>, weight: f32) -> Vec<(u64, f32)> {
