@@ -54,6 +54,9 @@ fn same_document(path: &str, relevant: &str) -> bool {
 }
 
 pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()> {
+    if let Some(bad) = args.document_prior.iter().find(|w| !w.is_finite() || **w < 0.0) {
+        anyhow::bail!("--document-prior: a weight must be a number ≥ 0, got {bad}");
+    }
     let set = load_queries(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
     anyhow::ensure!(!set.queries.is_empty(), "{}: no questions with qrels", args.set.display());
     let rt = tokio::runtime::Runtime::new()?;
