@@ -5,14 +5,16 @@
 
 use crate::tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 use crate::IndexError;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use tantivy::collector::TopDocs;
 use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING};
 use tantivy::tokenizer::{AsciiFoldingFilter, Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
-use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, TERMINATED};
+use tantivy::index::SegmentId;
+use tantivy::{DocSet, Index, IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term, TERMINATED};
 
 /// Memory budget of the tantivy writer, in bytes.
 const WRITER_MEMORY: usize = 64 << 20;
@@ -26,6 +28,8 @@ pub struct KeywordIndex {
     id: Field,
     document: Field,
     text: Field,
+    /// Chunk → document map of the last committed state searched by [`KeywordIndex::document_scores`].
+    layout: Mutex<Option<Arc<DocumentLayout>>>,
 }
 
 impl KeywordIndex {
@@ -82,7 +86,7 @@ impl KeywordIndex {
         let document = schema.get_field("document_id")?;
         let text = schema.get_field("text")?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(KeywordIndex { index, reader, writer: None, id, document, text })
+        Ok(KeywordIndex { index, reader, writer: None, id, document, text, layout: Mutex::new(None) })
     }
 
     fn writer(&mut self) -> Result<&mut IndexWriter, IndexError> {
@@ -169,29 +173,81 @@ impl KeywordIndex {
     /// BM25 of whole documents for `query`: each document scored as if its chunks were one text (term
     /// frequency = the sum over its chunks, length = the sum of their lengths in tokens, document
     /// frequency and average length counted over documents), with tantivy's constants k1 = 1.2, b = 0.75
-    /// and idf = ln(1 + (N − df + 0.5) / (df + 0.5)). Returns every document with a committed chunk,
-    /// mapped to its score (0 when no query term occurs in it); empty when the query has no terms.
+    /// and idf = ln(1 + (N − df + 0.5) / (df + 0.5)). Covers every document with a committed chunk (0 when
+    /// no query term occurs in it); empty when the query has no terms.
     ///
     /// Used as a document prior for chunk search (`Library::set_document_prior`): chunks of a long
     /// document rarely repeat what the document is about (a 10-Q filing's paragraphs say "the Company",
-    /// not "Apple"), which the document as a whole does. Cost: one pass over the chunks' document ids and
-    /// one over each query term's postings (README, "A document prior").
-    pub fn document_scores(&self, query: &str) -> Result<HashMap<String, f32>, IndexError> {
+    /// not "Apple"), which the document as a whole does. Cost: one walk of each query term's postings;
+    /// which document owns each chunk, and each document's length, are read once per committed state of
+    /// the index and cached (README, "A document prior").
+    pub fn document_scores(&self, query: &str) -> Result<DocumentScores, IndexError> {
         const K1: f32 = 1.2;
         const B: f32 = 0.75;
         let terms = self.query_terms(query)?;
-        if terms.is_empty() {
-            return Ok(HashMap::new());
-        }
         let searcher = self.reader.searcher();
-        let mut slots: HashMap<String, usize> = HashMap::new();
-        // Per document slot: its id, alive chunks, length in tokens, frequency of each query term.
+        let layout = self.document_layout(&searcher)?;
+        let alive = layout.alive.len();
+        if terms.is_empty() || alive == 0 {
+            return Ok(DocumentScores { layout, scores: Vec::new(), lowest: 0.0, highest: 0.0 });
+        }
+        let n = alive as f32;
+        let slots = layout.names.len();
+        let mut scores = vec![0.0f32; slots];
+        // Per term: its frequency in each document (summed over the document's chunks).
+        let mut frequency = vec![0.0f32; slots];
+        let mut touched: Vec<u32> = Vec::new();
+        for term in &terms {
+            for segment in searcher.segment_readers() {
+                let Some(owner) = layout.owners.get(&segment.segment_id()) else { continue };
+                let text = segment.inverted_index(self.text)?;
+                let Some(mut postings) = text.read_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)? else { continue };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let slot = owner[doc as usize];
+                    if slot != NO_DOCUMENT {
+                        if frequency[slot as usize] == 0.0 {
+                            touched.push(slot);
+                        }
+                        frequency[slot as usize] += postings.term_freq() as f32;
+                    }
+                    doc = postings.advance();
+                }
+            }
+            let df = touched.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for &slot in &touched {
+                let tf = frequency[slot as usize];
+                let norm = K1 * (1.0 - B + B * layout.lengths[slot as usize] / layout.average_length);
+                scores[slot as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
+                frequency[slot as usize] = 0.0;
+            }
+            touched.clear();
+        }
+        let (lowest, highest) = layout.alive.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &slot| {
+            let score = scores[slot as usize];
+            (lo.min(score), hi.max(score))
+        });
+        Ok(DocumentScores { layout, scores, lowest, highest })
+    }
+
+    /// Which document owns each committed chunk, and each document's length, for `searcher`'s segments:
+    /// the cached layout when the segments and their deletes are the same, else read again (one walk of
+    /// the document-id postings and of the text field's lengths).
+    fn document_layout(&self, searcher: &tantivy::Searcher) -> Result<Arc<DocumentLayout>, IndexError> {
+        let state = searcher.generation().segments().clone();
+        if let Ok(cache) = self.layout.lock() {
+            if let Some(layout) = cache.as_ref().filter(|layout| layout.state == state) {
+                return Ok(Arc::clone(layout));
+            }
+        }
+        let mut slots: HashMap<String, u32> = HashMap::new();
         let mut names: Vec<String> = Vec::new();
         let mut chunks: Vec<u32> = Vec::new();
         let mut lengths: Vec<f32> = Vec::new();
-        let mut frequencies: Vec<Vec<f32>> = Vec::new();
+        let mut owners = HashMap::new();
         for segment in searcher.segment_readers() {
-            let mut owner = vec![usize::MAX; segment.max_doc() as usize];
+            let mut owner = vec![NO_DOCUMENT; segment.max_doc() as usize];
             let ids = segment.inverted_index(self.document)?;
             let mut stream = ids.terms().stream().map_err(io_error)?;
             while stream.advance() {
@@ -199,12 +255,12 @@ impl KeywordIndex {
                 let slot = match slots.get(name.as_ref()) {
                     Some(&slot) => slot,
                     None => {
-                        slots.insert(name.to_string(), names.len());
+                        let slot = names.len() as u32;
+                        slots.insert(name.to_string(), slot);
                         names.push(name.into_owned());
                         chunks.push(0);
                         lengths.push(0.0);
-                        frequencies.push(vec![0.0; terms.len()]);
-                        names.len() - 1
+                        slot
                     }
                 };
                 let mut postings = ids.read_postings_from_terminfo(stream.value(), IndexRecordOption::Basic).map_err(io_error)?;
@@ -212,50 +268,26 @@ impl KeywordIndex {
                 while doc != TERMINATED {
                     if !segment.is_deleted(doc) {
                         owner[doc as usize] = slot;
-                        chunks[slot] += 1;
+                        chunks[slot as usize] += 1;
                     }
                     doc = postings.advance();
                 }
             }
             let norms = segment.get_fieldnorms_reader(self.text)?;
             for (doc, &slot) in owner.iter().enumerate() {
-                if slot != usize::MAX {
-                    lengths[slot] += norms.fieldnorm(doc as u32) as f32;
+                if slot != NO_DOCUMENT {
+                    lengths[slot as usize] += norms.fieldnorm(doc as u32) as f32;
                 }
             }
-            let text = segment.inverted_index(self.text)?;
-            for (t, term) in terms.iter().enumerate() {
-                let Some(mut postings) = text.read_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)? else { continue };
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    let slot = owner[doc as usize];
-                    if slot != usize::MAX {
-                        frequencies[slot][t] += postings.term_freq() as f32;
-                    }
-                    doc = postings.advance();
-                }
-            }
+            owners.insert(segment.segment_id(), owner);
         }
-        let alive: Vec<usize> = (0..chunks.len()).filter(|&slot| chunks[slot] > 0).collect();
-        if alive.is_empty() {
-            return Ok(HashMap::new());
+        let alive: Vec<u32> = (0..names.len() as u32).filter(|&slot| chunks[slot as usize] > 0).collect();
+        let average_length = if alive.is_empty() { 1.0 } else { (alive.iter().map(|&slot| lengths[slot as usize]).sum::<f32>() / alive.len() as f32).max(1.0) };
+        let layout = Arc::new(DocumentLayout { state, slots, names, lengths, alive, average_length, owners });
+        if let Ok(mut cache) = self.layout.lock() {
+            *cache = Some(Arc::clone(&layout));
         }
-        let n = alive.len() as f32;
-        let average = (alive.iter().map(|&slot| lengths[slot]).sum::<f32>() / n).max(1.0);
-        let idf: Vec<f32> = (0..terms.len())
-            .map(|t| {
-                let df = alive.iter().filter(|&&slot| frequencies[slot][t] > 0.0).count() as f32;
-                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-            })
-            .collect();
-        Ok(alive
-            .iter()
-            .map(|&slot| {
-                let norm = K1 * (1.0 - B + B * lengths[slot] / average);
-                let score = frequencies[slot].iter().zip(&idf).filter(|(tf, _)| **tf > 0.0).map(|(tf, idf)| idf * tf * (K1 + 1.0) / (tf + norm)).sum();
-                (names[slot].clone(), score)
-            })
-            .collect())
+        Ok(layout)
     }
 
     /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
@@ -287,6 +319,65 @@ impl KeywordIndex {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Marks a chunk slot with no (alive) document in [`DocumentLayout::owners`].
+const NO_DOCUMENT: u32 = u32::MAX;
+
+/// Chunks grouped by document, for one committed state of the index (see `KeywordIndex::document_layout`).
+struct DocumentLayout {
+    /// The segments and the opstamp of their deletes this layout was read from.
+    state: BTreeMap<SegmentId, Option<Opstamp>>,
+    /// Document id → slot.
+    slots: HashMap<String, u32>,
+    /// Slot → document id.
+    names: Vec<String>,
+    /// Slot → the document's length in tokens (sum over its chunks).
+    lengths: Vec<f32>,
+    /// Slots of documents with at least one alive chunk.
+    alive: Vec<u32>,
+    /// Mean length over alive documents, in tokens (at least 1).
+    average_length: f32,
+    /// Per segment: chunk (tantivy doc id) → slot, [`NO_DOCUMENT`] for deleted chunks.
+    owners: HashMap<SegmentId, Vec<u32>>,
+}
+
+/// Whole-document BM25 scores for one query ([`KeywordIndex::document_scores`]).
+pub struct DocumentScores {
+    layout: Arc<DocumentLayout>,
+    /// Slot → score (empty when the query had no terms).
+    scores: Vec<f32>,
+    lowest: f32,
+    highest: f32,
+}
+
+impl DocumentScores {
+    /// The score of `document_id`: 0 when no query term occurs in it, `None` when it has no committed
+    /// chunk or the query had no terms.
+    pub fn get(&self, document_id: &str) -> Option<f32> {
+        let slot = *self.layout.slots.get(document_id)?;
+        // `alive` is in ascending slot order.
+        self.layout.alive.binary_search(&slot).ok()?;
+        self.scores.get(slot as usize).copied()
+    }
+
+    /// Number of documents scored (those with a committed chunk); 0 when the query had no terms.
+    pub fn len(&self) -> usize {
+        if self.scores.is_empty() {
+            0
+        } else {
+            self.layout.alive.len()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// (lowest, highest) score over the scored documents; (0, 0) when none.
+    pub fn range(&self) -> (f32, f32) {
+        (self.lowest, self.highest)
     }
 }
 
@@ -365,13 +456,30 @@ mod tests {
         let question = "Apple research and development expense";
         assert_eq!(index.search(question, 1).unwrap()[0].0, 3, "chunk BM25 puts Intel's paragraph first");
         let scores = index.document_scores(question).unwrap();
-        assert_eq!(scores.len(), 2, "deleted documents are not scored: {scores:?}");
-        assert!(scores["aapl"] > scores["intc"], "{scores:?}");
+        assert_eq!(scores.len(), 2, "deleted documents are not scored");
+        assert_eq!(scores.get("gone"), None);
+        assert!(scores.get("aapl").unwrap() > scores.get("intc").unwrap());
+        assert_eq!(scores.range(), (scores.get("intc").unwrap(), scores.get("aapl").unwrap()));
         // Two documents, "apple" in one: idf = ln(1 + 1.5 / 1.5) = ln 2 for it.
         let only_apple = index.document_scores("Apple").unwrap();
-        assert_eq!(only_apple["intc"], 0.0);
-        assert!(only_apple["aapl"] > 0.0 && only_apple["aapl"] < 2.2 * 2f32.ln());
+        assert_eq!(only_apple.get("intc"), Some(0.0));
+        let apple = only_apple.get("aapl").unwrap();
+        assert!(apple > 0.0 && apple < 2.2 * 2f32.ln());
         assert!(index.document_scores("the and of").unwrap().is_empty(), "stop words only: no terms");
+        assert_eq!(index.document_scores("the and of").unwrap().get("aapl"), None);
+        // The chunk → document map is cached per committed state: a reload without commits reuses it, a
+        // commit (added or deleted chunks) reads it again.
+        index.reload().unwrap();
+        assert_eq!(index.document_scores(question).unwrap().get("aapl"), scores.get("aapl"));
+        index.add(5, "msft", "Microsoft research and development expense").unwrap();
+        index.commit().unwrap();
+        let after_add = index.document_scores(question).unwrap();
+        assert_eq!(after_add.len(), 3);
+        assert!(after_add.get("msft").unwrap() > 0.0);
+        index.delete_document("intc").unwrap();
+        index.commit().unwrap();
+        let after_delete = index.document_scores(question).unwrap();
+        assert_eq!((after_delete.len(), after_delete.get("intc")), (2, None));
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! Readers ([`Library::open_read`]) take no lock and change nothing: they only show chunks of `indexed`
 //! documents, so a search during an ingest sees whole documents only.
 
-use quarry_index::KeywordIndex;
+use quarry_index::{DocumentScores, KeywordIndex};
 use crate::manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest, WriteLock};
 use crate::store::{ChunkRecord, DocumentRecord, DocumentState, Store};
 use crate::StoreError;
@@ -340,6 +340,11 @@ impl Library {
         self.document_prior = weight.max(0.0);
     }
 
+    /// The weight of the document prior in keyword ranking ([`Library::set_document_prior`]).
+    pub fn document_prior(&self) -> f32 {
+        self.document_prior
+    }
+
     /// [`Library::search`] with another fusion for `Hybrid` (`quarry eval library --fusion` compares them).
     pub async fn search_with_fusion(
         &mut self,
@@ -545,15 +550,15 @@ pub fn folder_size(dir: &Path) -> u64 {
 }
 
 /// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
-/// score in `documents`, scaled over every document there), best first; ties keep BM25's order.
-fn with_document_prior(bm25: &[(u64, f32)], records: &HashMap<u64, ChunkRecord>, documents: &HashMap<String, f32>, weight: f32) -> Vec<(u64, f32)> {
+/// score in `documents`, scaled over every scored document), best first; ties keep BM25's order.
+fn with_document_prior(bm25: &[(u64, f32)], records: &HashMap<u64, ChunkRecord>, documents: &DocumentScores, weight: f32) -> Vec<(u64, f32)> {
     let scale = |value: f32, lo: f32, hi: f32| if hi - lo > f32::EPSILON { (value - lo) / (hi - lo) } else { 0.0 };
     let (lo, hi) = bm25.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), h| (lo.min(h.1), hi.max(h.1)));
-    let (doc_lo, doc_hi) = documents.values().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+    let (doc_lo, doc_hi) = documents.range();
     let mut scored: Vec<(u64, f32)> = bm25
         .iter()
         .map(|&(id, score)| {
-            let document = records.get(&id).and_then(|c| documents.get(&c.document_id)).copied().unwrap_or(doc_lo);
+            let document = records.get(&id).and_then(|c| documents.get(&c.document_id)).unwrap_or(doc_lo);
             (id, scale(score, lo, hi) + weight * scale(document, doc_lo, doc_hi))
         })
         .collect();
