@@ -12,7 +12,7 @@ use anyhow::Context;
 use quarry_index::eval::load_queries;
 use quarry_index::{HybridFusion, SearchMode};
 use quarry_session::{EmbedderCache, EmbeddingSettings};
-use quarry_store::{DataDir, Library};
+use quarry_store::{DataDir, Library, DEFAULT_DOCUMENT_PRIOR};
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,11 +32,13 @@ pub struct LibraryEvalArgs {
     /// retrieval --fusion`): one more `hybrid <fusion>` row each.
     #[arg(long, value_delimiter = ',')]
     pub fusion: Vec<HybridFusion>,
-    /// Also rank with a document prior of these weights, comma-separated (`0.5,1`): one `bm25, document
-    /// prior W` and one `hybrid, document prior W` row each (`Library::set_document_prior`).
+    /// Also rank with a document prior of these weights, comma-separated (`0,0.5,2`; 0 = without it): one
+    /// `bm25, document prior W` and one `hybrid, document prior W` row each (`Library::set_document_prior`).
+    /// The plain `bm25` and `hybrid` rows use the default weight (`DEFAULT_DOCUMENT_PRIOR`).
     #[arg(long, value_delimiter = ',')]
     pub document_prior: Vec<f32>,
-    /// Write each question's BM25 and dense rankings before fusion to this file, one JSON object a line:
+    /// Write each question's BM25 (with the default document prior) and dense rankings before fusion to
+    /// this file, one JSON object a line:
     /// `{"query_id", "fused", "bm25": [[chunk id, score, document path], …], "dense": […], "relevant":
     /// [paths]}`, 50 chunks a side (what hybrid search fuses for k ≤ 10; `fused` is false when hybrid
     /// search would use BM25 alone), for studying fusions offline (`scripts/fusion-study.py`).
@@ -69,8 +71,8 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
     let mut sums: BTreeMap<String, [f64; 5]> = BTreeMap::new();
     let runs = SearchMode::ALL
         .into_iter()
-        .map(|mode| (mode.name().to_string(), mode, HybridFusion::default(), 0.0))
-        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f, 0.0)))
+        .map(|mode| (mode.name().to_string(), mode, HybridFusion::default(), DEFAULT_DOCUMENT_PRIOR))
+        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f, DEFAULT_DOCUMENT_PRIOR)))
         .chain(args.document_prior.iter().flat_map(|&w| {
             [SearchMode::Bm25, SearchMode::Hybrid].map(|mode| (format!("{}, document prior {w}", mode.name()), mode, HybridFusion::default(), w))
         }));
@@ -89,7 +91,7 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
             }
         }
     }
-    library.set_document_prior(0.0);
+    library.set_document_prior(DEFAULT_DOCUMENT_PRIOR);
     if let Some(path) = &args.rankings {
         let languages = embedder.lock().map(|e| e.languages().to_vec()).unwrap_or_default();
         let mut lines = String::new();

@@ -130,10 +130,10 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     let rankings = tmp.path().join("rankings.jsonl");
     let report = json(
         &data,
-        &["eval", "library", "--library", "sample", "--set", set.to_str().unwrap(), "--document-prior", "1", "--rankings", rankings.to_str().unwrap(), "--json"],
+        &["eval", "library", "--library", "sample", "--set", set.to_str().unwrap(), "--document-prior", "0", "--rankings", rankings.to_str().unwrap(), "--json"],
     );
     assert_eq!((report["questions"].as_u64(), report["chunks"].as_u64()), (Some(2), s["chunks"].as_u64()), "{report}");
-    for mode in ["bm25", "dense", "hybrid", "bm25, document prior 1", "hybrid, document prior 1"] {
+    for mode in ["bm25", "dense", "hybrid", "bm25, document prior 0", "hybrid, document prior 0"] {
         let scores = &report["results"][mode];
         for key in ["doc_recall@5", "doc_recall@10", "covered@5", "covered@10", "ms_per_query"] {
             assert!(scores[key].as_f64().is_some_and(|v| v >= 0.0), "{mode} {key}: {report}");
