@@ -35,7 +35,7 @@ pub struct LibraryEvalArgs {
     /// Also rank with a document prior of these weights, comma-separated (`0,0.5,2`; 0 = without it): one
     /// `bm25, document prior W` and one `hybrid, document prior W` row each (`Library::set_document_prior`).
     /// The plain `bm25` and `hybrid` rows use the default weight (`DEFAULT_DOCUMENT_PRIOR`).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = parse_document_prior)]
     pub document_prior: Vec<f32>,
     /// Write each question's BM25 (with the default document prior) and dense rankings before fusion to
     /// this file, one JSON object a line:
@@ -49,6 +49,15 @@ pub struct LibraryEvalArgs {
     pub json: bool,
 }
 
+/// A `--document-prior` weight (`eval library`, `eval latency`): a finite number ≥ 0
+/// (`Library::set_document_prior`).
+pub(super) fn parse_document_prior(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!("a weight must be a number ≥ 0, got {text}")),
+    }
+}
+
 /// Whether the library path `path` is the qrels document `relevant` (a path relative to the set's root).
 fn same_document(path: &str, relevant: &str) -> bool {
     let relevant = relevant.trim_start_matches("./");
@@ -56,9 +65,6 @@ fn same_document(path: &str, relevant: &str) -> bool {
 }
 
 pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()> {
-    if let Some(bad) = args.document_prior.iter().find(|w| !w.is_finite() || **w < 0.0) {
-        anyhow::bail!("--document-prior: a weight must be a number ≥ 0, got {bad}");
-    }
     let set = load_queries(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
     anyhow::ensure!(!set.queries.is_empty(), "{}: no questions with qrels", args.set.display());
     let rt = tokio::runtime::Runtime::new()?;

@@ -14,6 +14,7 @@
 
 use anyhow::Context;
 use quarry_index::eval::{load_set, passage_vectors};
+use super::eval_library::parse_document_prior;
 use quarry_index::{embedder_covers, Embedder, EmbedderConfig};
 use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
 use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store, VectorSearch};
@@ -44,16 +45,8 @@ pub struct LatencyArgs {
     pub queries: usize,
     /// Also measure BM25 and hybrid search with a document prior of this weight
     /// (`Library::set_document_prior`): rows `bm25, document prior W` and `hybrid, document prior W`.
-    #[arg(long = "document-prior", value_parser = parse_weight)]
+    #[arg(long = "document-prior", value_parser = parse_document_prior)]
     pub document_prior: Option<f32>,
-}
-
-/// A document-prior weight: a finite number ≥ 0.
-fn parse_weight(text: &str) -> Result<f32, String> {
-    match text.parse::<f32>() {
-        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
-        _ => Err(format!("a weight must be a number ≥ 0, got {text}")),
-    }
 }
 
 /// The searches one latency table measures: each mode as the library is set up, then BM25 and hybrid
@@ -71,7 +64,7 @@ fn measured_searches(prior: Option<f32>) -> Vec<(String, SearchMode, Option<f32>
 
 /// Milliseconds of the first query (a warm-up, not counted; with a document prior it also reads the
 /// chunk → document map) and of each of `queries` after it, with the document prior `prior` (`None`:
-/// the library's own setting, which is restored afterwards either way).
+/// the library's own setting, which is restored afterwards).
 fn time_searches(
     rt: &tokio::runtime::Runtime,
     library: &mut Library,
@@ -84,18 +77,14 @@ fn time_searches(
     library.set_document_prior(prior.unwrap_or(own));
     let mut times = Vec::with_capacity(queries.len());
     let started = Instant::now();
-    let result = rt.block_on(library.search(queries[0], mode, 10, Some(embedder)));
+    rt.block_on(library.search(queries[0], mode, 10, Some(embedder)))?;
     let first = started.elapsed().as_secs_f64() * 1000.0;
-    let result = result.and_then(|_| {
-        for q in queries {
-            let started = Instant::now();
-            rt.block_on(library.search(q, mode, 10, Some(embedder)))?;
-            times.push(started.elapsed().as_secs_f64() * 1000.0);
-        }
-        Ok(())
-    });
+    for q in queries {
+        let started = Instant::now();
+        rt.block_on(library.search(q, mode, 10, Some(embedder)))?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
     library.set_document_prior(own);
-    result?;
     Ok((first, times))
 }
 
