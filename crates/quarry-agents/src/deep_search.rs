@@ -133,7 +133,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let mut rejected = Vec::new();
         let all_queries = asked.concat().join("; ");
         for batch in fresh.chunks(config.relevance_batch.max(1)) {
-            let (text, used) = number_passages(batch, config.judge_chars, usize::MAX);
+            let (text, used) = number_passages(batch, question, config.judge_chars, usize::MAX);
             let request = prompts::RELEVANCE
                 .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
                 .with_schema(numbers_schema("relevant"));
@@ -174,7 +174,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         }
 
         // Reflection: what have the passages established, and what is still missing?
-        let (text, _) = number_passages(&kept, config.judge_chars, config.context_chars);
+        let (text, _) = number_passages(&kept, question, config.judge_chars, config.context_chars);
         let history = asked.iter().flatten().map(|q| format!("- {q}")).collect::<Vec<_>>().join("\n");
         let max = config.max_gap_queries.to_string();
         let request = prompts::REFLECTION
@@ -312,6 +312,7 @@ mod tests {
             sheet: None,
             heading_path: Vec::new(),
             text: String::new(),
+            context: String::new(),
             score: 0.0,
         }
     }

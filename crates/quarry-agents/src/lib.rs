@@ -12,9 +12,11 @@
 
 pub mod answer;
 mod chain_of_rag;
+pub mod claims;
 pub mod conversation;
 mod deep_search;
 pub mod events;
+pub mod figures;
 mod fused;
 mod naive;
 pub mod prompts;

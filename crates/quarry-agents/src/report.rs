@@ -47,6 +47,19 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     out.push_str("## Answer\n\n");
     let body = link_citations(&demote_headings(&escape_html(&answer.markdown)), &cited_set(answer));
     let _ = writeln!(out, "{}\n", body.trim());
+    let unsupported: Vec<_> = answer.unsupported_claims().collect();
+    if !unsupported.is_empty() {
+        let _ = writeln!(
+            out,
+            "> **Unsupported by the cited passages** ({} of {} claims; check them before relying on them):\n>",
+            unsupported.len(),
+            answer.claims.len()
+        );
+        for claim in unsupported {
+            let _ = writeln!(out, "> - “{}” — {}", escape_inline(&claim.sentence), escape_inline(&claim.problem));
+        }
+        out.push('\n');
+    }
 
     out.push_str("## Sources\n\n");
     if answer.citations.is_empty() {

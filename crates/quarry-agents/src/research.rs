@@ -171,7 +171,7 @@ pub async fn write_research_report(run: &Run, topic: &str, config: ResearchConfi
 
 async fn plan_sections(run: &Run, topic: &str, first: &[Passage], max: usize) -> Result<Vec<Plan>, AgentError> {
     let fallback = || vec![Plan { title: topic.to_string(), focus: topic.to_string() }];
-    let (text, _) = number_passages(first, run.config.judge_chars, run.config.context_chars);
+    let (text, _) = number_passages(first, topic, run.config.judge_chars, run.config.context_chars);
     let max_text = max.to_string();
     let schema = serde_json::json!({
         "type": "object",
@@ -230,7 +230,7 @@ async fn write_section(run: &Run, topic: &str, section: &Plan, passages: &[Passa
     if passages.is_empty() {
         return Ok(("The documents hold no passage on this part of the topic.".into(), 0));
     }
-    let (text, used) = number_passages(passages, run.config.passage_chars, run.config.context_chars);
+    let (text, used) = number_passages(passages, &section.focus, run.config.passage_chars, run.config.context_chars);
     let mut request = prompts::REPORT_SECTION
         .request(&[("topic", topic), ("section", &section.title), ("focus", &section.focus), ("passages", &text)], config.section_max_tokens);
     request.step = "report_section".into();

@@ -173,7 +173,7 @@ impl Run {
         retrieved: usize,
     ) -> Result<Answer, AgentError> {
         let nothing_found = passages.is_empty();
-        let (text, used) = number_passages(&passages, self.config.passage_chars, self.config.context_chars);
+        let (text, used) = number_passages(&passages, question, self.config.passage_chars, self.config.context_chars);
         let passages: Vec<Passage> = passages.into_iter().take(used).collect();
         let markdown = if nothing_found {
             let text = format!("The library does not contain passages relevant to this question, so it cannot be answered from your documents: {question}");
@@ -187,6 +187,7 @@ impl Run {
             self.call(&request, true).await?.text.trim().to_string()
         };
         let (citations, sources) = citations_for(&markdown, &passages);
+        let claims = if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources) };
         let (llm_calls, usage) = self.stats();
         let seconds = self.seconds();
         self.emit(AgentEvent::Finished { llm_calls, usage, seconds });
@@ -205,6 +206,7 @@ impl Run {
             model: self.model.describe(),
             libraries: Vec::new(),
             nothing_found,
+            claims,
         })
     }
 }

@@ -21,6 +21,10 @@ pub struct Passage {
     /// Enclosing headings, outermost first.
     pub heading_path: Vec<String>,
     pub text: String,
+    /// What the passage's document is about, in one line (issuer, document type, period, file name —
+    /// `quarry_ingest::document_context`); empty when unknown (web pages, older libraries).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context: String,
     /// The retriever's score (higher is better; comparable only within one result list).
     pub score: f32,
 }

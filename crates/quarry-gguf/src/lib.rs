@@ -120,6 +120,15 @@ impl GgufChat {
         if !config.path.is_file() {
             return Err(ChatError::Config(format!("{}: no such model file (a .gguf file is needed)", config.path.display())));
         }
+        // llama.cpp's own message for a file of another kind is a bare "failed to load"; say what is wrong.
+        let mut magic = [0u8; 4];
+        let read = std::fs::File::open(&config.path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+        if read.is_err() || &magic != b"GGUF" {
+            return Err(ChatError::Config(format!(
+                "{}: not a GGUF model file (it does not start with the GGUF signature); Quarry's embedded model needs a .gguf file",
+                config.path.display()
+            )));
+        }
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, &config.path, &LlamaModelParams::default())
             .map_err(|e| ChatError::Config(format!("{}: cannot load the model: {e}", config.path.display())))?;

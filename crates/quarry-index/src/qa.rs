@@ -90,6 +90,7 @@ impl Retriever for SetRetriever {
                     sheet: None,
                     heading_path: Vec::new(),
                     text: text.clone(),
+                    context: String::new(),
                     score,
                 }
             })

@@ -6,11 +6,13 @@
 //!   DOCX (docx-rs), spreadsheets (calamine), ZIP (zip), text/Markdown/CSV/HTML/JSON.
 //! - [`isolate`] runs parsing in worker processes with a per-document time budget and a memory cap, so a
 //!   parser that hangs, balloons or aborts costs one document, never the batch.
-//! - [`Chunker`] splits a parsed document into token-sized [`quarry_core::Chunk`]s that keep page spans.
+//! - [`Chunker`] splits a parsed document into token-sized [`quarry_core::Chunk`]s that keep page spans;
+//!   [`document_context`] names what the document is about, for every chunk of it.
 //! - [`collect_inputs`] walks the paths a user gave; [`report`] writes the per-file TSV report.
 
 mod archive;
 mod chunk;
+mod context;
 mod detect;
 mod docx;
 mod docx_extras;
@@ -25,6 +27,7 @@ mod text;
 mod walk;
 
 pub use chunk::{ChunkSizer, Chunker, ChunkerConfig};
+pub use context::{document_context, CONTEXT_SEPARATOR};
 pub use detect::detect_format;
 pub use error::IngestError;
 pub use parse::{parse_bytes, parse_file, FileOutcome, ParseEvent, ParseOptions, Status};

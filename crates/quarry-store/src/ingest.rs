@@ -45,6 +45,16 @@ pub struct IngestOptions {
     pub choose_model: bool,
 }
 
+/// The text a chunk is embedded and keyword-indexed as: its document's context line
+/// ([`quarry_ingest::document_context`]), a line break, then the chunk's own text (which is what is
+/// stored and quoted). Without a context, the text alone.
+pub fn indexed_text(context: Option<&str>, text: &str) -> String {
+    match context.filter(|c| !c.is_empty()) {
+        Some(context) => format!("{context}\n{text}"),
+        None => text.to_string(),
+    }
+}
+
 /// Chunks at which a library gets its ANN index: measured with `quarry eval latency` (README,
 /// "Retrieval at scale"), exact hybrid search takes 15 ms (p50) at 10k chunks, 35 ms at 30k and 108 ms
 /// at 100k, growing with the row count, while with the index it stays at 9–13 ms; the index costs
@@ -428,6 +438,7 @@ impl Library {
                 warnings: (!outcome.warnings.is_empty()).then(|| outcome.warnings.join("\n")),
                 added_ms: now_ms(),
                 modified_ms: planned.modified_ms,
+                context: None,
             };
             let format = outcome.format.map(|f| f.to_string()).unwrap_or_else(|| "unknown".into());
             let fallback_id = if top { planned.hash.clone() } else { blake3::hash(format!("{}\n{}", planned.hash, outcome.path).as_bytes()).to_hex().to_string() };
@@ -448,6 +459,7 @@ impl Library {
                     } else {
                         let mut row = record(id.clone(), &format, DocumentState::Pending);
                         row.byte_len = document.byte_len;
+                        row.context = self.manifest.chunking.document_context.then(|| quarry_ingest::document_context(document));
                         let chunks: Vec<ChunkRecord> = chunker
                             .chunk(document)
                             .into_iter()
@@ -610,7 +622,8 @@ impl Library {
         }
         let mut committed = (0, 0);
         if !taken.documents.is_empty() {
-            let texts: Vec<String> = taken.documents.iter().flat_map(|(_, c)| c.iter().map(|c| c.text.clone())).collect();
+            // Each chunk is embedded and indexed with its document's context line before its text.
+            let texts: Vec<String> = taken.documents.iter().flat_map(|(d, c)| c.iter().map(|c| indexed_text(d.context.as_deref(), &c.text))).collect();
             let model = Arc::clone(embedder);
             let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
                 let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
@@ -622,11 +635,12 @@ impl Library {
             on_event(IngestEvent::Embedding { done: *embedded, known: known_chunks });
 
             let rows: Vec<DocumentRecord> = taken.documents.iter().map(|(d, _)| d.clone()).collect();
-            let chunks: Vec<ChunkRecord> = taken.documents.into_iter().flat_map(|(_, c)| c).collect();
+            let contexts: HashMap<&str, &str> = rows.iter().filter_map(|d| Some((d.document_id.as_str(), d.context.as_deref()?))).collect();
+            let chunks: Vec<ChunkRecord> = taken.documents.iter().flat_map(|(_, c)| c.iter().cloned()).collect();
             self.store.add_documents(&rows).await?;
             self.store.add_chunks(&chunks, &vectors).await?;
             for chunk in &chunks {
-                self.keyword.add(chunk.chunk_id, &chunk.document_id, &chunk.text)?;
+                self.keyword.add(chunk.chunk_id, &chunk.document_id, &indexed_text(contexts.get(chunk.document_id.as_str()).copied(), &chunk.text))?;
             }
             self.commit_keyword().await?;
             let ids: Vec<String> = rows.iter().map(|d| d.document_id.clone()).collect();

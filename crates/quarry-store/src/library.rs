@@ -57,6 +57,9 @@ pub struct SearchHit {
     /// 1-based rank in the BM25 list and in the dense list, when the chunk was in them.
     pub bm25_rank: Option<usize>,
     pub dense_rank: Option<usize>,
+    /// The document's context line (`DocumentRecord::context`), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
     #[serde(flatten)]
     pub chunk: ChunkRecord,
 }
@@ -79,6 +82,7 @@ impl SearchHit {
             sheet: self.chunk.sheet.clone(),
             heading_path: self.chunk.heading_path.clone(),
             text: self.chunk.text.clone(),
+            context: self.context.clone().unwrap_or_default(),
             score: self.score,
         }
     }
@@ -423,11 +427,12 @@ impl Library {
         let mut hits = Vec::new();
         for (id, score) in ranked.into_iter().take(k) {
             let Some(chunk) = records.remove(&id) else { continue };
-            let path = self.documents.get(&chunk.document_id).map(|d| d.path.clone()).unwrap_or_default();
+            let document = self.documents.get(&chunk.document_id);
             hits.push(SearchHit {
                 rank: hits.len() + 1,
                 score,
-                path,
+                path: document.map(|d| d.path.clone()).unwrap_or_default(),
+                context: document.and_then(|d| d.context.clone()),
                 bm25_rank: rank_in(&bm25, id),
                 dense_rank: rank_in(&dense, id),
                 chunk,
@@ -602,6 +607,7 @@ mod tests {
             warnings: None,
             added_ms: 1,
             modified_ms: 1,
+            context: None,
         };
         let chunk = ChunkRecord {
             chunk_id: chunk_id("d1", 0),

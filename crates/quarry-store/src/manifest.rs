@@ -35,12 +35,30 @@ pub struct ChunkingInfo {
     pub max_tokens: usize,
     /// Overlap carried between neighbouring chunks, in tokens (an upper bound).
     pub overlap_tokens: usize,
+    /// Whether each chunk is embedded and keyword-indexed with its document's context line
+    /// (`quarry_ingest::document_context`: issuer, document type, period, file name). On for libraries
+    /// created since 2026-11-26 (and for older ones' newly added documents); `quarry library create
+    /// --no-document-context` turns it off, to measure what it changes.
+    #[serde(default = "document_context_on")]
+    pub document_context: bool,
+}
+
+fn document_context_on() -> bool {
+    true
+}
+
+impl ChunkingInfo {
+    /// `max_tokens` / `overlap_tokens` with the document context on.
+    pub fn new(max_tokens: usize, overlap_tokens: usize) -> Self {
+        ChunkingInfo { max_tokens, overlap_tokens, document_context: true }
+    }
 }
 
 impl Default for ChunkingInfo {
-    /// 512 tokens with at most 76 tokens of overlap: what `quarry library create` uses without options.
+    /// 512 tokens with at most 76 tokens of overlap, with the document context: what `quarry library
+    /// create` uses without options.
     fn default() -> Self {
-        ChunkingInfo { max_tokens: 512, overlap_tokens: 76 }
+        ChunkingInfo::new(512, 76)
     }
 }
 
@@ -264,7 +282,7 @@ mod tests {
     use super::*;
 
     fn info() -> (EmbeddingInfo, ChunkingInfo) {
-        (EmbeddingInfo { model_id: "m".into(), dimension: 4, automatic: false }, ChunkingInfo { max_tokens: 512, overlap_tokens: 76 })
+        (EmbeddingInfo { model_id: "m".into(), dimension: 4, automatic: false }, ChunkingInfo::new(512, 76))
     }
 
     #[test]

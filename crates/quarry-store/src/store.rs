@@ -82,6 +82,10 @@ pub struct DocumentRecord {
     pub added_ms: i64,
     /// Modification time of `file_path` when it was read, Unix milliseconds (sync compares it).
     pub modified_ms: i64,
+    /// What the document is about, in one line (`quarry_ingest::document_context`): prefixed to each of
+    /// its chunks for embedding and BM25, and shown with its passages. `None` for documents indexed
+    /// before the column existed (their chunks were embedded without it) and for failed documents.
+    pub context: Option<String>,
 }
 
 /// One row of `chunks` without its vector, as search returns it.
@@ -138,6 +142,7 @@ fn documents_schema() -> SchemaRef {
         Field::new("warnings", DataType::Utf8, true),
         Field::new("added_ms", DataType::Int64, false),
         Field::new("modified_ms", DataType::Int64, false),
+        Field::new("context", DataType::Utf8, true),
     ]))
 }
 
@@ -209,6 +214,9 @@ impl Store {
             }
         };
         let documents = open_or_create(DOCUMENTS, documents_schema()).await?;
+        if create {
+            add_missing_columns(&documents, &documents_schema()).await?;
+        }
         let chunks = open_or_create(CHUNKS, chunks_schema(dimension)).await?;
         let stored = chunks.schema().await?;
         if let Ok(field) = stored.field_with_name("vector") {
@@ -458,6 +466,21 @@ fn opt_str(array: &StringArray, i: usize) -> Option<String> {
     (!array.is_null(i)).then(|| array.value(i).to_string())
 }
 
+/// Adds the columns of `schema` that `table` lacks, all null: a library made by an older Quarry gets the
+/// newer nullable columns (`documents.context`) the first time it is opened for writing, in one commit.
+async fn add_missing_columns(table: &Table, schema: &SchemaRef) -> Result<(), StoreError> {
+    let stored = table.schema().await?;
+    let missing: Vec<Field> = schema.fields().iter().filter(|f| stored.field_with_name(f.name()).is_err()).map(|f| f.as_ref().clone()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if let Some(required) = missing.iter().find(|f| !f.is_nullable()) {
+        return Err(StoreError::Store(format!("the library lacks the column {} and it cannot be added empty: re-create the library", required.name())));
+    }
+    table.add_columns().transform(lancedb::table::NewColumnTransform::AllNulls(Arc::new(Schema::new(missing)))).execute().await?;
+    Ok(())
+}
+
 fn documents_to_batch(rows: &[DocumentRecord]) -> Result<RecordBatch, StoreError> {
     let strings = |f: fn(&DocumentRecord) -> &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
     let columns: Vec<ArrayRef> = vec![
@@ -475,6 +498,7 @@ fn documents_to_batch(rows: &[DocumentRecord]) -> Result<RecordBatch, StoreError
         Arc::new(StringArray::from_iter(rows.iter().map(|r| r.warnings.as_deref()))),
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.added_ms))),
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.modified_ms))),
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.context.as_deref()))),
     ];
     Ok(RecordBatch::try_new(documents_schema(), columns)?)
 }
@@ -492,6 +516,8 @@ fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, Stor
     let state = column::<StringArray>(batch, "state")?;
     let error = column::<StringArray>(batch, "error")?;
     let warnings = column::<StringArray>(batch, "warnings")?;
+    // Absent in libraries made before 2026-11-26 until they are opened for writing.
+    let context = batch.column_by_name("context").and_then(|c| c.as_any().downcast_ref::<StringArray>());
     let added_ms = column::<Int64Array>(batch, "added_ms")?;
     let modified_ms = column::<Int64Array>(batch, "modified_ms")?;
     Ok((0..batch.num_rows())
@@ -510,6 +536,7 @@ fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, Stor
             warnings: opt_str(warnings, i),
             added_ms: added_ms.value(i),
             modified_ms: modified_ms.value(i),
+            context: context.and_then(|c| opt_str(c, i)),
         })
         .collect())
 }
@@ -640,6 +667,7 @@ mod tests {
             warnings: None,
             added_ms: 1,
             modified_ms: 2,
+            context: Some("Example Corp. · Form 10-Q".into()),
         }
     }
 

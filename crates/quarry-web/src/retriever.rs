@@ -118,6 +118,7 @@ impl WebRetriever {
                     sheet: None,
                     heading_path: vec![title.clone()],
                     text: chunk.text,
+                    context: String::new(),
                     score: 0.0,
                 }
             })

@@ -101,6 +101,7 @@ impl MemoryRetriever {
                 sheet: None,
                 heading_path: vec![],
                 text: text.to_string(),
+                context: String::new(),
                 score: 0.0,
             })
             .collect();

@@ -19,6 +19,7 @@ fn passage(chunk_id: u64, path: &Path, page: Option<u32>, sheet: Option<&str>, t
         sheet: sheet.map(str::to_string),
         heading_path: vec![],
         text: text.into(),
+        context: String::new(),
         score: 1.0,
     }
 }
@@ -94,6 +95,7 @@ fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
         model: "SmolLM2-135M-Instruct (embedded)".into(),
         libraries: vec!["papers".into()],
         nothing_found: false,
+        claims: Vec::new(),
     }
 }
 

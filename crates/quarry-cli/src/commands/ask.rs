@@ -318,6 +318,13 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
             println!("[{}] {}\n    {}\n    \"{quote}…\"", c.number, c.passage.citation(), c.passage.path);
         }
     }
+    let unsupported: Vec<_> = answer.unsupported_claims().collect();
+    if !unsupported.is_empty() {
+        println!("\nUnsupported by the cited passages ({} of {} claims; check before relying on them):", unsupported.len(), answer.claims.len());
+        for claim in unsupported {
+            println!("  ! \"{}\" — {}", claim.sentence, claim.problem);
+        }
+    }
     eprintln!(
         "\n{} agent, {} model calls, {} tokens ({} prompt + {} generated), {:.1} s",
         answer.agent,

@@ -20,6 +20,11 @@ pub enum EvalCommand {
     /// Answer a set's questions with an agent over its passages: supporting-passage Recall@5, EM/F1,
     /// model calls, tokens and seconds per question.
     Qa(super::eval_qa::QaArgs),
+    /// Answer a question set over a library and score what a person reads: the reference's key figures
+    /// stated, citations, claims supported by the cited passages, abstention on questions the library
+    /// cannot answer, seconds per question (`--retrieval-only`: the passages the answer would be written
+    /// from, no model).
+    Answers(super::eval_answers::AnswersArgs),
 }
 
 #[derive(clap::Args)]
@@ -62,6 +67,7 @@ pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_st
         EvalCommand::Latency(args) => super::latency::latency(args, data),
         EvalCommand::Qa(args) => super::eval_qa::qa(args),
         EvalCommand::Library(args) => super::eval_library::library_eval(args, &data()?),
+        EvalCommand::Answers(args) => super::eval_answers::answers_eval(args, &data()?),
     }
 }
 

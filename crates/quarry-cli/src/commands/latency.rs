@@ -201,7 +201,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     println!("|---:|---|---|---:|---:|---:|");
     for &size in &args.sizes {
         let name = format!("bench-{size}");
-        rt.block_on(Library::create(&data, &name, embedding.clone(), ChunkingInfo { max_tokens: 512, overlap_tokens: 0 }))?;
+        rt.block_on(Library::create(&data, &name, embedding.clone(), ChunkingInfo::new(512, 0)))?;
         let dir = data.existing(&name)?;
         let started = Instant::now();
         rt.block_on(async {
@@ -263,6 +263,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                         warnings: None,
                         added_ms: 0,
                         modified_ms: 0,
+                        context: None,
                     });
                 }
                 store.add_chunks(&chunks, &batch_vectors).await?;

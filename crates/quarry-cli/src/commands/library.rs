@@ -117,6 +117,10 @@ pub enum LibraryCommand {
         /// Overlap between neighbouring chunks, in tokens (upper bound).
         #[arg(long, default_value_t = 76)]
         overlap_tokens: usize,
+        /// Index chunks without their document's context line (issuer, document type, period, file name),
+        /// as libraries were before 2026-11-26: for measuring what the line changes.
+        #[arg(long)]
+        no_document_context: bool,
         #[command(flatten)]
         model: ModelArgs,
     },
@@ -233,10 +237,14 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
     let rt = runtime()?;
     match command {
-        LibraryCommand::Create { name, chunk_tokens, overlap_tokens, model } => {
+        LibraryCommand::Create { name, chunk_tokens, overlap_tokens, no_document_context, model } => {
             let embedder = model.load()?;
             let embedding = EmbeddingInfo { automatic: !model.settings().names_a_model(), ..embedding_info(&embedder)? };
-            let chunking = ChunkingInfo { max_tokens: chunk_tokens.max(16), overlap_tokens: overlap_tokens.min(chunk_tokens / 2) };
+            let chunking = ChunkingInfo {
+                max_tokens: chunk_tokens.max(16),
+                overlap_tokens: overlap_tokens.min(chunk_tokens / 2),
+                document_context: !no_document_context,
+            };
             let manifest = rt.block_on(Library::create(&data, &name, embedding, chunking))?;
             println!(
                 "created library {:?} in {} (model {}, {} dimensions)",

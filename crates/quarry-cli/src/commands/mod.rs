@@ -1,5 +1,6 @@
 pub mod ask;
 pub mod eval;
+pub mod eval_answers;
 pub mod eval_library;
 pub mod eval_qa;
 pub mod latency;

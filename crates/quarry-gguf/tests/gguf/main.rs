@@ -81,3 +81,14 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
     let queries = parsed["sub_queries"].as_array().unwrap_or_else(|| panic!("no sub_queries: {reply}"));
     assert!((1..=4).contains(&queries.len()) && queries.iter().all(|q| q.as_str().is_some_and(|q| !q.trim().is_empty())), "{reply}");
 }
+
+#[test]
+fn a_file_that_is_not_gguf_is_refused_with_a_one_line_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.gguf");
+    std::fs::write(&path, b"PK\x03\x04 a zip, not a model").unwrap();
+    let error = GgufChat::load(GgufConfig::new(&path)).err().expect("a zip is not a model").to_string();
+    assert!(error.contains("not a GGUF model file") && error.contains("model.gguf") && !error.contains('\n'), "{error}");
+    let missing = GgufChat::load(GgufConfig::new(dir.path().join("none.gguf"))).err().unwrap().to_string();
+    assert!(missing.contains("no such model file"), "{missing}");
+}

@@ -1,0 +1,267 @@
+//! The claim check: after an answer is written, each of its sentences that states something is tested
+//! against the passages it cites. A claim is *supported* when it cites at least one passage and every
+//! figure it states ([`crate::figures`]) occurs in one of the passages it cites; otherwise it is marked
+//! unsupported, with the reason. The check reads text only — no model call — so it costs microseconds and
+//! cannot itself invent support.
+//!
+//! What counts as a claim: a sentence (or list item) with a figure, or with at least four words, that is
+//! not a statement that the documents do not answer ([`is_decline`]). Models often cite once at the end of
+//! a paragraph, so a sentence without a marker takes the markers of the next sentence of the same
+//! paragraph. Names are not checked yet, only figures.
+
+use crate::answer::{pieces, Citation, Piece};
+use crate::figures::{figures, states, Figure};
+use serde::{Deserialize, Serialize};
+
+/// The verdict on one claim of an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimCheck {
+    /// The sentence, without its citation markers.
+    pub sentence: String,
+    /// The citation numbers it relies on (its own, or the next sentence's of the same paragraph).
+    pub cited: Vec<usize>,
+    pub supported: bool,
+    /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`, or
+    /// `figures not in the cited passages: $13.5 billion, 19%`. Empty when supported.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub problem: String,
+}
+
+/// Phrases that say the documents do not answer (lower case). An answer made of these is an abstention.
+const DECLINE_PHRASES: &[&str] = &[
+    "do not contain",
+    "does not contain",
+    "do not answer",
+    "does not answer",
+    "do not mention",
+    "does not mention",
+    "do not provide",
+    "does not provide",
+    "do not include",
+    "does not include",
+    "do not state",
+    "does not state",
+    "do not specify",
+    "does not specify",
+    "not in the passages",
+    "not in the documents",
+    "not found in",
+    "not mentioned in",
+    "not provided in",
+    "not stated in",
+    "not available in",
+    "no information",
+    "cannot answer",
+    "can't answer",
+    "cannot be answered",
+    "cannot be determined",
+    "unable to answer",
+    "unable to find",
+    "not enough information",
+    "the library does not",
+];
+
+/// Whether `text` says that the documents do not answer (one of a fixed list of phrases, English).
+pub fn is_decline(text: &str) -> bool {
+    let lower = text.to_lowercase().replace('’', "'");
+    DECLINE_PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// A sentence of the answer with the markers inside or right after it.
+struct Sentence {
+    text: String,
+    markers: Vec<usize>,
+    /// True when it ends a paragraph or list item (markers are not borrowed across it).
+    ends_paragraph: bool,
+}
+
+/// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, and at line breaks; a
+/// marker right after the full stop (`… billion. [2]`) belongs to the sentence before it.
+fn sentences(markdown: &str) -> Vec<Sentence> {
+    let mut out: Vec<Sentence> = Vec::new();
+    let mut current = Sentence { text: String::new(), markers: Vec::new(), ends_paragraph: false };
+    let flush = |current: &mut Sentence, out: &mut Vec<Sentence>, ends_paragraph: bool| {
+        let text = current.text.trim().to_string();
+        if !text.is_empty() || !current.markers.is_empty() {
+            if text.is_empty() {
+                // Markers alone (a line of "[1][2]"): they belong to the sentence before.
+                if let Some(last) = out.last_mut() {
+                    last.markers.append(&mut current.markers);
+                }
+            } else {
+                out.push(Sentence { text, markers: std::mem::take(&mut current.markers), ends_paragraph });
+            }
+        } else if ends_paragraph {
+            if let Some(last) = out.last_mut() {
+                last.ends_paragraph = true;
+            }
+        }
+        current.text.clear();
+        current.markers.clear();
+    };
+    for piece in pieces(markdown) {
+        match piece {
+            Piece::Marker { numbers, .. } => {
+                if current.text.trim().is_empty() {
+                    if let Some(last) = out.last_mut().filter(|l| !l.ends_paragraph) {
+                        last.markers.extend(numbers);
+                        continue;
+                    }
+                }
+                current.markers.extend(numbers);
+            }
+            Piece::Text(text) => {
+                let chars: Vec<(usize, char)> = text.char_indices().collect();
+                let mut start = 0;
+                for (i, &(at, c)) in chars.iter().enumerate() {
+                    let next = chars.get(i + 1).map(|&(_, n)| n);
+                    if c == '\n' {
+                        current.text.push_str(&text[start..at]);
+                        flush(&mut current, &mut out, true);
+                        start = at + 1;
+                    } else if matches!(c, '.' | '!' | '?') && next.is_none_or(|n| n.is_whitespace()) && !ends_with_abbreviation(&text[..at]) {
+                        current.text.push_str(&text[start..at + 1]);
+                        flush(&mut current, &mut out, false);
+                        start = at + 1;
+                    }
+                }
+                current.text.push_str(&text[start..]);
+            }
+        }
+    }
+    flush(&mut current, &mut out, true);
+    out
+}
+
+/// `p.`, `pp.`, `No.`, `Inc.`, `Corp.`, `vs.`, `e.g.`, a single capital (`U.S.`), or a number's decimal
+/// point at the end of `before` — a full stop that does not end a sentence.
+fn ends_with_abbreviation(before: &str) -> bool {
+    let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
+    let lower = word.to_lowercase();
+    matches!(lower.as_str(), "p" | "pp" | "no" | "inc" | "corp" | "co" | "ltd" | "vs" | "e.g" | "i.e" | "fig" | "approx" | "mr" | "ms" | "dr" | "st")
+        || (word.len() <= 3 && word.chars().all(|c| c.is_ascii_uppercase() || c == '.') && !word.is_empty())
+}
+
+/// Strips Markdown decoration that is not content: list bullets, numbering, heading marks, emphasis.
+fn plain(sentence: &str) -> String {
+    let t = sentence.trim_start_matches(['-', '*', '+', '#', ' ', '>']);
+    let t = match t.split_once(". ") {
+        Some((n, rest)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => rest,
+        _ => t,
+    };
+    t.replace("**", "").replace('*', "").trim().to_string()
+}
+
+/// Checks every claim of `markdown`, an answer written from `sources` (numbered from 1 as in the prompt).
+/// Returns one [`ClaimCheck`] per claim, in order; sentences that are no claim (short headings, a
+/// statement that the documents do not answer) are left out.
+pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
+    let mut list = sentences(markdown);
+    // A sentence without markers borrows the markers of the next sentence of its paragraph.
+    for i in (0..list.len()).rev() {
+        if list[i].markers.is_empty() && !list[i].ends_paragraph {
+            if let Some(next) = list.get(i + 1) {
+                list[i].markers = next.markers.clone();
+            }
+        }
+    }
+    // The model read each passage with its document's context line (issuer, period), so it counts too.
+    let passage_figures: Vec<Vec<Figure>> = sources.iter().map(|c| figures(&format!("{}\n{}", c.passage.context, c.passage.text))).collect();
+    let mut out = Vec::new();
+    for s in list {
+        let text = plain(&s.text);
+        let stated = figures(&text);
+        let words = text.split_whitespace().count();
+        if (stated.is_empty() && words < 4) || is_decline(&text) {
+            continue;
+        }
+        let mut cited: Vec<usize> = Vec::new();
+        for n in s.markers {
+            if !cited.contains(&n) {
+                cited.push(n);
+            }
+        }
+        let known: Vec<usize> = cited.iter().copied().filter(|n| (1..=sources.len()).contains(n)).collect();
+        let problem = if cited.is_empty() {
+            "cites no passage".to_string()
+        } else if known.is_empty() {
+            "cites a passage the answer was not given".to_string()
+        } else {
+            let missing: Vec<&str> = stated
+                .iter()
+                .filter(|f| !known.iter().any(|n| states(&passage_figures[n - 1], f)))
+                .map(|f| f.text.as_str())
+                .collect();
+            if missing.is_empty() { String::new() } else { format!("figures not in the cited passages: {}", missing.join(", ")) }
+        };
+        out.push(ClaimCheck { sentence: text, cited, supported: problem.is_empty(), problem });
+    }
+    out
+}
+
+/// Supported claims over all claims, or `None` when the answer makes no claim.
+pub fn supported_share(checks: &[ClaimCheck]) -> Option<f64> {
+    (!checks.is_empty()).then(|| checks.iter().filter(|c| c.supported).count() as f64 / checks.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_core::Passage;
+
+    fn source(number: usize, text: &str) -> Citation {
+        Citation {
+            number,
+            passage: Passage {
+                chunk_id: number as u64,
+                library: "l".into(),
+                document_id: "d".into(),
+                path: "/x/2023 Q1 NVDA.pdf".into(),
+                page_start: Some(25),
+                page_end: Some(25),
+                sheet: None,
+                heading_path: vec![],
+                text: text.into(),
+                context: String::new(),
+                score: 1.0,
+            },
+        }
+    }
+
+    #[test]
+    fn a_figure_absent_from_its_cited_passage_is_unsupported() {
+        let sources = [
+            source(1, "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago."),
+            source(2, "Revenue for the second quarter of fiscal year 2024 was $13.51 billion."),
+        ];
+        let checks = check_claims("NVIDIA's revenue in Q1 FY2024 was $7,192 million [1]. It was $13.51 billion in Q1 [1].", &sources);
+        assert_eq!(checks.len(), 2);
+        assert!(checks[0].supported, "{checks:?}");
+        assert!(!checks[1].supported);
+        assert_eq!(checks[1].problem, "figures not in the cited passages: $13.51 billion");
+        assert_eq!(supported_share(&checks), Some(0.5));
+    }
+
+    #[test]
+    fn uncited_sentences_borrow_the_paragraphs_next_marker_but_not_across_paragraphs() {
+        let sources = [source(1, "Revenue was $7.19 billion and gross margin was 64.6%.")];
+        let md = "Revenue was $7.19 billion. Gross margin was 64.6% [1].\n\nThe company also expects strong growth next year.";
+        let checks = check_claims(md, &sources);
+        assert_eq!(checks.len(), 3);
+        assert!(checks[0].supported && checks[1].supported, "{checks:?}");
+        assert_eq!(checks[0].cited, vec![1]);
+        assert_eq!(checks[2].problem, "cites no passage");
+        // A marker after the full stop belongs to the sentence before; p. 25 does not end a sentence.
+        let checks = check_claims("- Revenue was $7.19 billion (p. 25). [1]\n- Margin was 64.6% [2]", &sources);
+        assert!(checks[0].supported, "{checks:?}");
+        assert_eq!(checks[1].problem, "cites a passage the answer was not given");
+    }
+
+    #[test]
+    fn declines_and_headings_are_not_claims() {
+        let checks = check_claims("## Answer\nThe documents do not contain NVIDIA's revenue for that quarter.", &[]);
+        assert!(checks.is_empty(), "{checks:?}");
+        assert!(is_decline("The passages found don’t answer this; the documents do not mention Q1."));
+        assert!(!is_decline("Revenue was $7.19 billion [1]."));
+    }
+}

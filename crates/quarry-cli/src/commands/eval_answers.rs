@@ -1,0 +1,447 @@
+//! `quarry eval answers`: is the answer a person reads right? An agent answers a question set over a
+//! real library built with `quarry add`, and each answer is scored against the set's reference answer
+//! (written by others) and against the passages it cites:
+//!
+//! - **key-fact score**: the share of the reference answer's key figures (amounts, percentages, dates,
+//!   large numbers; read mechanically by [`quarry_agents::figures`]) that the answer states, averaged
+//!   over the questions whose reference has any; reported over all answerable questions and over those
+//!   whose qrels name one document;
+//! - **cited**: the share of answers (not declining) that cite at least one passage;
+//! - **supported claims**: the share of the answers' claims that the claim check
+//!   ([`quarry_agents::claims`]) finds supported by the passages they cite (pooled over answers);
+//! - **abstention**: on questions the library cannot answer — none of the documents their qrels name is in
+//!   the library (e.g. the AAPL questions of a library without Apple's filings) — the share of answers
+//!   that decline ([`quarry_agents::claims::is_decline`]); on answerable ones, the share that wrongly
+//!   decline;
+//! - **answer passage**: of the passages the answer was written from, as the model read them (those that
+//!   fit its prompt, each cut toward the question), the 1-based position of the first one from a
+//!   relevant document that states a reference figure (single-document questions), and the share of
+//!   reference figures found anywhere in them — the ceiling of the key-fact score;
+//! - seconds, model calls and tokens per question.
+//!
+//! `--retrieval-only` asks no model: it scores the passages NaiveRAG would read (hybrid search for the
+//! question, `-k` deep) and the answer passage's rank in a deeper list (`--depth`), in seconds per
+//! question instead of minutes.
+
+use super::ask::LlmArgs;
+use super::library::ModelArgs;
+use anyhow::Context;
+use quarry_agents::claims::{is_decline, supported_share};
+use quarry_agents::figures::{figures, key_figures, states, Figure};
+use quarry_agents::{AgentConfig, AgentKind, CancellationToken};
+use quarry_core::Passage;
+use quarry_index::eval::load_queries;
+use quarry_store::{DataDir, Library, SearchMode};
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct AnswersArgs {
+    /// The library to ask (built beforehand with `quarry add`).
+    #[arg(long)]
+    pub library: String,
+    /// Folder with queries.jsonl (with `answers`) and qrels.tsv naming documents by path relative to the
+    /// set's root (e.g. ../shared/eval/C_private_library/qna/sec-10-q).
+    #[arg(long)]
+    pub set: PathBuf,
+    /// auto, naive, deep or chain; several separated by commas, one report each.
+    #[arg(long, default_value = "naive")]
+    pub agent: String,
+    /// Skip the first N questions.
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    /// Only N questions (after `--offset`).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Which questions: all, answerable (every document they need is in the library) or unanswerable
+    /// (none is).
+    #[arg(long, default_value = "all")]
+    pub only: String,
+    /// Score retrieval for the answer only (no model): the passages NaiveRAG would read.
+    #[arg(long)]
+    pub retrieval_only: bool,
+    /// With --retrieval-only: how deep to look for the answer passage's rank.
+    #[arg(long, default_value_t = 40)]
+    pub depth: usize,
+    /// Most search rounds (deep, chain).
+    #[arg(long, default_value_t = 3)]
+    pub max_rounds: usize,
+    /// Passages retrieved per query.
+    #[arg(short, default_value_t = AgentConfig::default().top_k)]
+    pub k: usize,
+    /// Most tokens of each answer.
+    #[arg(long, default_value_t = 400)]
+    pub answer_tokens: u32,
+    /// Most characters of one passage in the answer prompt (cut toward the question).
+    #[arg(long, default_value_t = AgentConfig::default().passage_chars)]
+    pub passage_chars: usize,
+    /// Most characters of all passages in the answer prompt.
+    #[arg(long, default_value_t = AgentConfig::default().context_chars)]
+    pub context_chars: usize,
+    /// Write one JSON line per question and agent to this file: question, reference figures, answer,
+    /// which figures it stated, the claim check, the sources' citations, the answer passage's position.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Print one JSON object per agent instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    #[command(flatten)]
+    pub embedding: ModelArgs,
+}
+
+/// Whether the library path `path` is the qrels document `relevant`: the same file name (the sets name
+/// their files uniquely, and the library may have been built from another folder layout, such as the
+/// quick start's `assets/sample-library/sec-10-q/` for `docs/en_sec-10-q/`).
+fn same_document(path: &str, relevant: &str) -> bool {
+    let name = |p: &str| p.rsplit(['/', '\\', '!']).next().unwrap_or(p).to_string();
+    name(path) == name(relevant)
+}
+
+/// One question of the run, as the library sees it.
+struct Question {
+    id: String,
+    text: String,
+    /// The qrels documents.
+    relevant: Vec<String>,
+    /// Every relevant document is in the library (answerable) / none is (unanswerable); mixed questions
+    /// are left out.
+    answerable: bool,
+    reference: String,
+    figures: Vec<Figure>,
+}
+
+/// Sums over the questions of one agent's run.
+#[derive(Debug, Default, Serialize)]
+struct AnswersReport {
+    library: String,
+    set: String,
+    agent: String,
+    model: String,
+    offset: usize,
+    answerable: usize,
+    unanswerable: usize,
+    /// Mean share of reference figures stated, over answerable questions whose reference has figures.
+    key_fact_score: Option<f64>,
+    /// The same over the single-document ones among them.
+    key_fact_score_single_doc: Option<f64>,
+    /// Share of answerable answers (not declining) with at least one citation.
+    cited_rate: Option<f64>,
+    /// Supported claims over all claims of answerable answers.
+    supported_claim_rate: Option<f64>,
+    /// Share of unanswerable questions declined.
+    abstention: Option<f64>,
+    /// Share of answerable questions declined.
+    false_decline: Option<f64>,
+    /// Share of reference figures found in the passages the answer was written from (answerable).
+    figures_in_passages: Option<f64>,
+    /// Single-document questions whose answer passage is among the passages the answer was written from.
+    answer_passage_found: Option<f64>,
+    /// Mean reciprocal position of the answer passage (0 when absent), single-document questions.
+    answer_passage_mrr: Option<f64>,
+    /// With --retrieval-only: the same within the deeper list (`--depth`).
+    answer_passage_found_deep: Option<f64>,
+    seconds_per_q: f64,
+    llm_calls_per_q: f64,
+    tokens_per_q: f64,
+    failed: usize,
+    #[serde(skip)]
+    sums: Sums,
+}
+
+#[derive(Debug, Default)]
+struct Sums {
+    key_fact: Vec<f64>,
+    key_fact_single: Vec<f64>,
+    cited: Vec<f64>,
+    claims: (usize, usize),
+    declined_unanswerable: Vec<f64>,
+    declined_answerable: Vec<f64>,
+    figures_in_passages: Vec<f64>,
+    passage_found: Vec<f64>,
+    passage_rr: Vec<f64>,
+    passage_found_deep: Vec<f64>,
+    seconds: f64,
+    calls: usize,
+    tokens: u64,
+    asked: usize,
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// The 1-based position of the first passage from a relevant document that states one of `wanted` (in
+/// its text or its document's context line).
+fn answer_passage_position(passages: &[Passage], relevant: &[String], wanted: &[Figure]) -> Option<usize> {
+    passages
+        .iter()
+        .position(|p| {
+            relevant.iter().any(|r| same_document(&p.path, r)) && {
+                let found = figures(&format!("{}\n{}", p.context, p.text));
+                wanted.iter().any(|w| states(&found, w))
+            }
+        })
+        .map(|i| i + 1)
+}
+
+/// Share of `wanted` stated somewhere in `passages` (texts and context lines).
+fn figures_found(passages: &[Passage], wanted: &[Figure]) -> f64 {
+    let found: Vec<Figure> = passages.iter().flat_map(|p| figures(&format!("{}\n{}", p.context, p.text))).collect();
+    wanted.iter().filter(|w| states(&found, w)).count() as f64 / wanted.len().max(1) as f64
+}
+
+/// The passages as the answering model reads them: those that fit its prompt
+/// ([`quarry_agents::answer::number_passages`] with `config`'s limits), each cut toward the question as
+/// the prompt cuts it.
+fn as_read(passages: &[Passage], question: &str, config: &AgentConfig) -> Vec<Passage> {
+    let (_, used) = quarry_agents::answer::number_passages(passages, question, config.passage_chars, config.context_chars);
+    passages
+        .iter()
+        .take(used)
+        .map(|p| Passage { text: quarry_agents::answer::focus_passage(&p.text, question, config.passage_chars), ..p.clone() })
+        .collect()
+}
+
+pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
+    let agents: Vec<Option<AgentKind>> = args
+        .agent
+        .split(',')
+        .map(|a| match a.trim() {
+            "auto" => Ok(None),
+            other => other.parse().map(Some).map_err(anyhow::Error::msg),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(["all", "answerable", "unanswerable"].contains(&args.only.as_str()), "--only takes all, answerable or unanswerable, not {:?}", args.only);
+    let set = load_queries(&args.set, None).with_context(|| format!("loading {}", args.set.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let paths: Vec<String> = {
+        let library = runtime.block_on(Library::open_read(data, &args.library))?;
+        library.documents().map(|d| d.path.clone()).collect()
+    };
+    anyhow::ensure!(!paths.is_empty(), "library {:?} holds no documents: add some with `quarry add`", args.library);
+    let mut questions: Vec<Question> = Vec::new();
+    for (id, text) in &set.queries {
+        let mut relevant: Vec<String> = set.relevant[id].iter().cloned().collect();
+        relevant.sort();
+        let present = relevant.iter().filter(|r| paths.iter().any(|p| same_document(p, r))).count();
+        let answerable = match present {
+            n if n == relevant.len() => true,
+            0 => false,
+            _ => continue,
+        };
+        let reference = set.answers.get(id).and_then(|a| a.first()).cloned().unwrap_or_default();
+        let figures = key_figures(&reference);
+        questions.push(Question { id: id.clone(), text: text.clone(), relevant, answerable, reference, figures });
+    }
+    questions.retain(|q| match args.only.as_str() {
+        "answerable" => q.answerable,
+        "unanswerable" => !q.answerable,
+        _ => true,
+    });
+    let questions: Vec<Question> = questions.into_iter().skip(args.offset).take(args.limit.unwrap_or(usize::MAX)).collect();
+    anyhow::ensure!(!questions.is_empty(), "no questions of {} fit (library {:?}, --only {})", args.set.display(), args.library, args.only);
+
+    let libraries = runtime.block_on(quarry_session::open_libraries(data, std::slice::from_ref(&args.library), SearchMode::Hybrid, Some(&args.embedding.cache())))?;
+    let mut trace = match &args.trace {
+        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?)),
+        None => None,
+    };
+    let bar = indicatif::ProgressBar::new(questions.len() as u64);
+    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    let config = AgentConfig {
+        max_rounds: args.max_rounds.max(1),
+        top_k: args.k.max(1),
+        answer_max_tokens: args.answer_tokens.max(16),
+        passage_chars: args.passage_chars.max(100),
+        context_chars: args.context_chars.max(100),
+        ..AgentConfig::default()
+    };
+    if args.retrieval_only {
+        bar.set_message("retrieval");
+        let mut report = AnswersReport { agent: "retrieval".into(), model: "none".into(), ..AnswersReport::default() };
+        for q in &questions {
+            let started = std::time::Instant::now();
+            let passages = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.depth.max(args.k)))?;
+            report.sums.seconds += started.elapsed().as_secs_f64();
+            bar.inc(1);
+            score_passages(&mut report.sums, q, &as_read(&passages[..passages.len().min(args.k)], &q.text, &config));
+            if q.answerable && q.relevant.len() == 1 && !q.figures.is_empty() {
+                report.sums.passage_found_deep.push(f64::from(u8::from(answer_passage_position(&passages, &q.relevant, &q.figures).is_some())));
+            }
+            if let Some(out) = trace.as_mut() {
+                let line = serde_json::json!({
+                    "qid": q.id, "question": q.text, "answerable": q.answerable, "relevant": q.relevant,
+                    "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
+                    "answer_passage_rank": answer_passage_position(&passages, &q.relevant, &q.figures),
+                    "answer_passage_read": answer_passage_position(&as_read(&passages[..passages.len().min(args.k)], &q.text, &config), &q.relevant, &q.figures),
+                    "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+        bar.finish_and_clear();
+        return print_report(finish(report, &args, &set.name, &questions), args.json);
+    }
+
+    let model = args.llm.load()?;
+    for agent in agents {
+        let name = agent.map(|a| a.name()).unwrap_or("auto");
+        bar.set_position(0);
+        bar.set_message(format!("{name} agent"));
+        let mut report = AnswersReport { agent: name.into(), model: model.describe(), ..AnswersReport::default() };
+        for q in &questions {
+            let result = runtime.block_on(quarry_agents::ask(&q.text, agent, std::sync::Arc::clone(&model), &libraries, config.clone(), quarry_agents::no_events(), CancellationToken::new()));
+            bar.inc(1);
+            let answer = match result {
+                Ok(answer) => answer,
+                Err(e) => {
+                    bar.println(format!("{}: {e}", q.id));
+                    report.failed += 1;
+                    continue;
+                }
+            };
+            let s = &mut report.sums;
+            s.asked += 1;
+            s.seconds += answer.seconds;
+            s.calls += answer.llm_calls;
+            s.tokens += answer.usage.total();
+            let text = quarry_agents::answer::strip_citations(&answer.markdown);
+            let declined = answer.nothing_found || (is_decline(&text) && figures(&text).is_empty());
+            let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
+            let stated = figures(&text);
+            let share = (!q.figures.is_empty()).then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
+            if q.answerable {
+                s.declined_answerable.push(f64::from(u8::from(declined)));
+                if let Some(share) = share {
+                    s.key_fact.push(share);
+                    if q.relevant.len() == 1 {
+                        s.key_fact_single.push(share);
+                    }
+                }
+                if !declined {
+                    s.cited.push(f64::from(u8::from(!answer.citations.is_empty())));
+                    s.claims.0 += answer.claims.iter().filter(|c| c.supported).count();
+                    s.claims.1 += answer.claims.len();
+                }
+                score_passages(s, q, &as_read(&passages, &q.text, &config));
+            } else {
+                s.declined_unanswerable.push(f64::from(u8::from(declined)));
+            }
+            if let Some(out) = trace.as_mut() {
+                let line = serde_json::json!({
+                    "qid": q.id, "agent": name, "question": q.text, "answerable": q.answerable, "relevant": q.relevant,
+                    "reference": q.reference,
+                    "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
+                    "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
+                    "declined": declined, "answer": answer.markdown,
+                    "claims": answer.claims, "supported_share": supported_share(&answer.claims),
+                    "answer_passage": answer_passage_position(&as_read(&passages, &q.text, &config), &q.relevant, &q.figures),
+                    "sources": answer.sources.iter().map(|c| c.passage.citation()).collect::<Vec<_>>(),
+                    "seconds": answer.seconds, "llm_calls": answer.llm_calls,
+                });
+                writeln!(out, "{line}")?;
+                out.flush()?; // a run stopped part way keeps every finished question
+            }
+        }
+        print_report(finish(report, &args, &set.name, &questions), args.json)?;
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Scores the passages an answer was (or would be) written from.
+fn score_passages(s: &mut Sums, q: &Question, passages: &[Passage]) {
+    if !q.answerable || q.figures.is_empty() {
+        return;
+    }
+    s.figures_in_passages.push(figures_found(passages, &q.figures));
+    if q.relevant.len() == 1 {
+        let position = answer_passage_position(passages, &q.relevant, &q.figures);
+        s.passage_found.push(f64::from(u8::from(position.is_some())));
+        s.passage_rr.push(position.map(|p| 1.0 / p as f64).unwrap_or(0.0));
+    }
+}
+
+fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &[Question]) -> AnswersReport {
+    let s = &report.sums;
+    let n = s.asked.max(1) as f64;
+    report.library = args.library.clone();
+    report.set = set.to_string();
+    report.offset = args.offset;
+    report.answerable = questions.iter().filter(|q| q.answerable).count();
+    report.unanswerable = questions.len() - report.answerable;
+    report.key_fact_score = mean(&s.key_fact);
+    report.key_fact_score_single_doc = mean(&s.key_fact_single);
+    report.cited_rate = mean(&s.cited);
+    report.supported_claim_rate = (s.claims.1 > 0).then(|| s.claims.0 as f64 / s.claims.1 as f64);
+    report.abstention = mean(&s.declined_unanswerable);
+    report.false_decline = mean(&s.declined_answerable);
+    report.figures_in_passages = mean(&s.figures_in_passages);
+    report.answer_passage_found = mean(&s.passage_found);
+    report.answer_passage_mrr = mean(&s.passage_rr);
+    report.answer_passage_found_deep = mean(&s.passage_found_deep);
+    report.seconds_per_q = if s.asked > 0 { s.seconds / n } else { s.seconds / questions.len().max(1) as f64 };
+    report.llm_calls_per_q = s.calls as f64 / n;
+    report.tokens_per_q = s.tokens as f64 / n;
+    report
+}
+
+fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    let f = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
+    let failed = if report.failed > 0 { format!(", {} failed", report.failed) } else { String::new() };
+    println!(
+        "## {} over library {} — {} agent, {} ({} answerable, {} unanswerable questions{failed})\n",
+        report.set, report.library, report.agent, report.model, report.answerable, report.unanswerable
+    );
+    println!("| key facts | key facts, 1 doc | cited | supported claims | abstention | false decline | figures in passages | answer passage read | answer passage MRR | found @depth | s/q | calls/q | tokens/q |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.0} |\n",
+        f(report.key_fact_score),
+        f(report.key_fact_score_single_doc),
+        f(report.cited_rate),
+        f(report.supported_claim_rate),
+        f(report.abstention),
+        f(report.false_decline),
+        f(report.figures_in_passages),
+        f(report.answer_passage_found),
+        f(report.answer_passage_mrr),
+        f(report.answer_passage_found_deep),
+        report.seconds_per_q,
+        report.llm_calls_per_q,
+        report.tokens_per_q
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passage(path: &str, text: &str) -> Passage {
+        Passage { chunk_id: 0, library: "l".into(), document_id: "d".into(), path: path.into(), page_start: None, page_end: None, sheet: None, heading_path: vec![], text: text.into(), context: String::new(), score: 0.0 }
+    }
+
+    #[test]
+    fn the_answer_passage_is_the_first_from_a_relevant_document_stating_a_reference_figure() {
+        let wanted = key_figures("Revenue for the first quarter of fiscal year 2024 was $7.19 billion.");
+        let relevant = vec!["sec-10-q/2023 Q1 NVDA.pdf".to_string()];
+        let passages = [
+            passage("/s/sec-10-q/2023 Q2 NVDA.pdf", "Revenue was $7.19 billion in the previous quarter."),
+            passage("/s/sec-10-q/2023 Q1 NVDA.pdf", "Revenue was $13,507 million."),
+            passage("/s/sec-10-q/2023 Q1 NVDA.pdf", "Total revenue $ 7,192 (in millions)."),
+        ];
+        assert_eq!(answer_passage_position(&passages, &relevant, &wanted), Some(3));
+        assert_eq!(figures_found(&passages[..2], &wanted), 1.0);
+        assert_eq!(figures_found(&passages[1..2], &wanted), 0.0);
+        assert!(same_document("/s/sample-library/sec-10-q/2023 Q1 NVDA.pdf", "docs/en_sec-10-q/2023 Q1 NVDA.pdf"));
+        assert!(!same_document("/s/2023 Q1 NVDA.pdf.bak", "docs/2023 Q1 NVDA.pdf"));
+    }
+}
