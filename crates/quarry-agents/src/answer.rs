@@ -80,7 +80,7 @@ const STOP_WORDS: &[&str] = &[
 
 /// The first five letters of each word of `text` that is not a stop word, lower case: a crude stem, so
 /// "revenues" meets "revenue" and "quarterly" meets "quarter".
-fn stems(text: &str) -> std::collections::HashSet<String> {
+pub(crate) fn stems(text: &str) -> std::collections::HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)

@@ -7,11 +7,16 @@
 //! What counts as a claim: a sentence (or list item) with a figure, or with at least four words, that is
 //! not a statement that the documents do not answer ([`is_decline`]). Models often cite once at the end of
 //! a paragraph, so a sentence without a marker takes the markers of the next sentence of the same
-//! paragraph. Names are not checked yet, only figures.
+//! paragraph. A claim that names a quarter ("the first quarter of fiscal 2024", "Q1 2024") must cite a
+//! passage naming that quarter too, in its text or its document's context line — the second quarter's
+//! filing does not support a first-quarter figure even when the number occurs in it. Other names
+//! (companies, products) are not checked yet.
 
 use crate::answer::{pieces, Citation, Piece};
 use crate::figures::{figures, states, Figure};
+use regex::Regex;
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
 
 /// The verdict on one claim of an answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +30,38 @@ pub struct ClaimCheck {
     /// `figures not in the cited passages: $13.5 billion, 19%`. Empty when supported.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub problem: String,
+}
+
+/// The fiscal or calendar quarters `text` names, as (quarter 1–4, year): "first quarter of fiscal 2024",
+/// "Q1 2024", "Q1 FY2024", "fourth quarter of 2023". A claim about a quarter is supported only by
+/// passages that name the same quarter (in their text or their document's context line).
+pub fn quarters(text: &str) -> Vec<(u8, u16)> {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    let pattern = PATTERN.get_or_init(|| {
+        Regex::new(r"(?i)\b(?:(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter(?: of)?(?: (?:fiscal|the fiscal))?(?: year)?,? (?:fy)?((?:19|20)\d{2})|q([1-4])[ ,]*(?:of )?(?:fiscal |fy ?)?((?:19|20)\d{2}))\b").unwrap()
+    });
+    let mut out = Vec::new();
+    for c in pattern.captures_iter(text) {
+        let (quarter, year) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
+            (Some(word), Some(year), _, _) => {
+                let q = match word.as_str().to_lowercase().as_str() {
+                    "first" | "1st" => 1,
+                    "second" | "2nd" => 2,
+                    "third" | "3rd" => 3,
+                    _ => 4,
+                };
+                (q, year.as_str())
+            }
+            (_, _, Some(q), Some(year)) => (q.as_str().parse().unwrap_or(0), year.as_str()),
+            _ => continue,
+        };
+        if let Ok(year) = year.parse::<u16>() {
+            if !out.contains(&(quarter, year)) {
+                out.push((quarter, year));
+            }
+        }
+    }
+    out
 }
 
 /// Phrases that say the documents do not answer (lower case). An answer made of these is an abstention.
@@ -166,7 +203,9 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         }
     }
     // The model read each passage with its document's context line (issuer, period), so it counts too.
-    let passage_figures: Vec<Vec<Figure>> = sources.iter().map(|c| figures(&format!("{}\n{}", c.passage.context, c.passage.text))).collect();
+    let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
+    let passage_figures: Vec<Vec<Figure>> = read.iter().map(|t| figures(t)).collect();
+    let passage_quarters: Vec<Vec<(u8, u16)>> = read.iter().map(|t| quarters(t)).collect();
     let mut out = Vec::new();
     for s in list {
         let text = plain(&s.text);
@@ -192,7 +231,18 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 .filter(|f| !known.iter().any(|n| states(&passage_figures[n - 1], f)))
                 .map(|f| f.text.as_str())
                 .collect();
-            if missing.is_empty() { String::new() } else { format!("figures not in the cited passages: {}", missing.join(", ")) }
+            let other_period: Vec<String> = quarters(&text)
+                .into_iter()
+                .filter(|q| !known.iter().any(|n| passage_quarters[n - 1].contains(q)))
+                .map(|(q, y)| format!("Q{q} {y}"))
+                .collect();
+            if !missing.is_empty() {
+                format!("figures not in the cited passages: {}", missing.join(", "))
+            } else if !other_period.is_empty() {
+                format!("the cited passages do not name the period it states: {}", other_period.join(", "))
+            } else {
+                String::new()
+            }
         };
         out.push(ClaimCheck { sentence: text, cited, supported: problem.is_empty(), problem });
     }
@@ -255,6 +305,17 @@ mod tests {
         let checks = check_claims("- Revenue was $7.19 billion (p. 25). [1]\n- Margin was 64.6% [2]", &sources);
         assert!(checks[0].supported, "{checks:?}");
         assert_eq!(checks[1].problem, "cites a passage the answer was not given");
+    }
+
+    #[test]
+    fn a_figure_from_another_quarters_document_is_unsupported() {
+        let mut q2 = source(1, "Revenue for the second quarter of fiscal year 2024 was $13.51 billion, up 101% from a year ago.");
+        q2.passage.context = "NVIDIA CORPORATION · Form 10-Q · second quarter of fiscal 2024".into();
+        let checks = check_claims("NVIDIA's revenue in the first quarter of fiscal 2024 was $13.51 billion [1].", &[q2.clone()]);
+        assert_eq!(checks[0].problem, "the cited passages do not name the period it states: Q1 2024");
+        let checks = check_claims("In Q2 FY2024 revenue was $13.51 billion [1].", &[q2]);
+        assert!(checks[0].supported, "{checks:?}");
+        assert_eq!(quarters("the fourth quarter of 2023 and Q1 2024, Q3 of fiscal 2022, 1st quarter of fiscal year 2021"), [(4, 2023), (1, 2024), (3, 2022), (1, 2021)]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod chain_of_rag;
 pub mod claims;
 pub mod conversation;
 mod deep_search;
+pub mod document_match;
 pub mod events;
 pub mod figures;
 mod fused;

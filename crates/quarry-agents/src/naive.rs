@@ -1,4 +1,6 @@
-//! NaiveRAG: one hybrid search for the question, then an answer written from the passages found.
+//! NaiveRAG: one hybrid search for the question (twice as deep as it reads, then the passages of the
+//! document the question names first: [`crate::document_match`]), then an answer written from the
+//! passages found.
 
 use crate::answer::Answer;
 use crate::events::AgentEvent;
@@ -9,7 +11,10 @@ use crate::run::{AgentError, Run};
 pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> {
     run.emit(AgentEvent::Started { agent: "naive".into(), question: question.into() });
     run.emit(AgentEvent::Queries { round: 1, queries: vec![question.to_string()] });
-    let passages = run.retrieve(question).await?;
+    // A wider search, then the passages of the document the question names first ([`document_match`]).
+    let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
+    let mut passages = crate::document_match::prefer_matching_documents(question, found);
+    passages.truncate(run.config.top_k);
     run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: passages.len(), new: passages.len() });
     let retrieved = passages.len();
     run.write_answer("naive", prompts::ANSWER, question, passages, &[], vec![vec![question.to_string()]], retrieved).await

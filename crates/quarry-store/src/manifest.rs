@@ -54,11 +54,19 @@ impl ChunkingInfo {
     }
 }
 
+/// Largest chunk of a new library, in tokens: 256, the length all-MiniLM-L6-v2 was trained on. Chosen
+/// on the passages the answering model reads (`quarry eval answers --retrieval-only`, docs/ANSWERS.md):
+/// with the document context line, 256-token chunks put a passage holding the reference figure in front
+/// of the model for 13 of 13 single-document questions of the sample library, 512-token chunks for 11.
+pub const DEFAULT_CHUNK_TOKENS: usize = 256;
+/// Overlap between neighbouring chunks of a new library, in tokens (15 % of [`DEFAULT_CHUNK_TOKENS`]).
+pub const DEFAULT_OVERLAP_TOKENS: usize = 38;
+
 impl Default for ChunkingInfo {
-    /// 512 tokens with at most 76 tokens of overlap, with the document context: what `quarry library
-    /// create` uses without options.
+    /// [`DEFAULT_CHUNK_TOKENS`] with at most [`DEFAULT_OVERLAP_TOKENS`] of overlap, with the document
+    /// context: what `quarry library create` and the app use without options.
     fn default() -> Self {
-        ChunkingInfo::new(512, 76)
+        ChunkingInfo::new(DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS)
     }
 }
 

@@ -20,8 +20,8 @@
 //! - seconds, model calls and tokens per question.
 //!
 //! `--retrieval-only` asks no model: it scores the passages NaiveRAG would read (hybrid search for the
-//! question, `-k` deep) and the answer passage's rank in a deeper list (`--depth`), in seconds per
-//! question instead of minutes.
+//! question, the named document's passages first, `-k` of them, cut as the prompt cuts them) and
+//! whether the answer passage is in a deeper list (`--depth`), in seconds per question instead of minutes.
 
 use super::ask::LlmArgs;
 use super::library::ModelArgs;
@@ -265,9 +265,13 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         for q in &questions {
             let started = std::time::Instant::now();
             let passages = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.depth.max(args.k)))?;
+            // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
+            let wider = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
+            let mut naive = quarry_agents::document_match::prefer_matching_documents(&q.text, wider);
+            naive.truncate(args.k);
             report.sums.seconds += started.elapsed().as_secs_f64();
             bar.inc(1);
-            score_passages(&mut report.sums, q, &as_read(&passages[..passages.len().min(args.k)], &q.text, &config));
+            score_passages(&mut report.sums, q, &as_read(&naive, &q.text, &config));
             if q.answerable && q.relevant.len() == 1 && !q.figures.is_empty() {
                 report.sums.passage_found_deep.push(f64::from(u8::from(answer_passage_position(&passages, &q.relevant, &q.figures).is_some())));
             }
@@ -276,7 +280,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "qid": q.id, "question": q.text, "answerable": q.answerable, "relevant": q.relevant,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "answer_passage_rank": answer_passage_position(&passages, &q.relevant, &q.figures),
-                    "answer_passage_read": answer_passage_position(&as_read(&passages[..passages.len().min(args.k)], &q.text, &config), &q.relevant, &q.figures),
+                    "answer_passage_read": answer_passage_position(&as_read(&naive, &q.text, &config), &q.relevant, &q.figures),
+                    "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
                     "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
                 });
                 writeln!(out, "{line}")?;

@@ -112,10 +112,10 @@ pub enum LibraryCommand {
     Create {
         name: String,
         /// Largest chunk, in tokens of the embedding model.
-        #[arg(long, default_value_t = 512)]
+        #[arg(long, default_value_t = quarry_store::manifest::DEFAULT_CHUNK_TOKENS)]
         chunk_tokens: usize,
         /// Overlap between neighbouring chunks, in tokens (upper bound).
-        #[arg(long, default_value_t = 76)]
+        #[arg(long, default_value_t = quarry_store::manifest::DEFAULT_OVERLAP_TOKENS)]
         overlap_tokens: usize,
         /// Index chunks without their document's context line (issuer, document type, period, file name),
         /// as libraries were before 2026-11-26: for measuring what the line changes.
