@@ -4,7 +4,9 @@
 //! its document's context line (issuer, document type, period; `quarry_ingest::document_context`), so the
 //! question's words can be matched against it: passages whose context shares the most of the question's
 //! words move ahead of the others, each group keeping the search's order. A question that names no
-//! document (no context word shared, or every passage sharing as many) leaves the order as it was.
+//! document (no context word shared, or every passage sharing as many) leaves the order as it was. A
+//! question asking for the "latest" or "most recent" document puts the latest period among the
+//! best-matching documents first (the context line's "… ended <date>").
 //!
 //! This is metadata matching, not a model call: microseconds, and it cannot invent a match. It only
 //! reorders what search returned, so the search should return more than the answer will read
@@ -25,21 +27,48 @@ pub fn context_overlap(question: &str, passage: &Passage) -> usize {
     stems(question).intersection(&stems(&passage.context)).count()
 }
 
+/// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
+pub fn asks_for_latest(question: &str) -> bool {
+    let q = question.to_lowercase();
+    ["latest", "most recent", "newest", "most current"].iter().any(|w| q.contains(w))
+}
+
+/// The period end date a context line states ("… ended April 30, 2023"), as (year, month, day).
+fn period_end(context: &str) -> Option<(u16, u8, u8)> {
+    let at = context.find(" ended ")?;
+    crate::figures::figures(&context[at..]).into_iter().find_map(|f| match f.kind {
+        crate::figures::FigureKind::Date { year, month, day } => Some((year, month, day)),
+        _ => None,
+    })
+}
+
 /// `passages` (in search order) with those whose document context shares the most words with
 /// `question` first; ties and the rest keep their order. Unchanged when no context shares a word or all
-/// share the same number.
+/// share the same number. When the question asks for the latest document, the passages of the latest
+/// period among the best-matching documents (by the context line's "ended <date>") come first of all.
 pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<Passage> {
     let overlaps: Vec<usize> = passages.iter().map(|p| context_overlap(question, p)).collect();
     let best = overlaps.iter().copied().max().unwrap_or(0);
-    if best == 0 || overlaps.iter().all(|&o| o == best) {
+    if best == 0 {
         return passages;
     }
-    let (mut first, mut rest) = (Vec::new(), Vec::new());
-    for (p, o) in passages.into_iter().zip(overlaps) {
-        if o == best { first.push(p) } else { rest.push(p) }
+    let latest = if asks_for_latest(question) {
+        passages.iter().zip(&overlaps).filter(|(_, &o)| o == best).filter_map(|(p, _)| period_end(&p.context)).max()
+    } else {
+        None
+    };
+    if latest.is_none() && overlaps.iter().all(|&o| o == best) {
+        return passages;
     }
-    first.extend(rest);
-    first
+    // Rank: 0 = best match of the latest period, 1 = best match, 2 = the rest; stable within each.
+    let rank = |p: &Passage, o: usize| match (o == best, latest) {
+        (true, Some(date)) if period_end(&p.context) == Some(date) => 0,
+        (true, _) => 1,
+        _ => 2,
+    };
+    let mut ranked: Vec<(usize, Passage)> = passages.into_iter().zip(overlaps).map(|(p, o)| (rank(&p, o), p)).collect();
+    ranked.sort_by_key(|(r, _)| *r);
+    ranked.into_iter().map(|(_, p)| p).collect()
 }
 
 #[cfg(test)]
@@ -73,7 +102,10 @@ mod tests {
         assert_eq!(ids(&ordered), [3, 5, 1, 2, 4]);
         let unchanged = prefer_matching_documents("Which risks were named?", found.clone());
         assert_eq!(ids(&unchanged), [1, 2, 3, 4, 5]);
-        let apple_first = prefer_matching_documents("How have Apple's net sales changed?", found);
+        let apple_first = prefer_matching_documents("How have Apple's net sales changed?", found.clone());
         assert_eq!(ids(&apple_first), [2, 1, 3, 4, 5]);
+        // "Latest": the best-matching documents' latest period first (July 30 after April 30).
+        let latest = prefer_matching_documents("What did NVIDIA report in its latest 10-Q?", found);
+        assert_eq!(ids(&latest), [1, 4, 3, 5, 2]);
     }
 }
