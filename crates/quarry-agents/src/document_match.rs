@@ -27,6 +27,14 @@ pub fn context_overlap(question: &str, passage: &Passage) -> usize {
     stems(question).intersection(&stems(&passage.context)).count()
 }
 
+/// What NaiveRAG reads of `found` (a search [`WIDENING`] × `k` deep, best first): the matching
+/// documents' passages first ([`prefer_matching_documents`]), then the first `k`.
+pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
+    let mut passages = prefer_matching_documents(question, found);
+    passages.truncate(k);
+    passages
+}
+
 /// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
 pub fn asks_for_latest(question: &str) -> bool {
     let q = question.to_lowercase();

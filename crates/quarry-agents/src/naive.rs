@@ -13,8 +13,7 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     run.emit(AgentEvent::Queries { round: 1, queries: vec![question.to_string()] });
     // A wider search, then the passages of the document the question names first ([`document_match`]).
     let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
-    let mut passages = crate::document_match::prefer_matching_documents(question, found);
-    passages.truncate(run.config.top_k);
+    let passages = crate::document_match::select(question, found, run.config.top_k);
     run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: passages.len(), new: passages.len() });
     let retrieved = passages.len();
     run.write_answer("naive", prompts::ANSWER, question, passages, &[], vec![vec![question.to_string()]], retrieved).await

@@ -267,11 +267,11 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let passages = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.depth.max(args.k)))?;
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
             let wider = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
-            let mut naive = quarry_agents::document_match::prefer_matching_documents(&q.text, wider);
-            naive.truncate(args.k);
+            let naive = quarry_agents::document_match::select(&q.text, wider, args.k);
+            let read = as_read(&naive, &q.text, &config);
             report.sums.seconds += started.elapsed().as_secs_f64();
             bar.inc(1);
-            score_passages(&mut report.sums, q, &as_read(&naive, &q.text, &config));
+            score_passages(&mut report.sums, q, &read);
             if q.answerable && q.relevant.len() == 1 && !q.figures.is_empty() {
                 report.sums.passage_found_deep.push(f64::from(u8::from(answer_passage_position(&passages, &q.relevant, &q.figures).is_some())));
             }
@@ -280,7 +280,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "qid": q.id, "question": q.text, "answerable": q.answerable, "relevant": q.relevant,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "answer_passage_rank": answer_passage_position(&passages, &q.relevant, &q.figures),
-                    "answer_passage_read": answer_passage_position(&as_read(&naive, &q.text, &config), &q.relevant, &q.figures),
+                    "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
                     "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
                 });
@@ -316,6 +316,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let text = quarry_agents::answer::strip_citations(&answer.markdown);
             let declined = answer.nothing_found || (is_decline(&text) && figures(&text).is_empty());
             let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
+            let read = as_read(&passages, &q.text, &config);
             let stated = figures(&text);
             let share = (!q.figures.is_empty()).then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
             if q.answerable {
@@ -331,7 +332,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     s.claims.0 += answer.claims.iter().filter(|c| c.supported).count();
                     s.claims.1 += answer.claims.len();
                 }
-                score_passages(s, q, &as_read(&passages, &q.text, &config));
+                score_passages(s, q, &read);
             } else {
                 s.declined_unanswerable.push(f64::from(u8::from(declined)));
             }
@@ -343,7 +344,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
                     "declined": declined, "answer": answer.markdown,
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
-                    "answer_passage": answer_passage_position(&as_read(&passages, &q.text, &config), &q.relevant, &q.figures),
+                    "answer_passage": answer_passage_position(&read, &q.relevant, &q.figures),
                     "sources": answer.sources.iter().map(|c| c.passage.citation()).collect::<Vec<_>>(),
                     "seconds": answer.seconds, "llm_calls": answer.llm_calls,
                 });
