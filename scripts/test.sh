@@ -6,6 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 source scripts/env.sh
-# Qwen2.5-Coder-1.5B too: the quick start's end-to-end test asks with it.
-QUARRY_WITH_QWEN=1 bash scripts/setup.sh
+# Set-up installs the default answer model, Qwen2.5-Coder-1.5B (the quick start's end-to-end test and the
+# .deb test answer with it); the other tests that answer pin SmolLM2-135M through QUARRY_LLM_MODEL_FILE.
+bash scripts/setup.sh
 cargo test --locked --workspace

@@ -86,7 +86,7 @@ impl AppState {
         tokio::task::spawn_blocking(move || cache.for_library(&data, &name).map_err(|e| format!("{e:#}"))).await.map_err(|e| e.to_string())?
     }
 
-    /// The language model of the settings (default: the embedded SmolLM2 GGUF), loaded once and again
+    /// The language model of the settings (default: the embedded Qwen2.5-Coder-1.5B GGUF, SmolLM2 below 4 GiB of RAM), loaded once and again
     /// only when the LLM or network settings change.
     ///
     /// Errors: the model file is missing or unreadable; a remote server in offline mode.

@@ -74,11 +74,11 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
         "usr/lib/Quarry/models/all-minilm-l6-v2/model.onnx",
         "usr/lib/Quarry/models/all-minilm-l6-v2/tokenizer.json",
         "usr/lib/Quarry/models/smollm2-135m-instruct/model.gguf",
+        "usr/lib/Quarry/models/qwen2.5-coder-1.5b-instruct/model.gguf",
         "usr/lib/Quarry/models/NOTICE.md",
     ] {
         assert!(contents.lines().any(|l| l.ends_with(file)), "{file} missing from the package:\n{contents}");
     }
-    assert!(!contents.contains("qwen"), "the optional Qwen model must not be bundled:\n{contents}");
 
     // Unpack it as dpkg installs it.
     let work = tempfile::tempdir().unwrap();
@@ -96,7 +96,7 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
     let xdg_data = work.path().join("xdg-data");
     let driver = Driver::start(
         &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("XDG_DATA_HOME", &xdg_data)],
-        &["QUARRY_MODELS_DIR", "QUARRY_BUNDLED_MODELS_DIR"],
+        &["QUARRY_MODELS_DIR", "QUARRY_BUNDLED_MODELS_DIR", "QUARRY_LLM_MODEL_FILE"],
     );
     let app = open_app_at(&driver, &binary).await;
     app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("installed\u{E007}").await.unwrap();
@@ -119,11 +119,11 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
     assert!(!answer.trim().is_empty());
     app.wait_for(".sources .cite", MINUTE).await.unwrap();
 
-    // The memory map of the running app: ONNX Runtime and the GGUF come from the package's folder, and no
-    // file from this checkout's assets/models is mapped.
+    // The memory map of the running app: ONNX Runtime and the default GGUF (Qwen2.5-Coder-1.5B) come from
+    // the package's folder, and no file from this checkout's assets/models is mapped.
     let pid = pid_of(&binary).expect("the installed app's process");
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    for file in ["onnxruntime/libonnxruntime.so", "smollm2-135m-instruct/model.gguf"] {
+    for file in ["onnxruntime/libonnxruntime.so", "qwen2.5-coder-1.5b-instruct/model.gguf"] {
         let expected = bundled_models.join(file).display().to_string();
         assert!(maps.contains(&expected), "{expected} is not mapped by the app:\n{maps}");
     }

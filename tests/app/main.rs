@@ -52,6 +52,12 @@ impl Driver {
             .stderr(Stdio::inherit())
             // A new process group, so the whole tree (Xvfb, drivers, app) is killed together.
             .process_group(0);
+        // The app answers with SmolLM2-135M unless a test says otherwise: the default model,
+        // Qwen2.5-Coder-1.5B, takes a minute or so an answer on 2 cores, and these tests check the app
+        // around the answer, not its wording. (The .deb test removes this to run what the package carries.)
+        if let Ok(small) = quarry_core::models::find_model_file(quarry_gguf::LOW_MEMORY_MODEL_FILE) {
+            command.env("QUARRY_LLM_MODEL_FILE", small);
+        }
         for (name, value) in env {
             command.env(name, value);
         }

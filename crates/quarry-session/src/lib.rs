@@ -22,7 +22,7 @@ pub use web::{web_source, WebSearchSettings};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LlmSettings {
-    /// A GGUF model file run in-process; `None` with no `url`: the set-up script's SmolLM2-135M-Instruct.
+    /// A GGUF model file run in-process; `None` with no `url`: `quarry_gguf::GgufConfig::default_model` (Qwen2.5-Coder-1.5B-Instruct; SmolLM2-135M-Instruct below 4 GiB of RAM).
     pub model_file: Option<PathBuf>,
     /// Base URL of an OpenAI-compatible server, with its API prefix (`http://127.0.0.1:11434/v1`).
     pub url: Option<String>,

@@ -15,8 +15,11 @@ use std::sync::Arc;
 /// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
 #[derive(clap::Args, Debug, Clone)]
 pub struct LlmArgs {
-    /// A GGUF model file run in-process (default: the set-up script's SmolLM2-135M-Instruct).
-    #[arg(long, env = "QUARRY_LLM_MODEL_FILE", conflicts_with = "llm_url")]
+    /// A GGUF model file run in-process (default: $QUARRY_LLM_MODEL_FILE, else the set-up script's
+    /// Qwen2.5-Coder-1.5B-Instruct; SmolLM2-135M-Instruct below 4 GiB of RAM or when Qwen is not installed,
+    /// with a warning). The environment variable is read only when no server is named, so it never
+    /// conflicts with --llm-url.
+    #[arg(long, conflicts_with = "llm_url")]
     pub model: Option<PathBuf>,
     /// Base URL of an OpenAI-compatible server, with its API prefix: http://127.0.0.1:11434/v1 (Ollama),
     /// http://127.0.0.1:8080/v1 (llama.cpp server), https://api.openai.com/v1 …

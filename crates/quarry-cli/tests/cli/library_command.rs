@@ -11,11 +11,18 @@ pub fn sample_library() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library")
 }
 
+/// `quarry` with its libraries in `data`. Questions are answered by SmolLM2-135M (through
+/// `QUARRY_LLM_MODEL_FILE`) unless a test names a model: the default, Qwen2.5-Coder-1.5B, takes a minute
+/// or more an answer on 2 cores, and most tests check what Quarry does around the answer, not its wording.
 pub fn quarry(data: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
     command.env("QUARRY_DATA_DIR", data).env_remove("QUARRY_EMBED_MODEL_DIR").env_remove("QUARRY_EMBED_MODEL_ID");
+    if let Ok(small) = quarry_core::models::find_model_file(quarry_gguf::LOW_MEMORY_MODEL_FILE) {
+        command.env("QUARRY_LLM_MODEL_FILE", small);
+    }
     command
 }
+
 
 pub fn run(data: &Path, args: &[&str]) -> Output {
     let output = quarry(data).args(args).output().unwrap();

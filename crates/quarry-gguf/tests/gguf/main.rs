@@ -16,7 +16,7 @@ in \"bad weather conditions.\" The accident investigation is under the jurisdict
 government.";
 
 fn model(repetition: RepetitionControl) -> GgufChat {
-    let mut config = GgufConfig::default_model().expect("the SmolLM2 GGUF (run scripts/setup.sh)");
+    let mut config = GgufConfig::low_memory_model().expect("the SmolLM2 GGUF (run scripts/setup.sh)");
     config.threads = 2;
     config.repetition = repetition;
     GgufChat::load(config).expect("loading SmolLM2")
@@ -91,4 +91,43 @@ fn a_file_that_is_not_gguf_is_refused_with_a_one_line_reason() {
     assert!(error.contains("not a GGUF model file") && error.contains("model.gguf") && !error.contains('\n'), "{error}");
     let missing = GgufChat::load(GgufConfig::new(dir.path().join("none.gguf"))).err().unwrap().to_string();
     assert!(missing.contains("no such model file"), "{missing}");
+}
+
+/// The default model is Qwen2.5-Coder-1.5B when it is installed and the machine has ≥ 4 GiB; otherwise
+/// SmolLM2, with a note that says why — never a silent switch.
+#[test]
+fn the_default_model_falls_back_to_smollm2_below_4_gib_or_when_qwen_is_missing_and_says_so() {
+    use quarry_gguf::choose_default_model;
+    let qwen = || Ok(std::path::PathBuf::from("/m/qwen2.5-coder-1.5b-instruct/model.gguf"));
+    let smol = || Ok(std::path::PathBuf::from("/m/smollm2-135m-instruct/model.gguf"));
+    let gib = 1u64 << 30;
+
+    let roomy = choose_default_model(qwen(), smol(), Some(24 * gib));
+    assert_eq!(roomy.path, qwen());
+    assert_eq!(roomy.note, None);
+    assert_eq!(choose_default_model(qwen(), smol(), None).path, qwen(), "unknown RAM is taken as enough");
+
+    let small = choose_default_model(qwen(), smol(), Some(3 * gib));
+    assert_eq!(small.path, smol());
+    let note = small.note.expect("the fallback is announced");
+    assert!(note.contains("3.0 GiB of RAM") && note.contains("SmolLM2"), "{note}");
+
+    let missing = choose_default_model(Err("model file qwen… not found".into()), smol(), Some(24 * gib));
+    assert_eq!(missing.path, smol());
+    assert!(missing.note.unwrap().contains("not installed"));
+
+    let none = choose_default_model(Err("no qwen".into()), Err("no smollm2".into()), Some(24 * gib));
+    assert_eq!(none.path, Err("no qwen; no smollm2".to_string()));
+}
+
+/// scripts/env.sh builds llama.cpp with this CPU's vector extensions (a plain x86-64 build processed
+/// prompts several times slower), and a build this CPU cannot run is refused before it is loaded.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn llama_cpp_is_built_with_the_cpus_vector_extensions() {
+    assert_eq!(quarry_gguf::missing_cpu_extensions(), None);
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        let compiled = quarry_gguf::compiled_cpu_extensions();
+        assert!(compiled.contains(&"AVX2") && compiled.contains(&"FMA"), "llama.cpp built with {compiled:?}: source scripts/env.sh");
+    }
 }
