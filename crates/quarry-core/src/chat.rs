@@ -69,6 +69,10 @@ impl ChatRequest {
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the backend did not process again because its cache held them from an
+    /// earlier call (the embedded model's shared prompt prefix; OpenAI's `cached_tokens`).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
 }
 
 impl TokenUsage {
@@ -79,6 +83,7 @@ impl TokenUsage {
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
     }
 }
 

@@ -205,13 +205,17 @@ impl ChatModel for OpenAiChat {
 
 fn usage_of(value: &Value) -> Option<TokenUsage> {
     let usage = value.get("usage")?;
-    Some(TokenUsage { prompt_tokens: usage["prompt_tokens"].as_u64()?, completion_tokens: usage["completion_tokens"].as_u64().unwrap_or(0) })
+    Some(TokenUsage {
+        prompt_tokens: usage["prompt_tokens"].as_u64()?,
+        completion_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+        cached_prompt_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+    })
 }
 
 /// When a server reports no usage: about four characters a token.
 fn estimate(request: &ChatRequest, text: &str) -> TokenUsage {
     let prompt: usize = request.messages.iter().map(|m| m.content.chars().count()).sum();
-    TokenUsage { prompt_tokens: (prompt / 4) as u64, completion_tokens: (text.chars().count() / 4) as u64 }
+    TokenUsage { prompt_tokens: (prompt / 4) as u64, completion_tokens: (text.chars().count() / 4) as u64, cached_prompt_tokens: 0 }
 }
 
 fn server_message(body: &str) -> String {

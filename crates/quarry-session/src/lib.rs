@@ -43,6 +43,9 @@ pub struct LlmSettings {
     /// Strength of the embedded model's DRY repetition control (`quarry_gguf::RepetitionControl`);
     /// 0 turns it off. Default 0.8. Servers apply their own sampling settings.
     pub dry_multiplier: f32,
+    /// The embedded model skips the prompt prefix it shares with its previous call
+    /// (`quarry_gguf::GgufConfig::reuse_prompt_prefix`). Default true; off only to measure the saving.
+    pub reuse_prompt_prefix: bool,
 }
 
 impl Default for LlmSettings {
@@ -56,6 +59,7 @@ impl Default for LlmSettings {
             threads: None,
             context_tokens: 4096,
             dry_multiplier: quarry_gguf::RepetitionControl::default().multiplier,
+            reuse_prompt_prefix: true,
         }
     }
 }
@@ -79,6 +83,7 @@ impl LlmSettings {
         }
         config.context_tokens = self.context_tokens;
         config.repetition.multiplier = self.dry_multiplier.max(0.0);
+        config.reuse_prompt_prefix = self.reuse_prompt_prefix;
         Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
     }
 }

@@ -63,7 +63,7 @@ impl ChatModel for ScriptedModel {
                         sink(piece);
                     }
                 }
-                Ok(ChatResponse { text: t, usage: TokenUsage { prompt_tokens: 100, completion_tokens: 10 } })
+                Ok(ChatResponse { text: t, usage: TokenUsage { prompt_tokens: 100, completion_tokens: 10, cached_prompt_tokens: 0 } })
             }
             Some(Reply::Fail(message)) => Err(ChatError::Unreachable { endpoint: "fake".into(), message }),
             Some(Reply::Hang) => {

@@ -90,7 +90,7 @@ fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
         retrieved: 17,
         kept: 3,
         llm_calls: 6,
-        usage: TokenUsage { prompt_tokens: 4000, completion_tokens: 321 },
+        usage: TokenUsage { prompt_tokens: 4000, completion_tokens: 321, cached_prompt_tokens: 0 },
         seconds: 12.34,
         model: "SmolLM2-135M-Instruct (embedded)".into(),
         libraries: vec!["papers".into()],

@@ -46,6 +46,10 @@ pub struct LlmArgs {
     /// penalises extending a sequence the model already wrote, which stops small models' loops.
     #[arg(long, default_value_t = quarry_session::LlmSettings::default().dry_multiplier)]
     pub dry_multiplier: f32,
+    /// Make the embedded model process every prompt whole, instead of skipping the prefix it shares with
+    /// its previous call (for measuring what that reuse saves).
+    #[arg(long)]
+    pub no_prompt_reuse: bool,
 }
 
 impl LlmArgs {
@@ -61,6 +65,7 @@ impl LlmArgs {
             threads: self.threads,
             context_tokens: self.context_tokens,
             dry_multiplier: self.dry_multiplier,
+            reuse_prompt_prefix: !self.no_prompt_reuse,
         }
     }
 

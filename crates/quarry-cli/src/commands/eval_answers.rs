@@ -144,8 +144,13 @@ struct AnswersReport {
     /// With --retrieval-only: the same within the deeper list (`--depth`).
     answer_passage_found_deep: Option<f64>,
     seconds_per_q: f64,
+    /// Mean seconds from the question to the first streamed token of the answer (what a person waits
+    /// before text appears); `None` with --retrieval-only.
+    first_token_seconds_per_q: Option<f64>,
     llm_calls_per_q: f64,
     tokens_per_q: f64,
+    /// Prompt tokens the embedded model did not process again (shared with its previous call), a question.
+    cached_prompt_tokens_per_q: f64,
     failed: usize,
     #[serde(skip)]
     sums: Sums,
@@ -164,8 +169,10 @@ struct Sums {
     passage_rr: Vec<f64>,
     passage_found_deep: Vec<f64>,
     seconds: f64,
+    first_token_seconds: Vec<f64>,
     calls: usize,
     tokens: u64,
+    cached_tokens: u64,
     asked: usize,
 }
 
@@ -298,7 +305,18 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         bar.set_message(format!("{name} agent"));
         let mut report = AnswersReport { agent: name.into(), model: model.describe(), ..AnswersReport::default() };
         for q in &questions {
-            let result = runtime.block_on(quarry_agents::ask(&q.text, agent, std::sync::Arc::clone(&model), &libraries, config.clone(), quarry_agents::no_events(), CancellationToken::new()));
+            // The first streamed token of the answer: when a person starts reading.
+            let started = std::time::Instant::now();
+            let first_token = std::sync::Arc::new(std::sync::OnceLock::<f64>::new());
+            let events: quarry_agents::EventSink = {
+                let first_token = std::sync::Arc::clone(&first_token);
+                std::sync::Arc::new(move |event| {
+                    if let quarry_agents::AgentEvent::AnswerDelta { .. } = event {
+                        let _ = first_token.set(started.elapsed().as_secs_f64());
+                    }
+                })
+            };
+            let result = runtime.block_on(quarry_agents::ask(&q.text, agent, std::sync::Arc::clone(&model), &libraries, config.clone(), events, CancellationToken::new()));
             bar.inc(1);
             let answer = match result {
                 Ok(answer) => answer,
@@ -311,8 +329,10 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let s = &mut report.sums;
             s.asked += 1;
             s.seconds += answer.seconds;
+            s.first_token_seconds.extend(first_token.get().copied());
             s.calls += answer.llm_calls;
             s.tokens += answer.usage.total();
+            s.cached_tokens += answer.usage.cached_prompt_tokens;
             let text = quarry_agents::answer::strip_citations(&answer.markdown);
             let declined = answer.nothing_found || (is_decline(&text) && figures(&text).is_empty());
             let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
@@ -346,7 +366,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
                     "answer_passage": answer_passage_position(&read, &q.relevant, &q.figures),
                     "sources": answer.sources.iter().map(|c| c.passage.citation()).collect::<Vec<_>>(),
-                    "seconds": answer.seconds, "llm_calls": answer.llm_calls,
+                    "seconds": answer.seconds, "first_token_seconds": first_token.get(), "llm_calls": answer.llm_calls,
+                    "prompt_tokens": answer.usage.prompt_tokens, "cached_prompt_tokens": answer.usage.cached_prompt_tokens,
                 });
                 writeln!(out, "{line}")?;
                 out.flush()?; // a run stopped part way keeps every finished question
@@ -390,8 +411,10 @@ fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &
     report.answer_passage_mrr = mean(&s.passage_rr);
     report.answer_passage_found_deep = mean(&s.passage_found_deep);
     report.seconds_per_q = if s.asked > 0 { s.seconds / n } else { s.seconds / questions.len().max(1) as f64 };
+    report.first_token_seconds_per_q = mean(&s.first_token_seconds);
     report.llm_calls_per_q = s.calls as f64 / n;
     report.tokens_per_q = s.tokens as f64 / n;
+    report.cached_prompt_tokens_per_q = s.cached_tokens as f64 / n;
     report
 }
 
@@ -406,10 +429,10 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         "## {} over library {} — {} agent, {} ({} answerable, {} unanswerable questions{failed})\n",
         report.set, report.library, report.agent, report.model, report.answerable, report.unanswerable
     );
-    println!("| key facts | key facts, 1 doc | cited | supported claims | abstention | false decline | figures in passages | answer passage read | answer passage MRR | found @depth | s/q | calls/q | tokens/q |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| key facts | key facts, 1 doc | cited | supported claims | abstention | false decline | figures in passages | answer passage read | answer passage MRR | found @depth | s/q | first token s/q | calls/q | tokens/q |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.0} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
         f(report.key_fact_score),
         f(report.key_fact_score_single_doc),
         f(report.cited_rate),
@@ -421,6 +444,7 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         f(report.answer_passage_mrr),
         f(report.answer_passage_found_deep),
         report.seconds_per_q,
+        report.first_token_seconds_per_q.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into()),
         report.llm_calls_per_q,
         report.tokens_per_q
     );

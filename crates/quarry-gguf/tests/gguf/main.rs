@@ -82,6 +82,50 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
     assert!((1..=4).contains(&queries.len()) && queries.iter().all(|q| q.as_str().is_some_and(|q| !q.trim().is_empty())), "{reply}");
 }
 
+/// A second call whose prompt shares the first one's system prompt and passage processes only what
+/// differs (its usage says how many prompt tokens were reused), and answers exactly as a model that
+/// processes the whole prompt does; a cancelled call leaves nothing half-written behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_reuses_the_prompt_prefix_it_shares_with_the_previous_one_and_answers_the_same() {
+    let request = |question: &str| {
+        ChatRequest::new(
+            "answer",
+            "You answer questions using only the passage you are given.",
+            format!("Passage:\n{PASSAGE}\n\nQuestion: {question}"),
+            48,
+        )
+    };
+    let reusing = model(RepetitionControl::default());
+    let first = reusing.complete(&request("Where was the flight going?"), None).await.unwrap();
+    assert_eq!(first.usage.cached_prompt_tokens, 0, "nothing to reuse on the first call");
+    let second = reusing.complete(&request("Who owned the airplane?"), None).await.unwrap();
+    let shared = second.usage.cached_prompt_tokens;
+    assert!(shared >= 150 && shared < second.usage.prompt_tokens, "reused {shared} of {} prompt tokens", second.usage.prompt_tokens);
+
+    let mut config = GgufConfig::low_memory_model().unwrap();
+    config.threads = 2;
+    config.reuse_prompt_prefix = false;
+    let whole = GgufChat::load(config).unwrap();
+    whole.complete(&request("Where was the flight going?"), None).await.unwrap();
+    let fresh = whole.complete(&request("Who owned the airplane?"), None).await.unwrap();
+    assert_eq!(fresh.usage.cached_prompt_tokens, 0);
+    assert_eq!(fresh.text, second.text, "reusing the prefix changed the answer");
+
+    // Cancelled part way (the future dropped after its first token): the next call starts afresh and
+    // still answers as before.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let sink = move |_: &str| {
+        let _ = tx.send(());
+    };
+    let long = request("List every fact about the pilot and the airplane.");
+    tokio::select! {
+        _ = reusing.complete(&long, Some(&sink)) => panic!("the call should have been cancelled"),
+        _ = rx.recv() => {}
+    }
+    let after = reusing.complete(&request("Who owned the airplane?"), None).await.unwrap();
+    assert_eq!(after.text, second.text);
+}
+
 #[test]
 fn a_file_that_is_not_gguf_is_refused_with_a_one_line_reason() {
     let dir = tempfile::tempdir().unwrap();
