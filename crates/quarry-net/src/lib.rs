@@ -13,6 +13,12 @@
 //!
 //! So a local Ollama or llama.cpp server keeps working offline, and nothing else is reached. In
 //! [`NetworkMode::Online`] clients are ordinary `reqwest` clients (system DNS, environment proxies).
+//!
+//! URLs that Quarry did not choose — web result pages, and every redirect they lead to — go through a
+//! [`Network::public_client`] in either mode: it reaches only the public internet, never this computer
+//! or the local network (server-side request forgery: a result or a redirect pointing at a router's admin
+//! page, a cloud metadata service at 169.254.169.254 or a local database would otherwise be fetched and
+//! its text shown to the model and the person). See [`is_public_ip`] for the ranges refused.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -61,6 +67,10 @@ pub enum NetError {
     BadUrl { purpose: String, url: String },
     #[error("{purpose}: HTTP client: {message}")]
     Client { purpose: String, message: String },
+    /// A client for the public internet refused a destination on this computer or the local network;
+    /// no socket was opened to it.
+    #[error("{purpose} may not reach {url}: {reason} (only the public internet is fetched for web results)")]
+    NotPublic { purpose: String, url: String, reason: String },
 }
 
 /// Timeouts of a client.
@@ -117,7 +127,49 @@ impl Network {
                 }));
         }
         let inner = builder.build().map_err(|e| NetError::Client { purpose: purpose.to_string(), message: e.to_string() })?;
-        Ok(HttpClient { inner, mode: self.mode, purpose: purpose.to_string() })
+        Ok(HttpClient { inner, mode: self.mode, purpose: purpose.to_string(), public_only: None })
+    }
+
+    /// A client for URLs from outside (web result pages): it reaches only public internet addresses,
+    /// in either mode (offline mode refuses those too, so offline it reaches only `trusted`). Refused,
+    /// before any socket is opened to them: IP literals outside the public ranges ([`is_public_ip`]);
+    /// the names `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`; names that resolve
+    /// only to non-public addresses (the resolver drops those addresses, so the address checked is the
+    /// address connected to — a name cannot be re-pointed between check and connect); and each redirect
+    /// hop to any of these. `trusted` is the one origin exempt (scheme, host and port, e.g. the local
+    /// SearXNG the person configured, which may serve its own result pages).
+    ///
+    /// Not covered: with an environment proxy (`HTTPS_PROXY`, online only) the proxy resolves names, so
+    /// a public name that the proxy resolves to a private address is its to refuse; literals and the
+    /// names above are still refused here. Errors: as [`Network::client`].
+    pub fn public_client(&self, purpose: &str, options: ClientOptions, trusted: Option<&str>) -> Result<HttpClient, NetError> {
+        let trusted = trusted.and_then(|t| reqwest::Url::parse(t).ok()).map(|u| u.origin());
+        let guard = PublicOnly { trusted };
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .timeout(options.timeout)
+            .user_agent(concat!("Quarry/", env!("CARGO_PKG_VERSION")));
+        let mode = self.mode;
+        let hops = guard.clone();
+        builder = builder.redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 10 {
+                return attempt.error("too many redirects");
+            }
+            let url = attempt.url().clone();
+            if mode == NetworkMode::Offline && !is_local(&url) {
+                return attempt.error(format!("offline mode: redirect to {url} refused"));
+            }
+            match hops.refusal(&url) {
+                Some(reason) => attempt.error(format!("redirect to {url} refused: {reason}")),
+                None => attempt.follow(),
+            }
+        }));
+        builder = match mode {
+            NetworkMode::Offline => builder.no_proxy().dns_resolver(Arc::new(LocalhostOnly)),
+            NetworkMode::Online => builder.dns_resolver(Arc::new(guard.clone())),
+        };
+        let inner = builder.build().map_err(|e| NetError::Client { purpose: purpose.to_string(), message: e.to_string() })?;
+        Ok(HttpClient { inner, mode: self.mode, purpose: purpose.to_string(), public_only: Some(guard) })
     }
 
     /// Checks that `url` may be reached in this mode without making a request (e.g. to refuse a
@@ -133,6 +185,8 @@ pub struct HttpClient {
     inner: reqwest::Client,
     mode: NetworkMode,
     purpose: String,
+    /// Set for [`Network::public_client`]s.
+    public_only: Option<PublicOnly>,
 }
 
 impl HttpClient {
@@ -140,8 +194,11 @@ impl HttpClient {
     /// ([`NetError::BadUrl`]), or offline mode refuses its host ([`NetError::Offline`]); either way no
     /// socket is opened.
     pub fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, NetError> {
-        let url = check_url(self.mode, &self.purpose, url)?;
-        Ok(self.inner.request(method, url))
+        let parsed = check_url(self.mode, &self.purpose, url)?;
+        if let Some(reason) = self.public_only.as_ref().and_then(|guard| guard.refusal(&parsed)) {
+            return Err(NetError::NotPublic { purpose: self.purpose.clone(), url: url.to_string(), reason });
+        }
+        Ok(self.inner.request(method, parsed))
     }
 
     /// `GET url` (see [`HttpClient::request`]).
@@ -178,6 +235,114 @@ pub fn is_local(url: &reqwest::Url) -> bool {
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
     }
+}
+
+/// Whether `ip` is an address of the public internet: not loopback, unspecified, private (10/8,
+/// 172.16/12, 192.168/16), shared address space (100.64/10), link-local (169.254/16 — cloud metadata
+/// services live there — and fe80::/10), unique-local (fc00::/7), multicast, broadcast, reserved
+/// (240/4, 0/8, 192.0.0/24), benchmarking (198.18/15) or documentation (192.0.2/24, 198.51.100/24,
+/// 203.0.113/24, 2001:db8::/32). IPv4-mapped and NAT64 (64:ff9b::/96) IPv6 addresses are judged by the
+/// IPv4 address they carry. Ranges from RFC 6890's special-purpose registries.
+pub fn is_public_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || a >= 240
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (b == 18 || b == 19)))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_ip(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+                let [a, b] = s[6].to_be_bytes();
+                let [c, d] = s[7].to_be_bytes();
+                return is_public_ip(IpAddr::V4(Ipv4Addr::new(a, b, c, d)));
+            }
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] & 0xffc0) == 0xfec0
+                || (s[0] == 0x2001 && s[1] == 0x0db8)
+                || s[..6] == [0, 0, 0, 0, 0, 0])
+        }
+    }
+}
+
+/// The rules of a [`Network::public_client`].
+#[derive(Debug, Clone)]
+struct PublicOnly {
+    trusted: Option<url::Origin>,
+}
+
+impl PublicOnly {
+    /// Why `url` may not be fetched, or `None` when it may (its address is checked again at connect
+    /// time, by the resolver).
+    fn refusal(&self, url: &reqwest::Url) -> Option<String> {
+        if self.trusted.as_ref().is_some_and(|t| *t == url.origin()) {
+            return None;
+        }
+        match url.host()? {
+            url::Host::Ipv4(ip) if !is_public_ip(IpAddr::V4(ip)) => Some(format!("{ip} is not a public internet address")),
+            url::Host::Ipv6(ip) if !is_public_ip(IpAddr::V6(ip)) => Some(format!("{ip} is not a public internet address")),
+            url::Host::Domain(name) if is_local_name(name) => Some(format!("{name} names this computer or the local network")),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` may resolve to non-public addresses: only the trusted origin's host.
+    fn trusts_host(&self, name: &str) -> bool {
+        matches!(&self.trusted, Some(url::Origin::Tuple(_, url::Host::Domain(host), _)) if host.eq_ignore_ascii_case(name))
+    }
+}
+
+/// `localhost`, `*.localhost`, `*.local` (mDNS), `*.internal`, `*.home.arpa`, and single-label names
+/// (resolved by the local network's search domains).
+fn is_local_name(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || !name.contains('.')
+        || [".localhost", ".local", ".internal", ".home.arpa", ".lan"].iter().any(|suffix| name.ends_with(suffix))
+}
+
+/// Online name resolution for public clients: the system resolver, keeping only public addresses.
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let name = name.as_str().to_string();
+        let trusted = self.trusts_host(&name);
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let public = public_addresses(&name, found, trusted)?;
+            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// `found` (what `name` resolved to) without the non-public addresses, unless `trusted`. Errors: none
+/// left (the message names the addresses refused).
+pub fn public_addresses(name: &str, found: Vec<SocketAddr>, trusted: bool) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+    if trusted {
+        return Ok(found);
+    }
+    let (public, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = found.into_iter().partition(|a| is_public_ip(a.ip()));
+    if public.is_empty() {
+        let refused: Vec<String> = refused.iter().map(|a| a.ip().to_string()).collect();
+        return Err(format!("{name} resolves to {} — not a public internet address; refused", if refused.is_empty() { "nothing".into() } else { refused.join(", ") }).into());
+    }
+    Ok(public)
 }
 
 /// Offline name resolution: `localhost` only, never DNS.

@@ -26,6 +26,11 @@ pub struct WebResult {
 pub trait SearchProvider: Send + Sync {
     /// `searxng`, `tavily` or `brave`.
     fn name(&self) -> &'static str;
+    /// The service's base URL, which the person configured: the one origin whose result pages may be on
+    /// this computer or the local network (a local SearXNG serving its own pages). Default: none.
+    fn base_url(&self) -> Option<&str> {
+        None
+    }
     /// Up to `count` results for `query`, best first. Errors: the service cannot be reached, refuses
     /// (HTTP status, 429 with its Retry-After), or answers with something that is not its JSON format.
     async fn search(&self, query: &str, count: usize) -> Result<Vec<WebResult>, WebError>;
@@ -200,6 +205,10 @@ struct Service {
 impl SearchProvider for Service {
     fn name(&self) -> &'static str {
         self.kind.name()
+    }
+
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.base)
     }
 
     async fn search(&self, query: &str, count: usize) -> Result<Vec<WebResult>, WebError> {

@@ -62,8 +62,11 @@ type PageCell = tokio::sync::OnceCell<Vec<(Passage, Option<Vec<f32>>)>>;
 
 impl WebRetriever {
     /// Result pages are fetched through `network` (give it the provider's network) with the settings'
-    /// page timeout; `chunker` cuts pages as library documents are cut; without an embedder ranking is
-    /// BM25 only. Errors: the HTTP client cannot be built.
+    /// page timeout, by a client that reaches only the public internet (`Network::public_client`;
+    /// the provider's own origin excepted), so a result or a redirect pointing at this computer or the
+    /// local network is refused and its snippet used instead; `chunker` cuts pages as library
+    /// documents are cut; without an embedder ranking is BM25 only. Errors: the HTTP client cannot be
+    /// built.
     pub fn new(
         provider: Box<dyn SearchProvider>,
         network: &Network,
@@ -73,7 +76,8 @@ impl WebRetriever {
         on_problem: WebProblemSink,
     ) -> Result<Self, WebError> {
         let timeout = Duration::from_secs(settings.page_timeout_seconds.max(1));
-        let pages = network.client("web pages", ClientOptions { connect_timeout: timeout.min(Duration::from_secs(10)), timeout })?;
+        let options = ClientOptions { connect_timeout: timeout.min(Duration::from_secs(10)), timeout };
+        let pages = network.public_client("web pages", options, provider.base_url())?;
         Ok(WebRetriever { provider, pages, settings, chunker, embedder, on_problem, pages_by_url: Default::default(), next_id: AtomicU64::new(1) })
     }
 

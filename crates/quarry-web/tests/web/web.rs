@@ -229,3 +229,53 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
     assert!(requested.iter().all(|t| !t.starts_with("/exfil")), "{requested:?}");
     assert_eq!(requested.iter().filter(|t| t.starts_with("/aws")).count(), 1, "a page is fetched once per question: {requested:?}");
 }
+
+/// Server-side request forgery, online: a local SearXNG (the provider the person configured) returns a
+/// result pointing at another server on this computer — an internal service, a router page, a cloud
+/// metadata address. Its page is not fetched (the snippet stands in, and the problem says why), while
+/// the provider's own pages still are. Before the public-only page client the internal page was fetched
+/// and its text handed to the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn online_a_result_pointing_at_this_computer_or_the_local_network_is_not_fetched() {
+    let (internal, internal_seen) = serve(Arc::new(|_: &Request| Response::new(200, "text/html", "<p>internal admin token 0xSECRET</p>"))).await;
+    let holder: Arc<Mutex<String>> = Arc::default();
+    let base_for_handler = Arc::clone(&holder);
+    let internal_for_handler = internal.clone();
+    let (base, _) = serve(Arc::new(move |r: &Request| {
+        let base = base_for_handler.lock().unwrap().clone();
+        match r.target.split('?').next().unwrap() {
+            "/search" => Response::json(json!({"results": [
+                {"url": format!("{base}/own"), "title": "Own page", "content": "AWS Innovate on the provider"},
+                {"url": format!("{internal_for_handler}/admin"), "title": "Internal", "content": "AWS Innovate internal snippet"},
+                {"url": "http://169.254.169.254/latest/meta-data/", "title": "Metadata", "content": "AWS Innovate metadata snippet"}]})),
+            "/own" => Response::new(200, "text/html", "<html><body><p>AWS Innovate is held online on October 6.</p></body></html>"),
+            _ => Response::new(404, "text/plain", "missing"),
+        }
+    }))
+    .await;
+    *holder.lock().unwrap() = base.clone();
+
+    let problems: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = Arc::clone(&problems);
+    let network = Network::new(NetworkMode::Online);
+    let mut config = ProviderConfig::new(ProviderKind::Searxng);
+    config.base_url = Some(base.clone());
+    let retriever = WebRetriever::new(
+        config.build(&network).unwrap(),
+        &network,
+        WebSettings { pages_per_query: 3, ..WebSettings::default() },
+        Chunker::new(ChunkSizer::Characters, ChunkerConfig { max_size: 1200, overlap: 100 }).unwrap(),
+        None,
+        Arc::new(move |p| sink.lock().unwrap().push(p)),
+    )
+    .unwrap();
+    let passages = retriever.retrieve("When is AWS Innovate?", 10).await.unwrap();
+    assert!(internal_seen.lock().unwrap().is_empty(), "the internal server was contacted: {:?}", internal_seen.lock().unwrap().len());
+    assert!(passages.iter().all(|p| !p.text.contains("0xSECRET")));
+    assert!(passages.iter().any(|p| p.text.contains("October 6")), "the provider's own page is fetched: {passages:?}");
+    assert!(passages.iter().any(|p| p.text.contains("internal snippet")), "the refused result keeps its snippet: {passages:?}");
+    let problems = problems.lock().unwrap().clone();
+    for refused in [format!("{internal}/admin"), "http://169.254.169.254/latest/meta-data/".to_string()] {
+        assert!(problems.iter().any(|p| p.contains(&refused) && p.contains("not a public internet address")), "{refused}: {problems:?}");
+    }
+}
