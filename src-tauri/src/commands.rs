@@ -535,11 +535,12 @@ pub async fn save_settings(state: State<'_, AppState>, settings: quarry_session:
 }
 
 /// `test_connection`: loads the model `settings` describe (with `llm_key` when given, else the stored
-/// key) and asks it for a one-word reply. Returns "model — reply".
+/// key — only when the URL is the one the key was saved with) and asks it for a one-word reply.
+/// Returns "model — reply".
 #[tauri::command]
-pub async fn test_connection(settings: quarry_session::Settings, llm_key: Option<String>) -> Reply<String> {
-    let mut llm = settings.without_blanks().llm_settings();
-    llm.api_key = llm_key.filter(|k| !k.trim().is_empty());
+pub async fn test_connection(state: State<'_, AppState>, settings: quarry_session::Settings, llm_key: Option<String>) -> Reply<String> {
+    let saved_url = state.settings().llm.url;
+    let llm = quarry_session::LlmSettings::for_connection_test(settings.without_blanks().llm_settings(), llm_key, saved_url.as_deref());
     let (model, reply) = llm.check().await.map_err(|e| format!("{e:#}"))?;
     Ok(format!("{model} — replied {reply:?}"))
 }

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Where and how to reach the server.
-#[derive(Debug, Clone)]
+/// Where and how to reach the server. `Debug` shows whether an API key is set, never the key.
+#[derive(Clone)]
 pub struct OpenAiConfig {
     /// Base URL including the API prefix, e.g. `http://127.0.0.1:11434/v1` (Ollama),
     /// `http://127.0.0.1:8080/v1` (llama.cpp server), `https://api.openai.com/v1`.
@@ -27,6 +27,20 @@ pub struct OpenAiConfig {
     pub max_retries: u32,
     /// First backoff; doubled per retry, capped at 30 s (default 500 ms).
     pub backoff: Duration,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set, not shown>"))
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("backoff", &self.backoff)
+            .finish()
+    }
 }
 
 impl OpenAiConfig {
@@ -54,12 +68,19 @@ pub struct OpenAiChat {
 impl OpenAiChat {
     /// A client for `config`, reaching the network through `network` (in offline mode only a server on
     /// this computer). Errors ([`ChatError::Config`], before any request): the URL is not http(s); offline
-    /// mode refuses its host; the HTTP client cannot be built.
+    /// mode refuses its host; an API key would travel unencrypted (plain `http://` to a host other than
+    /// this computer); the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig, network: &quarry_net::Network) -> Result<Self, ChatError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(ChatError::Config(format!("LLM URL {:?} must start with http:// or https://", config.base_url)));
         }
-        network.check("the LLM server", &config.base_url).map_err(|e| ChatError::Config(e.to_string()))?;
+        let url = network.check("the LLM server", &config.base_url).map_err(|e| ChatError::Config(e.to_string()))?;
+        if config.api_key.as_deref().is_some_and(|k| !k.is_empty()) && url.scheme() == "http" && !quarry_net::is_local(&url) {
+            return Err(ChatError::Config(format!(
+                "LLM URL {}: an API key is not sent over plain http:// to another computer (anyone on the way could read it); use https://",
+                config.base_url
+            )));
+        }
         let options = quarry_net::ClientOptions { connect_timeout: config.connect_timeout, timeout: config.timeout };
         let client = network.client("the LLM server", options).map_err(|e| ChatError::Config(e.to_string()))?;
         Ok(OpenAiChat { config, client, schema_supported: AtomicBool::new(true) })

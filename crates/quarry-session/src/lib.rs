@@ -19,7 +19,8 @@ pub use quarry_web::WebProblemSink;
 pub use web::{web_source, WebSearchSettings};
 
 /// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Debug` shows whether an API key is set, never the key.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LlmSettings {
     /// A GGUF model file run in-process; `None` with no `url`: `quarry_gguf::GgufConfig::default_model` (Qwen2.5-Coder-1.5B-Instruct; SmolLM2-135M-Instruct below 4 GiB of RAM).
@@ -46,6 +47,22 @@ pub struct LlmSettings {
     /// The embedded model skips the prompt prefix it shares with its previous call
     /// (`quarry_gguf::GgufConfig::reuse_prompt_prefix`). Default true; off only to measure the saving.
     pub reuse_prompt_prefix: bool,
+}
+
+impl std::fmt::Debug for LlmSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmSettings")
+            .field("model_file", &self.model_file)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set, not shown>"))
+            .field("network", &self.network)
+            .field("threads", &self.threads)
+            .field("context_tokens", &self.context_tokens)
+            .field("dry_multiplier", &self.dry_multiplier)
+            .field("reuse_prompt_prefix", &self.reuse_prompt_prefix)
+            .finish()
+    }
 }
 
 impl Default for LlmSettings {
@@ -89,6 +106,20 @@ impl LlmSettings {
 }
 
 impl LlmSettings {
+    /// The settings a "test connection" button should try: `typed` (the form as it stands) with
+    /// `typed_key` when one was typed; otherwise the stored key only when the server URL is the one it
+    /// was saved for (`saved_url`) — typing another URL and pressing Test must not send the stored key
+    /// to that URL. `None` stored key use is expressed as an empty key (no key is sent).
+    pub fn for_connection_test(mut typed: LlmSettings, typed_key: Option<String>, saved_url: Option<&str>) -> LlmSettings {
+        let normalise = |u: &str| u.trim().trim_end_matches('/').to_string();
+        typed.api_key = match typed_key.filter(|k| !k.trim().is_empty()) {
+            Some(key) => Some(key),
+            None if typed.url.as_deref().map(normalise) == saved_url.map(normalise) => None,
+            None => Some(String::new()),
+        };
+        typed
+    }
+
     /// Loads the model and asks it for one short reply: what a "test connection" button does. Returns
     /// the model's description and its reply.
     ///

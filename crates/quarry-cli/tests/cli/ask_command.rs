@@ -549,3 +549,23 @@ fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_fil
     let claims = answer["claims"].as_array().unwrap();
     assert!(claims.iter().any(|c| c["supported"] == true), "the claim check finds the figure in the cited passage: {claims:?}");
 }
+
+/// The app's "Test connection" (quarry_session::LlmSettings::for_connection_test): the stored API key
+/// goes only to the URL it was saved with — typing another URL and pressing Test sends no key unless one
+/// is typed — and `Debug` never prints a key. (Before, the stored key was sent to whatever URL was typed.)
+#[test]
+fn a_connection_test_sends_the_stored_key_only_to_the_url_it_was_saved_for() {
+    use quarry_session::LlmSettings;
+    let typed = |url: &str| LlmSettings { url: Some(url.into()), model: Some("m".into()), ..LlmSettings::default() };
+    let saved = Some("https://api.example.com/v1");
+    // Same server (spelling aside): the stored key is used (None = look it up).
+    assert_eq!(LlmSettings::for_connection_test(typed("https://api.example.com/v1/"), None, saved).api_key, None);
+    // Another server: no key at all (an empty key is never sent), unless one is typed.
+    assert_eq!(LlmSettings::for_connection_test(typed("https://attacker.example.net/v1"), None, saved).api_key, Some(String::new()));
+    assert_eq!(LlmSettings::for_connection_test(typed("https://other.example.net/v1"), Some("typed".into()), saved).api_key, Some("typed".into()));
+    assert_eq!(LlmSettings::for_connection_test(typed("https://api.example.com/v1"), None, None).api_key, Some(String::new()), "nothing saved yet");
+    let mut with_key = typed("https://api.example.com/v1");
+    with_key.api_key = Some("sk-very-secret".into());
+    let shown = format!("{with_key:?}");
+    assert!(!shown.contains("sk-very-secret") && shown.contains("api_key"), "{shown}");
+}

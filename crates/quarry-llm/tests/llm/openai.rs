@@ -167,3 +167,25 @@ async fn offline_mode_refuses_a_remote_server_before_any_request_and_online_mode
     }
     assert!(OpenAiChat::new(OpenAiConfig::new("https://api.example.com/v1", "m"), &Network::new(NetworkMode::Online)).is_ok());
 }
+
+/// An API key never travels unencrypted to another computer: plain http:// with a key is refused unless
+/// the server is this computer; https:// is fine, and so is http:// without a key. The key is never
+/// printed by `Debug`. (Before, the key went out in the clear and `Debug` showed it.)
+#[tokio::test]
+async fn an_api_key_is_not_sent_over_plain_http_to_another_host_nor_printed() {
+    let online = Network::new(NetworkMode::Online);
+    let with_key = |url: &str| {
+        let mut config = OpenAiConfig::new(url, "m");
+        config.api_key = Some("sk-very-secret".into());
+        config
+    };
+    match OpenAiChat::new(with_key("http://llm.example.com/v1"), &online) {
+        Err(ChatError::Config(message)) => assert!(message.contains("plain http://") && message.contains("https://"), "{message}"),
+        other => panic!("a key over plain http was accepted: {:?}", other.err()),
+    }
+    assert!(OpenAiChat::new(with_key("https://llm.example.com/v1"), &online).is_ok());
+    assert!(OpenAiChat::new(with_key("http://127.0.0.1:11434/v1"), &online).is_ok(), "this computer");
+    assert!(OpenAiChat::new(OpenAiConfig::new("http://llm.example.com/v1", "m"), &online).is_ok(), "no key, nothing to leak");
+    let shown = format!("{:?}", with_key("https://llm.example.com/v1"));
+    assert!(!shown.contains("sk-very-secret") && shown.contains("api_key"), "{shown}");
+}
