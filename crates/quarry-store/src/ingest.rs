@@ -285,13 +285,47 @@ impl Library {
         // Scan: what is on disk, what the library has, what must be read.
         let (mut inputs, problems) = collect_inputs(roots);
         inputs.retain(|input| !self.manifest.is_excluded(&input.path));
+        self.refresh_documents().await?;
+        // Sync: a source missing as a whole — gone, unreadable, or a folder with no file left while the
+        // library holds documents from it (an unmounted drive often leaves its empty mount point) — is
+        // reported and its documents kept. Sync removes the documents of files that vanished from a
+        // source it can still see, never a whole source: `quarry remove` does that on request.
+        let mut unreachable: Vec<(PathBuf, &'static str)> = Vec::new();
+        if remove_vanished {
+            for root in roots {
+                let why = if !root.exists() {
+                    Some("it does not exist")
+                } else if root.is_dir() && std::fs::read_dir(root).is_err() {
+                    Some("it cannot be read")
+                } else if root.is_dir() && !inputs.iter().any(|i| i.path.starts_with(root)) {
+                    Some("it holds no files")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    unreachable.push((root.clone(), why));
+                }
+            }
+        }
         for (path, error) in problems {
-            if remove_vanished && !path.exists() {
-                continue; // a vanished source: its documents are removed below
+            if unreachable.iter().any(|(root, _)| *root == path) {
+                continue; // reported below, with what was kept
             }
             on_event(IngestEvent::Unreadable { path: path.display().to_string(), error });
         }
-        self.refresh_documents().await?;
+        for (root, why) in &unreachable {
+            let kept = self.documents().filter(|d| Path::new(&d.file_path).starts_with(root)).count();
+            if kept > 0 {
+                on_event(IngestEvent::Unreadable {
+                    path: root.display().to_string(),
+                    error: format!(
+                        "source not reachable ({why}); kept its {kept} document{} — `quarry remove {}` takes them out",
+                        if kept == 1 { "" } else { "s" },
+                        root.display()
+                    ),
+                });
+            }
+        }
         let known: Vec<DocumentRecord> = self.documents().cloned().collect();
         let mut top_rows: HashMap<&str, &DocumentRecord> = HashMap::new();
         let mut by_origin: HashMap<&str, Vec<&DocumentRecord>> = HashMap::new();
@@ -531,7 +565,10 @@ impl Library {
         let mut doomed: Vec<(String, String)> = Vec::new();
         for d in self.documents() {
             let replaced = replaced_origins.contains(&d.origin_id) && !rehomed.contains(d.document_id.as_str());
-            let vanished = remove_vanished && !present_files.contains(&d.file_path) && !Path::new(&d.file_path).exists();
+            let vanished = remove_vanished
+                && !present_files.contains(&d.file_path)
+                && !Path::new(&d.file_path).exists()
+                && !unreachable.iter().any(|(root, _)| Path::new(&d.file_path).starts_with(root));
             if replaced || vanished {
                 doomed.push((d.document_id.clone(), d.path.clone()));
             }

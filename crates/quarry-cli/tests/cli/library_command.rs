@@ -746,3 +746,46 @@ fn problems_and_the_chosen_model_reach_stderr_when_it_is_not_a_terminal() {
     assert!(stderr.contains("embedding model all-minilm-l6-v2-int8 (chosen from the first"), "{stderr}");
     assert!(stderr.contains("1 documents indexed"), "{stderr}");
 }
+
+/// A source that is missing as a whole — an unmounted drive, a folder renamed away, an empty mount point —
+/// is reported and its documents kept; only files that vanished from a source sync can still see are
+/// removed. (Before, sync emptied the library of an unplugged drive's documents.)
+#[test]
+fn sync_keeps_the_documents_of_a_source_that_is_missing_as_a_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("drive");
+    copy_dir(&sample_library().join("office"), &docs);
+    let docs_arg = docs.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "lib"]);
+    ingest(&data, &["add", &docs_arg, "--library", "lib", "--json"]);
+    let indexed = count(&status(&data, "lib"), "indexed");
+    assert!(indexed >= 2, "{indexed}");
+
+    // Unplugged: the folder is gone.
+    let away = tmp.path().join("elsewhere");
+    std::fs::rename(&docs, &away).unwrap();
+    let (events, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
+    assert_eq!(synced["removed"], 0, "{events:?}");
+    assert_eq!(count(&status(&data, "lib"), "indexed"), indexed);
+    let notice = events.iter().find(|e| e["event"] == "unreadable" && e["path"] == docs_arg.as_str()).unwrap_or_else(|| panic!("no notice: {events:?}"));
+    let message = notice["error"].as_str().unwrap();
+    assert!(message.contains("source not reachable") && message.contains(&format!("kept its {indexed} documents")) && message.contains("quarry remove"), "{message}");
+
+    // An empty mount point: the folder is back but holds nothing.
+    std::fs::create_dir(&docs).unwrap();
+    let (events, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
+    assert_eq!(synced["removed"], 0, "{events:?}");
+    assert!(events.iter().any(|e| e["event"] == "unreadable" && e["error"].as_str().unwrap().contains("holds no files")), "{events:?}");
+
+    // Plugged in again: nothing to do. Then one file deleted from a visible source is removed as before.
+    std::fs::remove_dir(&docs).unwrap();
+    std::fs::rename(&away, &docs).unwrap();
+    let (_, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
+    assert_eq!((synced["indexed"].as_u64(), synced["removed"].as_u64()), (Some(0), Some(0)), "{synced}");
+    let first = std::fs::read_dir(&docs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_file()).unwrap();
+    std::fs::remove_file(&first).unwrap();
+    let (events, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
+    assert_eq!(synced["removed"], 1, "{events:?}");
+    assert_eq!(count(&status(&data, "lib"), "indexed"), indexed - 1);
+}
