@@ -186,6 +186,28 @@ pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_out
     });
 }
 
+/// The environment variables a parse worker inherits; every other one is cleared, so a parser exploited
+/// by a crafted file finds no API key (`QUARRY_*_API_KEY`), no D-Bus session address (the way to the
+/// OS keyring), no proxy settings and no other process's secrets. Kept: what locating model files and
+/// libraries (PDFium), locale, temporary files, logging and OpenMP/ONNX settings need.
+pub const WORKER_ENVIRONMENT: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "XDG_DATA_HOME",
+    "LD_LIBRARY_PATH",
+    "QUARRY_MODELS_DIR",
+    "QUARRY_BUNDLED_MODELS_DIR",
+    "QUARRY_LOG",
+    "RUST_BACKTRACE",
+    "OMP_WAIT_POLICY",
+    "ORT_DISABLE_TELEMETRY",
+];
+
 struct Worker {
     child: Child,
     stdin: ChildStdin,
@@ -200,8 +222,14 @@ struct Supervisor<'a> {
 
 impl Supervisor<'_> {
     fn spawn(&self) -> std::io::Result<Worker> {
-        let mut child = Command::new(&self.config.worker.program)
-            .args(&self.config.worker.args)
+        let mut command = Command::new(&self.config.worker.program);
+        command.args(&self.config.worker.args).env_clear();
+        for name in WORKER_ENVIRONMENT {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        let mut child = command
             .env("QUARRY_WORKER_MEMORY_LIMIT", self.config.memory_limit_bytes.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -79,3 +79,19 @@ sleep 30"#;
     let status: Vec<(&str, Status)> = outcomes.iter().map(|o| (o.path.as_str(), o.status)).collect();
     assert_eq!(status, vec![("a.zip!/one.txt", Status::Ok), ("a.zip!/two.pdf", Status::Timeout), ("a.zip", Status::Timeout)]);
 }
+
+/// A parser exploited by a crafted file runs with a cleared environment: no API key variables, no D-Bus
+/// session (the way to the OS keyring), no proxy settings. The stand-in worker prints what it can see to
+/// stderr and crashes, so its stderr lands in the row's message. (Before, workers inherited everything.)
+#[test]
+fn a_worker_sees_no_api_keys_and_no_keyring_session() {
+    std::env::set_var("QUARRY_LLM_API_KEY", "sk-worker-must-not-see");
+    std::env::set_var("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus-must-not-see");
+    std::env::set_var("HTTPS_PROXY", "http://proxy-must-not-see:3128");
+    std::env::set_var("QUARRY_MODELS_DIR", "/models-kept");
+    let config = shell_worker("read line; echo \"seen:[$QUARRY_LLM_API_KEY][$DBUS_SESSION_BUS_ADDRESS][$HTTPS_PROXY][$QUARRY_MODELS_DIR]\" >&2; kill -SEGV $$");
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(1), &config, |i, o| outcomes.push((i, o)));
+    let message = outcomes[0].1.error.as_ref().unwrap().to_string();
+    assert!(message.contains("seen:[][][][/models-kept]"), "the worker saw: {message}");
+}
