@@ -315,7 +315,8 @@ async fn run_question(
     }
     let model = state.model().await?;
     let events: quarry_agents::EventSink = Arc::new(move |event| record(serde_json::to_value(&event).unwrap_or_default()));
-    match quarry_agents::ask(question, kind, model, &sources, AgentConfig::default(), events, cancel).await {
+    let config = AgentConfig { web_queries: settings.web.queries, ..AgentConfig::default() };
+    match quarry_agents::ask(question, kind, model, &sources, config, events, cancel).await {
         Ok(answer) => Ok(answer),
         Err(AgentError::Cancelled) => Err("stopped".into()),
         Err(e) => Err(e.to_string()),

@@ -90,6 +90,7 @@ export interface Answer {
   nothing_found: boolean;
   /** The claim check: each claim of the answer, and whether the passages it cites hold its figures. */
   claims?: ClaimCheck[];
+  web_queries?: { source: string; query: string; sent: boolean }[];
 }
 
 export interface ClaimCheck {
@@ -143,7 +144,8 @@ export interface Settings {
   network: "offline" | "online";
   llm: { model_file: string | null; url: string | null; model: string | null; threads: number | null; context_tokens: number; dry_multiplier?: number };
   embedding: { model: string | null; model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
-  web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number };
+  /** `queries`: what the provider receives — only the typed question (the default), or every agent query too. */
+  web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number; queries?: "question" | "all" };
   data_dir: string | null;
 }
 

@@ -393,6 +393,8 @@ function traceLine(e: AgentEvent): string | null {
       return `${f.step}: ${f.prompt_tokens} + ${f.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
     case "web_notice":
       return `Web: ${f.message}`;
+    case "web_query":
+      return f.sent ? `Sent to ${f.source}: “${f.query}”` : `Withheld from ${f.source} (written by the model): “${f.query}”`;
     case "finished":
       return `Finished: ${f.llm_calls} model calls, ${f.usage.prompt_tokens + f.usage.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
     default:
@@ -588,6 +590,7 @@ function fillSettings(view: api.SettingsView) {
   $<HTMLSelectElement>("web-provider").value = s.web.provider;
   input("web-url").value = s.web.url ?? "";
   input("web-pages").value = String(s.web.pages);
+  $<HTMLSelectElement>("web-queries").value = s.web.queries === "all" ? "all" : "question";
   input("web-key").value = "";
   input("web-key").placeholder = keyNote(view, s.web.provider === "brave" ? "brave" : "tavily");
   $<HTMLSelectElement>("embedding-model").value = s.embedding.model === "e5" ? "e5" : "";
@@ -618,6 +621,7 @@ function readSettings(): api.Settings {
       provider: $<HTMLSelectElement>("web-provider").value as api.Settings["web"]["provider"],
       url: orNull(input("web-url").value),
       pages: Math.max(1, Number(input("web-pages").value) || 3),
+      queries: $<HTMLSelectElement>("web-queries").value === "all" ? "all" : "question",
     },
     data_dir: orNull(input("data-dir").value),
   };

@@ -41,6 +41,10 @@ pub struct Answer {
     /// ([`crate::claims::check_claims`]); unsupported ones are shown as such.
     #[serde(default)]
     pub claims: Vec<crate::claims::ClaimCheck>,
+    /// Every query meant for the web during the run, sent or withheld by the web query policy
+    /// ([`crate::web_gate`]); empty when the web was not searched.
+    #[serde(default)]
+    pub web_queries: Vec<crate::web_gate::WebQuery>,
 }
 
 impl Answer {

@@ -49,6 +49,9 @@ pub enum AgentEvent {
     Section { index: usize, count: usize, title: String, stage: String },
     /// A piece of the final answer as it is generated.
     AnswerDelta { text: String },
+    /// A query meant for an always-searched source (the web): `sent`, or withheld by the web query
+    /// policy because the model wrote it (`crate::web_gate`).
+    WebQuery { source: String, query: String, sent: bool },
     /// The run is done.
     Finished { llm_calls: usize, usage: TokenUsage, seconds: f64 },
 }

@@ -25,6 +25,7 @@ pub mod report;
 mod research;
 mod router;
 mod run;
+pub mod web_gate;
 pub mod structured;
 
 pub use answer::{Answer, Citation};
@@ -99,6 +100,9 @@ pub async fn ask(
     events: EventSink,
     cancel: CancellationToken,
 ) -> Result<Answer, AgentError> {
+    let web_log = web_gate::WebQueryLog::default();
+    let gated = gate_always_sources(libraries, question, config.web_queries, &web_log, &events);
+    let libraries = &gated[..];
     let mut run = run_over_all(libraries, model, config, events, cancel)?;
     let mut searched: Vec<String> = libraries.iter().map(|l| l.info.name.clone()).collect();
     let agent = match agent {
@@ -128,7 +132,29 @@ pub async fn ask(
         AgentKind::Chain => chain_of_rag(&run, question).await,
     }?;
     answer.libraries = searched;
+    answer.web_queries = web_log.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(answer)
+}
+
+/// `libraries` with each always-searched source (the web) behind a [`web_gate::QueryGate`] for
+/// `question` under `policy`, recording into `log`.
+fn gate_always_sources(
+    libraries: &[SearchableLibrary],
+    question: &str,
+    policy: web_gate::WebQueryPolicy,
+    log: &web_gate::WebQueryLog,
+    events: &EventSink,
+) -> Vec<SearchableLibrary> {
+    libraries
+        .iter()
+        .map(|l| {
+            if !l.always {
+                return l.clone();
+            }
+            let gate = web_gate::QueryGate::new(Arc::clone(&l.retriever), &l.info.name, question, policy, Arc::clone(log), Arc::clone(events));
+            SearchableLibrary { info: l.info.clone(), retriever: Arc::new(gate), always: true }
+        })
+        .collect()
 }
 
 /// Writes a long-form research report on `topic` over every library in `libraries` (see
@@ -144,7 +170,9 @@ pub async fn research_report(
     events: EventSink,
     cancel: CancellationToken,
 ) -> Result<ResearchReport, AgentError> {
-    let run = run_over_all(libraries, model, config, events, cancel)?;
+    let web_log = web_gate::WebQueryLog::default();
+    let gated = gate_always_sources(libraries, topic, config.web_queries, &web_log, &events);
+    let run = run_over_all(&gated, model, config, events, cancel)?;
     let mut report = write_research_report(&run, topic, research).await?;
     report.libraries = libraries.iter().map(|l| l.info.name.clone()).collect();
     Ok(report)

@@ -97,6 +97,14 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
             let _ = writeln!(out, "  - round {}: {list}", i + 1);
         }
     }
+    if !answer.web_queries.is_empty() {
+        out.push_str("- **Web queries** (only these left the machine):
+");
+        for q in &answer.web_queries {
+            let what = if q.sent { format!("sent to {}", escape_inline(&q.source)) } else { format!("withheld from {} (written by the model)", escape_inline(&q.source)) };
+            let _ = writeln!(out, "  - {what}: “{}”", escape_inline(&one_line(&q.query)));
+        }
+    }
     out
 }
 

@@ -36,6 +36,9 @@ pub struct AgentConfig {
     pub context_chars: usize,
     /// Most tokens of the final answer. Default 800.
     pub answer_max_tokens: u32,
+    /// Which queries the web (an always-searched source) receives: by default only the person's
+    /// question, never a query the model wrote from document passages (`crate::web_gate`).
+    pub web_queries: crate::web_gate::WebQueryPolicy,
 }
 
 impl Default for AgentConfig {
@@ -51,6 +54,7 @@ impl Default for AgentConfig {
             passage_chars: 700,
             context_chars: 9000,
             answer_max_tokens: 800,
+            web_queries: crate::web_gate::WebQueryPolicy::Question,
         }
     }
 }
@@ -210,6 +214,7 @@ impl Run {
             libraries: Vec::new(),
             nothing_found,
             claims,
+            web_queries: Vec::new(),
         })
     }
 }

@@ -15,6 +15,9 @@ pub struct WebSearchSettings {
     pub url: Option<String>,
     /// Result pages fetched per query.
     pub pages: usize,
+    /// Which queries go to the provider: only the person's question (the default), or also the
+    /// queries agents write from document passages (`quarry_agents::web_gate`).
+    pub queries: quarry_agents::web_gate::WebQueryPolicy,
     /// The provider's API key (Tavily, Brave); never written to the settings file. `None`: the
     /// provider's environment variable (`QUARRY_TAVILY_API_KEY`, `QUARRY_BRAVE_API_KEY`), else the OS
     /// keyring's entry.
@@ -24,7 +27,14 @@ pub struct WebSearchSettings {
 
 impl Default for WebSearchSettings {
     fn default() -> Self {
-        WebSearchSettings { enabled: false, provider: quarry_web::ProviderKind::Searxng, url: None, pages: 3, api_key: None }
+        WebSearchSettings {
+            enabled: false,
+            provider: quarry_web::ProviderKind::Searxng,
+            url: None,
+            pages: 3,
+            queries: quarry_agents::web_gate::WebQueryPolicy::Question,
+            api_key: None,
+        }
     }
 }
 

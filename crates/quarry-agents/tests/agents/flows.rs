@@ -439,3 +439,54 @@ async fn cancel_stops_within_the_model_call_in_progress() {
     assert!(matches!(result, Err(AgentError::Cancelled)), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+/// Nothing the model writes goes to the web unannounced: with the default web query policy the web
+/// source receives exactly the question the person typed — never DeepSearch's sub-queries or gap
+/// queries, which are written from document passages — and every query meant for it is listed with the
+/// answer and in the trace, sent or withheld. With `--web-queries all` the sub-queries go too. (Before,
+/// the web received every query; a sub-query here quotes a document's founder.)
+#[tokio::test]
+async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed() {
+    let script = || {
+        Arc::new(
+            ScriptedModel::new()
+                .on("sub_queries", text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#))
+                .on("relevance", text(r#"{"relevant": [1, 2]}"#))
+                .on("reflection", text(r#"{"queries": ["Jane Miller Dayton biography"]}"#))
+                .on("answer", text("Acme earned 4.2 billion [1].")),
+        )
+    };
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let work = Arc::new(corpus("work"));
+    let web = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")]));
+    let libraries = |web: &Arc<MemoryRetriever>| {
+        vec![
+            library(&work),
+            SearchableLibrary {
+                info: LibraryInfo { name: "web".into(), description: "pages found by web search for this question".into() },
+                retriever: Arc::clone(web) as _,
+                always: true,
+            },
+        ]
+    };
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web), AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    let mut received = web.queries();
+    received.dedup();
+    assert_eq!(received, vec![question.to_string()], "the web saw only the typed question");
+    let listed: Vec<(&str, bool)> = answer.web_queries.iter().map(|q| (q.query.as_str(), q.sent)).collect();
+    assert_eq!(listed[0], (question, true));
+    assert!(listed.contains(&("Acme founded by Jane Miller in Dayton", false)) && listed.contains(&("Jane Miller Dayton biography", false)), "{listed:?}");
+    assert!(listed.iter().all(|(q, sent)| *sent == (*q == question)), "{listed:?}");
+    let traced = events.iter().filter(|e| matches!(e, AgentEvent::WebQuery { sent: false, .. })).count();
+    assert_eq!(traced, listed.iter().filter(|(_, sent)| !sent).count(), "each withheld query is in the trace once");
+    assert!(work.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()), "the libraries still get every query");
+    let report = quarry_agents::render_report(&answer, &quarry_agents::ReportOptions::default());
+    assert!(report.contains("Web queries") && report.contains("withheld from web (written by the model): “Acme founded by Jane Miller in Dayton”"), "{report}");
+
+    let web_all = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")]));
+    let config = AgentConfig { web_queries: quarry_agents::web_gate::WebQueryPolicy::All, ..AgentConfig::default() };
+    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web_all), config).await;
+    assert!(web_all.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()));
+    assert!(answer.unwrap().web_queries.iter().all(|q| q.sent));
+}

@@ -96,6 +96,7 @@ fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
         libraries: vec!["papers".into()],
         nothing_found: false,
         claims: Vec::new(),
+        web_queries: Vec::new(),
     }
 }
 

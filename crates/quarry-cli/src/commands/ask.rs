@@ -129,12 +129,25 @@ pub struct WebArgs {
     /// Result pages fetched per query.
     #[arg(long, default_value_t = 3)]
     pub web_pages: usize,
+    /// Which queries go to the web provider: `question` (the default) sends exactly the question you
+    /// typed; `all` also sends the queries the agent writes (DeepSearch's sub-queries and gap queries,
+    /// ChainOfRAG's follow-ups), which are often built from passages of your documents. Withheld
+    /// queries are listed with the answer.
+    #[arg(long, default_value = "question")]
+    pub web_queries: quarry_agents::web_gate::WebQueryPolicy,
 }
 
 impl WebArgs {
     /// These flags as [`quarry_session::WebSearchSettings`] (keys from the providers' environment variables).
     pub fn settings(&self) -> quarry_session::WebSearchSettings {
-        quarry_session::WebSearchSettings { enabled: self.web, provider: self.web_provider, url: self.web_url.clone(), pages: self.web_pages, api_key: None }
+        quarry_session::WebSearchSettings {
+            enabled: self.web,
+            provider: self.web_provider,
+            url: self.web_url.clone(),
+            pages: self.web_pages,
+            queries: self.web_queries,
+            api_key: None,
+        }
     }
 
     /// The web as an always-searched source: see [`quarry_session::web_source`].
@@ -213,6 +226,7 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
             max_rounds: args.max_rounds.max(1),
             top_k: args.k.max(1),
             answer_max_tokens: args.answer_tokens.max(16),
+            web_queries: args.web.web_queries,
             ..AgentConfig::default()
         };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
@@ -291,6 +305,10 @@ pub fn show_event(event: &AgentEvent, json: bool) {
             }
         }
         AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
+        AgentEvent::WebQuery { source, query, sent: true } => eprintln!("  sent to {source}: {query:?}"),
+        AgentEvent::WebQuery { source, query, sent: false } => {
+            eprintln!("  withheld from {source} (written by the model; --web-queries all sends such queries): {query:?}")
+        }
         AgentEvent::Ordered { query, kept } => eprintln!("  {kept} passages for the answer ordered by a search for {query:?}"),
         AgentEvent::Section { index, count, title, stage } => {
             if *index == 0 {
@@ -324,6 +342,13 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
         for c in list {
             let quote: String = c.passage.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect();
             println!("[{}] {}\n    {}\n    \"{quote}…\"", c.number, c.passage.citation(), c.passage.path);
+        }
+    }
+    if !answer.web_queries.is_empty() {
+        println!("\nWeb queries:");
+        for q in &answer.web_queries {
+            let what = if q.sent { format!("sent to {}", q.source) } else { format!("withheld from {} (written by the model)", q.source) };
+            println!("  {what}: \"{}\"", q.query);
         }
     }
     let unsupported: Vec<_> = answer.unsupported_claims().collect();

@@ -301,6 +301,11 @@ fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
         &["When is AWS Innovate Every Application Edition?", "--agent", "naive", "--web", "--web-url", &base, "--report", report.to_str().unwrap()],
     );
     assert_eq!(answer["libraries"], serde_json::json!(["ntsb", "web"]));
+    // The provider received the typed question and nothing else (the default web query policy).
+    assert_eq!(
+        answer["web_queries"],
+        serde_json::json!([{"source": "web", "query": "When is AWS Innovate Every Application Edition?", "sent": true}])
+    );
     let sources = answer["sources"].as_array().unwrap();
     let web: Vec<&Value> = sources.iter().filter(|s| s["passage"]["library"] == "web").collect();
     assert!(!web.is_empty(), "web passages are among the sources: {sources:?}");

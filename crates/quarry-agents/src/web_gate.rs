@@ -1,0 +1,106 @@
+//! What goes to a web search provider. An agent writes queries of its own — DeepSearch's sub-queries
+//! and gap queries, ChainOfRAG's follow-ups, "question + facts" — and those are often built from
+//! passages of the person's documents. Sent to a web provider (a hosted API, or a SearXNG that forwards
+//! them to outside engines), they would carry document text off the machine unannounced. So an
+//! always-searched source (the web) sits behind a [`QueryGate`]: with [`WebQueryPolicy::Question`], the
+//! default, it receives exactly the question the person typed and nothing the model wrote; with
+//! [`WebQueryPolicy::All`] it receives every query. Either way every query meant for it is recorded as
+//! sent or withheld ([`WebQuery`]), shown in the trace as it happens and listed with the answer and in
+//! the report.
+
+use crate::events::{AgentEvent, EventSink};
+use quarry_core::{Passage, RetrievalError, Retriever};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// Which queries an always-searched source (the web) receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebQueryPolicy {
+    /// Only the question as the person typed it (the default).
+    #[default]
+    Question,
+    /// Every query the agent runs, including those the model wrote from document passages.
+    All,
+}
+
+impl std::str::FromStr for WebQueryPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "question" => Ok(WebQueryPolicy::Question),
+            "all" => Ok(WebQueryPolicy::All),
+            other => Err(format!("web queries {other:?}: expected question or all")),
+        }
+    }
+}
+
+impl std::fmt::Display for WebQueryPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WebQueryPolicy::Question => "question",
+            WebQueryPolicy::All => "all",
+        })
+    }
+}
+
+/// One query meant for an always-searched source: whether it was sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebQuery {
+    /// The source's name (`web`).
+    pub source: String,
+    pub query: String,
+    /// False: withheld by the policy (written by the model, not typed by the person).
+    pub sent: bool,
+}
+
+/// The queries of one run, in the order they were first meant for a gated source.
+pub type WebQueryLog = Arc<Mutex<Vec<WebQuery>>>;
+
+/// A retriever that passes on only the queries its [`WebQueryPolicy`] allows (see the module docs);
+/// a withheld query returns no passages. Each distinct query is recorded once in the log and reported
+/// as an [`AgentEvent::WebQuery`].
+pub struct QueryGate {
+    inner: Arc<dyn Retriever>,
+    source: String,
+    question: String,
+    policy: WebQueryPolicy,
+    log: WebQueryLog,
+    events: EventSink,
+}
+
+impl QueryGate {
+    pub fn new(inner: Arc<dyn Retriever>, source: &str, question: &str, policy: WebQueryPolicy, log: WebQueryLog, events: EventSink) -> Self {
+        QueryGate { inner, source: source.to_string(), question: question.to_string(), policy, log, events }
+    }
+
+    /// Whether `query` may go out: always under `All`; under `Question` only the person's question
+    /// (compared with spacing normalised).
+    pub fn allows(&self, query: &str) -> bool {
+        let normal = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.policy == WebQueryPolicy::All || normal(query) == normal(&self.question)
+    }
+}
+
+#[async_trait::async_trait]
+impl Retriever for QueryGate {
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
+        let sent = self.allows(query);
+        let first_time = {
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            let seen = log.iter().any(|q| q.source == self.source && q.query == query);
+            if !seen {
+                log.push(WebQuery { source: self.source.clone(), query: query.to_string(), sent });
+            }
+            !seen
+        };
+        if first_time {
+            (self.events)(AgentEvent::WebQuery { source: self.source.clone(), query: query.to_string(), sent });
+        }
+        if sent {
+            self.inner.retrieve(query, k).await
+        } else {
+            Ok(Vec::new())
+        }
+    }
+}
