@@ -110,7 +110,13 @@ impl Session {
 }
 
 impl Element<'_> {
+    /// Clicks the element after scrolling it to the middle of its scroll container: WebKitWebDriver's own
+    /// scrolling brings an element just into view, where a sticky box (the question field under a long
+    /// answer) can cover it, and the click then fails with a bare 400.
     pub async fn click(&self) -> Result<(), String> {
+        let mut reference = serde_json::Map::new();
+        reference.insert(ELEMENT_KEY.to_string(), Value::String(self.id.clone()));
+        self.session.script("arguments[0].scrollIntoView({block: 'center', inline: 'nearest'}); return true;", vec![Value::Object(reference)]).await?;
         self.session.post(&format!("/element/{}/click", self.id), json!({})).await.map(|_| ())
     }
 
