@@ -88,10 +88,11 @@ fn a_worker_sees_no_api_keys_and_no_keyring_session() {
     std::env::set_var("QUARRY_LLM_API_KEY", "sk-worker-must-not-see");
     std::env::set_var("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus-must-not-see");
     std::env::set_var("HTTPS_PROXY", "http://proxy-must-not-see:3128");
-    std::env::set_var("QUARRY_MODELS_DIR", "/models-kept");
-    let config = shell_worker("read line; echo \"seen:[$QUARRY_LLM_API_KEY][$DBUS_SESSION_BUS_ADDRESS][$HTTPS_PROXY][$QUARRY_MODELS_DIR]\" >&2; kill -SEGV $$");
+    // (Variables the other tests of this binary read are left alone: they run in parallel.)
+    let config = shell_worker("read line; echo \"seen:[$QUARRY_LLM_API_KEY][$DBUS_SESSION_BUS_ADDRESS][$HTTPS_PROXY][$PATH]\" >&2; kill -SEGV $$");
     let mut outcomes = Vec::new();
     parse_isolated(&inputs(1), &config, |i, o| outcomes.push((i, o)));
     let message = outcomes[0].1.error.as_ref().unwrap().to_string();
-    assert!(message.contains("seen:[][][][/models-kept]"), "the worker saw: {message}");
+    let path = std::env::var("PATH").unwrap_or_default();
+    assert!(message.contains(&format!("seen:[][][][{path}]")), "the worker saw: {message}");
 }
