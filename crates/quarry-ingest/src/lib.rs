@@ -23,6 +23,7 @@ mod pdf;
 mod pdf_fallback;
 pub mod report;
 mod spreadsheet;
+mod table;
 mod text;
 mod walk;
 

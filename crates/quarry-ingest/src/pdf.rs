@@ -11,6 +11,7 @@
 //! on its own, under a panic guard, so one broken page costs one page, not the document.
 
 use crate::IngestError;
+use crate::table::label_table_rows;
 use quarry_core::{Block, Location};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -229,11 +230,12 @@ fn has_text(text: &str) -> bool {
 }
 
 /// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any.
+/// Table rows get their column names and unit (see [`crate::table`]).
 fn finish(pages: Vec<(u32, String)>, page_count: u32, warnings: Vec<String>) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     let blocks: Vec<Block> = pages
         .into_iter()
         .filter(|(_, text)| has_text(text))
-        .map(|(page, text)| Block { text, location: Location { page: Some(page), ..Default::default() } })
+        .map(|(page, text)| Block { text: label_table_rows(&text), location: Location { page: Some(page), ..Default::default() } })
         .collect();
     if blocks.is_empty() {
         return Err(IngestError::NoTextLayer);

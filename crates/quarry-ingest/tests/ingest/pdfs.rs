@@ -136,3 +136,28 @@ fn words_that_pdf_extract_splits_apart_are_read_whole_through_pdfium() {
     assert!(apple.contains("The following discussion should be read"), "{}", &apple[..2000.min(apple.len())]);
     assert!(apple.contains("last Saturday of September"));
 }
+
+#[test]
+fn table_rows_carry_their_column_and_unit() {
+    // The income-statement passage of NVIDIA's first-quarter 10-Q (p. 22) gave "Total revenue $ 7,192 $ 8,288"
+    // under a header three lines up; the model took the wrong column or dropped "million".
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q");
+    let nvidia = parse_one(&dir.join("2023 Q1 NVDA.pdf"));
+    let page_22 = &nvidia.document.as_ref().unwrap().blocks.iter().find(|b| b.location.page == Some(22)).unwrap().text;
+    assert!(
+        page_22.contains(
+            "Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)"
+        ),
+        "{page_22}"
+    );
+    // Apple's header gives full dates and change columns between them; read through pdf-extract, not PDFium.
+    let apple = text_of(&parse_one(&dir.join("2023 Q3 AAPL.pdf")));
+    assert!(
+        apple.contains(
+            "iPhone: $39,669 million (three months ended July 1, 2023); $40,665 million (three months ended June 25, 2022); \
+             (2)% (change, three months ended); $156,778 million (nine months ended July 1, 2023)"
+        ),
+        "{}",
+        &apple[..3000.min(apple.len())]
+    );
+}

@@ -1,0 +1,432 @@
+//! Financial tables made readable one row at a time.
+//!
+//! A PDF's text layer gives a table as a header of scattered column titles and then one line per row of
+//! bare numbers:
+//!
+//! ```text
+//! Three Months Ended Nine Months Ended
+//! October 29, October 30, October 29, October 30,
+//! 2023 2022 2023 2022
+//! (In millions)
+//! Data Center $ 14,514 $ 3,833 $ 29,121 $ 11,389
+//! ```
+//!
+//! A person reads the column from the header; a small language model reading a 700-character passage
+//! (often cut after the header, or with the header in another chunk) takes the nine-month figure for the
+//! quarter, or the prior year's for this year's, and drops the unit. This module rewrites each row whose
+//! columns it can tell apart so that every figure carries its own column and unit:
+//!
+//! ```text
+//! Data Center: $14,514 million (three months ended October 29, 2023); $3,833 million (three months ended
+//! October 30, 2022); $29,121 million (nine months ended October 29, 2023); $11,389 million (nine months
+//! ended October 30, 2022)
+//! ```
+//!
+//! Rules (no model), read from the text:
+//! - A **row** is a line that ends in at least two numeric cells (`$ 1,234`, `(4)%`, `12.5 %`, `—`) after a
+//!   label with a letter in it.
+//! - Its **header** is the run of lines just above the first row made only of period phrases ("Three
+//!   Months Ended", "Year Ended"), month-and-day dates, years, "Change" and unit notes ("(In millions)");
+//!   short section lines ("Revenue:") may sit between header and rows.
+//! - **Columns** are the header's years and "Change" words in reading order. Periods are spread evenly over
+//!   the columns (two periods over four years: two each); month-and-day dates pair one-to-one with the
+//!   years, or one per period. When the counts do not fit, the table is left as it was.
+//! - The **unit** ("in millions", "in thousands", "in billions") comes from the header or the caption line
+//!   above it and is added to plain figures, not to percentages, and not in rows or sections about shares,
+//!   per-share amounts, rates, ratios or percentages.
+//! - A row with more cells than columns gives its leading cells back to the label ("Balance as of June 30,
+//!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
+//!   left as it was. The header lines are dropped only when every row of the table was rewritten.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// Fewest numeric cells that make a line a table row.
+const MIN_CELLS: usize = 2;
+/// Longest line, in characters, that may be a section line inside a table ("Operating Income").
+const MAX_SECTION_CHARS: usize = 60;
+/// How many lines above a header are searched for its unit ("… were as follows (in millions):").
+const CAPTION_LINES: usize = 2;
+
+struct Patterns {
+    /// One header item: a period phrase, a month-and-day date, a year, or a change column.
+    header_item: Regex,
+    unit: Regex,
+    /// A whole line of header material (checked after the items are removed).
+    leftover: Regex,
+    number: Regex,
+    /// Labels and sections whose figures are not amounts in the table's unit.
+    not_amount: Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static PATTERNS: OnceLock<Patterns> = OnceLock::new();
+    PATTERNS.get_or_init(|| Patterns {
+        header_item: Regex::new(
+            r"(?ix)
+            (?P<period>\b(?:three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)\s+(?:months|weeks)\s+ended\b
+                      |\b(?:fiscal\s+)?(?:years?|quarters?)\s+ended\b)
+            |(?P<monthday>\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}\b,?)
+            |(?P<year>\b(?:19|20)\d{2}\b)
+            |(?P<change>(?:%\s*)?\bchange\b)",
+        )
+        .unwrap(),
+        unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").unwrap(),
+        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").unwrap(),
+        number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").unwrap(),
+        not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").unwrap(),
+    })
+}
+
+/// One header item, in reading order.
+#[derive(Debug, Clone, PartialEq)]
+enum HeaderItem {
+    Period(String),
+    MonthDay(String),
+    Year(String),
+    Change,
+}
+
+/// Rewrites the rows of every table in `page` whose columns can be read (see the module docs); all other
+/// text is returned unchanged.
+pub(crate) fn label_table_rows(page: &str) -> String {
+    let lines: Vec<&str> = page.lines().collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        if row_cells(lines[i]).is_none() {
+            out.push(lines[i].to_string());
+            i += 1;
+            continue;
+        }
+        // A table's first row: find its header above (already pushed to `out`).
+        let (header_start, items) = header_above(&lines, i);
+        // The table's lines: rows and short section lines, up to the first line that is neither.
+        let mut end = i;
+        while end < lines.len() && (row_cells(lines[end]).is_some() || is_section_line(lines[end])) {
+            end += 1;
+        }
+        // A trailing section line belongs to what follows.
+        while end > i + 1 && row_cells(lines[end - 1]).is_none() {
+            end -= 1;
+        }
+        let columns = items.as_deref().and_then(columns);
+        let Some(columns) = columns else {
+            out.extend(lines[i..end].iter().map(|l| l.to_string()));
+            i = end;
+            continue;
+        };
+        let caption_start = header_start.saturating_sub(CAPTION_LINES);
+        // Joined, so that a caption's "(in\nmillions)" split over two lines is read too.
+        let unit = patterns()
+            .unit
+            .captures_iter(&lines[caption_start..i].join(" "))
+            .last()
+            .map(|c| c[1].to_lowercase().trim_end_matches('s').to_string());
+        let mut section = String::new();
+        let mut rewritten = Vec::with_capacity(end - i);
+        let mut all = true;
+        for line in &lines[i..end] {
+            match row_cells(line) {
+                Some((label, cells)) => match label_row(&label, &cells, &columns, unit.as_deref(), &section) {
+                    Some(row) => rewritten.push(row),
+                    None => {
+                        all = false;
+                        rewritten.push(line.to_string());
+                    }
+                },
+                None => {
+                    section = line.trim().to_string();
+                    rewritten.push(line.to_string());
+                }
+            }
+        }
+        if all {
+            // Drop the header lines, keep the section lines between header and rows.
+            let keep_from = out.len() - (i - header_start);
+            let between: Vec<String> =
+                out.drain(keep_from..).filter(|l| !is_header_line(l) && !l.trim().is_empty()).collect();
+            out.extend(between);
+        }
+        out.extend(rewritten);
+        i = end;
+    }
+    let mut text = out.join("\n");
+    if page.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// The label and numeric cells of a row line, or `None` when it is not one.
+fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    let mut cells: Vec<String> = Vec::new();
+    let mut k = tokens.len();
+    // Walk back over cells: [$] value [%]
+    while k > 0 {
+        let mut j = k;
+        let mut cell = String::new();
+        if j > 0 && tokens[j - 1] == "%" {
+            cell.push('%');
+            j -= 1;
+        }
+        if j == 0 {
+            break;
+        }
+        let value = tokens[j - 1];
+        let is_dash = matches!(value, "—" | "–" | "-" | "$—" | "$-" | "$–");
+        if !(is_dash || patterns().number.is_match(value)) {
+            break;
+        }
+        cell.insert_str(0, value);
+        j -= 1;
+        if j > 0 && tokens[j - 1] == "$" {
+            cell.insert(0, '$');
+            j -= 1;
+        }
+        cells.push(cell);
+        k = j;
+    }
+    if cells.len() < MIN_CELLS {
+        return None;
+    }
+    let label = tokens[..k].join(" ");
+    if !label.chars().any(char::is_alphabetic) || label.ends_with('.') {
+        return None;
+    }
+    cells.reverse();
+    Some((label, cells))
+}
+
+/// A short line without figures inside a table: "Revenue:", "Operating Income".
+fn is_section_line(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty()
+        && t.chars().count() <= MAX_SECTION_CHARS
+        && !t.ends_with('.')
+        && !t.chars().any(|c| c.is_ascii_digit())
+        && t.chars().next().is_some_and(char::is_alphabetic)
+}
+
+/// True when `line` holds header items and nothing else but unit notes and punctuation.
+fn is_header_line(line: &str) -> bool {
+    let p = patterns();
+    if !p.header_item.is_match(line) && !p.unit.is_match(line) {
+        return false;
+    }
+    let rest = p.header_item.replace_all(line, " ");
+    p.leftover.is_match(&rest)
+}
+
+/// The first line of the header above row `first_row`, and the header's items in reading order (`None`
+/// when there is no header with a year).
+fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderItem>>) {
+    let mut start = first_row;
+    let mut seen_header = false;
+    while start > 0 {
+        let line = lines[start - 1];
+        if is_header_line(line) {
+            seen_header = true;
+        } else if !(is_section_line(line) && !seen_header) {
+            break;
+        }
+        start -= 1;
+    }
+    // Section lines above the header are not part of it.
+    while start < first_row && !is_header_line(lines[start]) {
+        start += 1;
+    }
+    let text = lines[start..first_row].iter().filter(|l| is_header_line(l)).cloned().collect::<Vec<_>>().join(" ");
+    let items: Vec<HeaderItem> = patterns()
+        .header_item
+        .captures_iter(&text)
+        .map(|c| {
+            if let Some(m) = c.name("period") {
+                HeaderItem::Period(m.as_str().split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase())
+            } else if let Some(m) = c.name("monthday") {
+                HeaderItem::MonthDay(m.as_str().trim_end_matches(',').to_string())
+            } else if let Some(m) = c.name("year") {
+                HeaderItem::Year(m.as_str().to_string())
+            } else {
+                HeaderItem::Change
+            }
+        })
+        .collect();
+    if items.iter().any(|i| matches!(i, HeaderItem::Year(_))) {
+        (start, Some(items))
+    } else {
+        (start, None)
+    }
+}
+
+/// Column names from header items (see the module docs), or `None` when the counts do not fit.
+fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
+    let periods: Vec<&String> = items.iter().filter_map(|i| if let HeaderItem::Period(p) = i { Some(p) } else { None }).collect();
+    let days: Vec<&String> = items.iter().filter_map(|i| if let HeaderItem::MonthDay(d) = i { Some(d) } else { None }).collect();
+    let years = items.iter().filter(|i| matches!(i, HeaderItem::Year(_))).count();
+    let slots: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Year(_) | HeaderItem::Change)).collect();
+    let count = slots.len();
+    if count < MIN_CELLS {
+        return None;
+    }
+    if !periods.is_empty() && count % periods.len() != 0 {
+        return None;
+    }
+    let per_period = if periods.is_empty() { count } else { count / periods.len() };
+    let day_for = |year_index: usize, column: usize| -> Option<Option<&String>> {
+        if days.is_empty() {
+            Some(None)
+        } else if days.len() == years {
+            Some(Some(days[year_index]))
+        } else if !periods.is_empty() && days.len() == periods.len() {
+            Some(Some(days[column / per_period]))
+        } else if days.len() == 1 {
+            Some(Some(days[0]))
+        } else {
+            None
+        }
+    };
+    let mut out = Vec::with_capacity(count);
+    let mut year_index = 0;
+    for (column, slot) in slots.iter().enumerate() {
+        let period = periods.get(column / per_period).map(|p| p.as_str());
+        let name = match slot {
+            HeaderItem::Year(year) => {
+                let day = day_for(year_index, column)?;
+                year_index += 1;
+                let date = match day {
+                    Some(day) => format!("{day}, {year}"),
+                    None => year.clone(),
+                };
+                match period {
+                    Some(period) => format!("{period} {date}"),
+                    None => date,
+                }
+            }
+            _ => match period {
+                Some(period) => format!("change, {period}"),
+                None => "change".to_string(),
+            },
+        };
+        out.push(name);
+    }
+    Some(out)
+}
+
+/// One row rewritten as `label: cell (column); …`, or `None` when its cells do not fit the columns.
+fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&str>, section: &str) -> Option<String> {
+    if cells.len() < columns.len() {
+        return None;
+    }
+    let extra = cells.len() - columns.len();
+    let label = if extra > 0 {
+        let given_back: Vec<&str> = cells[..extra].iter().map(String::as_str).collect();
+        format!("{label} {}", given_back.join(" "))
+    } else {
+        label.to_string()
+    };
+    let amounts = unit.filter(|_| !patterns().not_amount.is_match(&label) && !patterns().not_amount.is_match(section));
+    let parts: Vec<String> = cells[extra..]
+        .iter()
+        .zip(columns)
+        .map(|(cell, column)| {
+            let is_figure = cell.chars().any(|c| c.is_ascii_digit());
+            match amounts {
+                Some(unit) if is_figure && !cell.contains('%') && !column.starts_with("change") => {
+                    format!("{cell} {unit} ({column})")
+                }
+                _ => format!("{cell} ({column})"),
+            }
+        })
+        .collect();
+    Some(format!("{}: {}", label.trim_end_matches(':'), parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvidia_segment_table_gets_columns_and_unit() {
+        let page = "Revenue by Reportable Segments\n\
+                    Three Months Ended Nine Months Ended\n\
+                    October 29, October 30, October 29, October 30,\n\
+                    2023 2022 2023 2022\n\
+                    (In millions)\n\
+                    Revenue:\n\
+                    Data Center $ 14,514 $ 3,833 $ 29,121 $ 11,389\n\
+                    Gaming 2,856 1,574 7,582 7,236\n\
+                    Total revenue $ 18,120 $ 5,931 $ 38,819 $ 20,923\n\
+                    24";
+        let out = label_table_rows(page);
+        assert!(out.contains("Data Center: $14,514 million (three months ended October 29, 2023); $3,833 million (three months ended October 30, 2022); $29,121 million (nine months ended October 29, 2023); $11,389 million (nine months ended October 30, 2022)"), "{out}");
+        assert!(out.contains("Gaming: 2,856 million (three months ended October 29, 2023);"), "{out}");
+        assert!(out.starts_with("Revenue by Reportable Segments\nRevenue:\nData Center:"), "header dropped, section kept: {out}");
+        assert!(out.ends_with("\n24"), "{out}");
+    }
+
+    #[test]
+    fn microsoft_and_amazon_headers_put_years_last() {
+        let page = "Segment revenue and operating income were as follows during the periods presented:\n\
+                    (In millions)\n\
+                    Three Months Ended\n\
+                    March 31,\n\
+                    Nine Months Ended\n\
+                    March 31,\n\
+                    2023 2022 2023 2022\n\
+                    Revenue\n\
+                    More Personal Computing 13,260 14,584 40,829 45,480\n\
+                    Operating Income\n\
+                    More Personal Computing 4,237 4,788 11,774 16,000";
+        let out = label_table_rows(page);
+        assert!(out.contains("More Personal Computing: 13,260 million (three months ended March 31, 2023); 14,584 million (three months ended March 31, 2022); 40,829 million (nine months ended March 31, 2023)"), "{out}");
+        assert!(out.contains("Operating Income\nMore Personal Computing: 4,237 million"), "{out}");
+
+        let amazon = "Net sales information is as follows (in\nmillions):\nThree Months Ended\nJune 30,\nSix Months Ended\nJune 30,\n\
+                      2022 2023 2022 2023\nNet Sales:\nAWS 19,739 22,140 38,180 43,494\n\
+                      Year-over-year Percentage Growth (Decline):\nInternational (12) 10 (9) 5";
+        let out = label_table_rows(amazon);
+        assert!(out.contains("AWS: 19,739 million (three months ended June 30, 2022); 22,140 million (three months ended June 30, 2023)"), "older year first, as printed; the caption's unit split over two lines: {out}");
+        assert!(out.contains("International: (12) (three months ended June 30, 2022); 10 (three months ended June 30, 2023)"), "{out}");
+    }
+
+    #[test]
+    fn apple_full_dates_and_change_columns() {
+        let page = "The following table shows net sales by category (dollars in millions):\n\
+                    Three Months Ended Six Months Ended\n\
+                    April 1,\n2023\nMarch 26,\n2022 Change\nApril 1,\n2023\nMarch 26,\n2022 Change\n\
+                    Net sales by category:\n\
+                    iPhone $ 51,334 $ 50,570 2 % $ 117,109 $ 122,198 (4)%\n\
+                    iPhone net sales were relatively flat during the second quarter of 2023.";
+        let out = label_table_rows(page);
+        assert!(out.contains("iPhone: $51,334 million (three months ended April 1, 2023); $50,570 million (three months ended March 26, 2022); 2% (change, three months ended); $117,109 million (six months ended April 1, 2023); $122,198 million (six months ended March 26, 2022); (4)% (change, six months ended)"), "{out}");
+        assert!(out.ends_with("iPhone net sales were relatively flat during the second quarter of 2023."), "{out}");
+    }
+
+    #[test]
+    fn rows_that_do_not_fit_and_tables_without_header_stay_as_they_were() {
+        // No header: left alone.
+        let page = "Gaming 2,856 1,574 7,582 7,236\nAutomotive 261 251 810 609";
+        assert_eq!(label_table_rows(page), page);
+        // A row with fewer cells than columns keeps its text, and so does the header.
+        let page = "Three Months Ended\nApril 30, May 1,\n2023 2022\nRevenue $ 7,192 $ 8,288\nGaming 2,240 —";
+        let out = label_table_rows(page);
+        assert!(out.contains("Revenue: $7,192 (three months ended April 30, 2023); $8,288 (three months ended May 1, 2022)"), "{out}");
+        assert!(out.contains("Gaming: 2,240 (three months ended April 30, 2023); — (three months ended May 1, 2022)"), "{out}");
+        let page = "2023 2022 2021\nRevenue $ 1 $ 2 $ 3\nGaming 4 5";
+        let out = label_table_rows(page);
+        assert!(out.starts_with("2023 2022 2021\nRevenue: $1 (2023); $2 (2022); $3 (2021)\nGaming 4 5"), "{out}");
+        // A row with extra leading cells gives them back to the label.
+        let page = "June 30, 2023 June 30, 2022\n(In millions)\nBalance as of March 31, 2023 $ 10 $ 12";
+        let out = label_table_rows(page);
+        assert!(out.contains("Balance as of March 31, 2023: $10 million (June 30, 2023); $12 million (June 30, 2022)"), "{out}");
+        // Per-share rows and prose are not amounts in millions.
+        let page = "(In millions, except per share amounts)\nThree Months Ended\nApril 30, May 1,\n2023 2022\nNet income per share: Diluted $ 0.82 $ 0.09";
+        let out = label_table_rows(page);
+        assert!(out.contains("Diluted: $0.82 (three months ended April 30, 2023)") || out.contains("Net income per share: Diluted: $0.82 (three"), "{out}");
+        assert!(!out.contains("0.82 million"), "{out}");
+        let prose = "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago.";
+        assert_eq!(label_table_rows(prose), prose);
+    }
+}
