@@ -107,27 +107,7 @@ impl Network {
     /// A client for `purpose` (named in errors: "LLM server", "web search", …).
     /// Errors: [`NetError::Client`] when the TLS backend cannot be set up.
     pub fn client(&self, purpose: &str, options: ClientOptions) -> Result<HttpClient, NetError> {
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
-            .timeout(options.timeout)
-            .user_agent(concat!("Quarry/", env!("CARGO_PKG_VERSION")));
-        if self.mode == NetworkMode::Offline {
-            builder = builder
-                .no_proxy()
-                .dns_resolver(Arc::new(LocalhostOnly))
-                .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                    if attempt.previous().len() >= 10 {
-                        attempt.error("too many redirects")
-                    } else if is_local(attempt.url()) {
-                        attempt.follow()
-                    } else {
-                        let url = attempt.url().to_string();
-                        attempt.error(format!("offline mode: redirect to {url} refused"))
-                    }
-                }));
-        }
-        let inner = builder.build().map_err(|e| NetError::Client { purpose: purpose.to_string(), message: e.to_string() })?;
-        Ok(HttpClient { inner, mode: self.mode, purpose: purpose.to_string(), public_only: None })
+        self.build(purpose, options, None)
     }
 
     /// A client for URLs from outside (web result pages): it reaches only public internet addresses,
@@ -144,32 +124,40 @@ impl Network {
     /// names above are still refused here. Errors: as [`Network::client`].
     pub fn public_client(&self, purpose: &str, options: ClientOptions, trusted: Option<&str>) -> Result<HttpClient, NetError> {
         let trusted = trusted.and_then(|t| reqwest::Url::parse(t).ok()).map(|u| u.origin());
-        let guard = PublicOnly { trusted };
+        self.build(purpose, options, Some(PublicOnly { trusted }))
+    }
+
+    /// The one client builder behind [`Network::client`] and [`Network::public_client`]: timeouts and
+    /// user agent; at most 10 redirects, each hop checked against offline mode (only this machine) and
+    /// `public_only` when given; offline, no proxy and a resolver that answers only for this machine;
+    /// online with `public_only`, a resolver that drops non-public addresses.
+    fn build(&self, purpose: &str, options: ClientOptions, public_only: Option<PublicOnly>) -> Result<HttpClient, NetError> {
+        let mode = self.mode;
+        let hops = public_only.clone();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .timeout(options.timeout)
-            .user_agent(concat!("Quarry/", env!("CARGO_PKG_VERSION")));
-        let mode = self.mode;
-        let hops = guard.clone();
-        builder = builder.redirect(reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() >= 10 {
-                return attempt.error("too many redirects");
-            }
-            let url = attempt.url().clone();
-            if mode == NetworkMode::Offline && !is_local(&url) {
-                return attempt.error(format!("offline mode: redirect to {url} refused"));
-            }
-            match hops.refusal(&url) {
-                Some(reason) => attempt.error(format!("redirect to {url} refused: {reason}")),
-                None => attempt.follow(),
-            }
-        }));
-        builder = match mode {
-            NetworkMode::Offline => builder.no_proxy().dns_resolver(Arc::new(LocalhostOnly)),
-            NetworkMode::Online => builder.dns_resolver(Arc::new(guard.clone())),
+            .user_agent(concat!("Quarry/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 10 {
+                    return attempt.error("too many redirects");
+                }
+                let url = attempt.url().clone();
+                if mode == NetworkMode::Offline && !is_local(&url) {
+                    return attempt.error(format!("offline mode: redirect to {url} refused"));
+                }
+                match hops.as_ref().and_then(|guard| guard.refusal(&url)) {
+                    Some(reason) => attempt.error(format!("redirect to {url} refused: {reason}")),
+                    None => attempt.follow(),
+                }
+            }));
+        builder = match (mode, &public_only) {
+            (NetworkMode::Offline, _) => builder.no_proxy().dns_resolver(Arc::new(LocalhostOnly)),
+            (NetworkMode::Online, Some(guard)) => builder.dns_resolver(Arc::new(guard.clone())),
+            (NetworkMode::Online, None) => builder,
         };
         let inner = builder.build().map_err(|e| NetError::Client { purpose: purpose.to_string(), message: e.to_string() })?;
-        Ok(HttpClient { inner, mode: self.mode, purpose: purpose.to_string(), public_only: Some(guard) })
+        Ok(HttpClient { inner, mode, purpose: purpose.to_string(), public_only })
     }
 
     /// Checks that `url` may be reached in this mode without making a request (e.g. to refuse a
