@@ -55,8 +55,9 @@ impl Answer {
 }
 
 /// The text given to the model for numbered passages: `[n] citation (document context)\ntext`, each
-/// passage cut to `max_chars_each` characters by [`focus_passage`] toward `focus` (the question or query
-/// the passages are read for), stopping once `budget_chars` would be exceeded (at least one passage).
+/// passage's table rows kept to the periods `focus` asks about ([`crate::period_focus`]) and the passage
+/// cut to `max_chars_each` characters by [`focus_passage`] toward `focus` (the question or query the
+/// passages are read for), stopping once `budget_chars` would be exceeded (at least one passage).
 /// The context line names the document's issuer, type and period, so the model can tell the first
 /// quarter's filing from the second's; it is written once per document, and a later passage of the same
 /// document says `(same document as [n])` instead (≈ 30 prompt tokens saved a passage, ≈ 1 s each on 2
@@ -66,7 +67,7 @@ pub fn number_passages(passages: &[Passage], focus: &str, max_chars_each: usize,
     let mut used = 0;
     let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
     for (i, p) in passages.iter().enumerate() {
-        let text = focus_passage(&p.text, focus, max_chars_each);
+        let text = focus_passage(&crate::period_focus::keep_question_periods(&p.text, focus), focus, max_chars_each);
         let source = if p.context.is_empty() {
             p.citation()
         } else {

@@ -28,11 +28,57 @@ pub fn context_overlap(question: &str, passage: &Passage) -> usize {
 }
 
 /// What NaiveRAG reads of `found` (a search [`WIDENING`] × `k` deep, best first): the matching
-/// documents' passages first ([`prefer_matching_documents`]), then the first `k`.
+/// documents' passages first ([`prefer_matching_documents`]), shared out over the documents that match
+/// equally well ([`spread_over_documents`]), then the first `k`.
 pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
-    let mut passages = prefer_matching_documents(question, found);
+    let passages = prefer_matching_documents(question, found);
+    let mut passages = spread_over_documents(question, passages);
     passages.truncate(k);
     passages
+}
+
+/// When several documents match `question` equally well (four quarterly filings of the company a
+/// question names, "How have Apple's net sales changed?"), the places go to them in turn —
+/// each document's best passage, then each one's second, … in the order the documents first appear —
+/// so that one filing's passages cannot fill every place. `passages` is in the order of
+/// [`prefer_matching_documents`]; with one best-matching document (or none) it is returned unchanged.
+pub fn spread_over_documents(question: &str, passages: Vec<Passage>) -> Vec<Passage> {
+    let overlaps: Vec<usize> = passages.iter().map(|p| context_overlap(question, p)).collect();
+    let best = overlaps.iter().copied().max().unwrap_or(0);
+    if best == 0 {
+        return passages;
+    }
+    // The leading group of best-matching passages (a "latest" question has put one period first).
+    let latest = if asks_for_latest(question) { passages.first().and_then(|p| period_end(&p.context)) } else { None };
+    let in_group = |p: &Passage, o: usize| o == best && (latest.is_none() || period_end(&p.context) == latest);
+    let group_len = passages.iter().zip(&overlaps).take_while(|(p, &o)| in_group(p, o)).count();
+    let mut documents: Vec<&str> = Vec::new();
+    for p in &passages[..group_len] {
+        if !documents.contains(&p.document_id.as_str()) {
+            documents.push(&p.document_id);
+        }
+    }
+    if documents.len() < 2 {
+        return passages;
+    }
+    let documents: Vec<String> = documents.into_iter().map(str::to_string).collect();
+    let mut rest = passages;
+    let tail = rest.split_off(group_len);
+    let mut queues: Vec<std::collections::VecDeque<Passage>> = documents.iter().map(|_| Default::default()).collect();
+    for p in rest {
+        let d = documents.iter().position(|d| *d == p.document_id).expect("document of the group");
+        queues[d].push_back(p);
+    }
+    let mut out = Vec::with_capacity(group_len + tail.len());
+    while out.len() < group_len {
+        for queue in queues.iter_mut() {
+            if let Some(p) = queue.pop_front() {
+                out.push(p);
+            }
+        }
+    }
+    out.extend(tail);
+    out
 }
 
 /// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
@@ -115,5 +161,23 @@ mod tests {
         // "Latest": the best-matching documents' latest period first (July 30 after April 30).
         let latest = prefer_matching_documents("What did NVIDIA report in its latest 10-Q?", found);
         assert_eq!(ids(&latest), [1, 4, 3, 5, 2]);
+    }
+
+    #[test]
+    fn documents_that_match_equally_share_the_places() {
+        let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · 2023 Q1 NVDA";
+        let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · 2023 Q2 NVDA";
+        let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
+        let mut found = vec![passage(1, q2), passage(2, q2), passage(3, q2), passage(4, apple), passage(5, q1), passage(6, q1)];
+        for (p, doc) in found.iter_mut().zip(["b", "b", "b", "c", "a", "a"]) {
+            p.document_id = doc.into();
+        }
+        let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
+        // Both NVIDIA filings match "NVIDIA" alike: they take turns, in the order they first appear.
+        assert_eq!(ids(&select("How has NVIDIA's revenue changed over time?", found.clone(), 4)), [1, 5, 2, 6]);
+        // One best-matching document: search order.
+        assert_eq!(ids(&select("What did NVIDIA report for the quarter ended April 30, 2023?", found.clone(), 3)), [5, 6, 1]);
+        // "Latest" picks one period: no sharing.
+        assert_eq!(ids(&select("What did NVIDIA report in its latest 10-Q?", found, 3)), [1, 2, 3]);
     }
 }

@@ -9,6 +9,7 @@ mod document;
 mod format;
 pub mod models;
 pub mod retrieval;
+pub mod table_row;
 mod text_stats;
 
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};

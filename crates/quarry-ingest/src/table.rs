@@ -38,6 +38,7 @@
 //!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
 //!   left as it was. The header lines are dropped only when every row of the table was rewritten.
 
+use quarry_core::table_row::{write_row, TableCell};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -314,7 +315,7 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// One row rewritten as `label: cell (column); …`, or `None` when its cells do not fit the columns.
+/// One row rewritten as `label: cell (column); …` ([`quarry_core::table_row`]), or `None` when its cells do not fit the columns.
 fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&str>, section: &str) -> Option<String> {
     if cells.len() < columns.len() {
         return None;
@@ -327,20 +328,19 @@ fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&st
         label.to_string()
     };
     let amounts = unit.filter(|_| !patterns().not_amount.is_match(&label) && !patterns().not_amount.is_match(section));
-    let parts: Vec<String> = cells[extra..]
+    let cells: Vec<TableCell> = cells[extra..]
         .iter()
         .zip(columns)
         .map(|(cell, column)| {
             let is_figure = cell.chars().any(|c| c.is_ascii_digit());
-            match amounts {
-                Some(unit) if is_figure && !cell.contains('%') && !column.starts_with("change") => {
-                    format!("{cell} {unit} ({column})")
-                }
-                _ => format!("{cell} ({column})"),
-            }
+            let value = match amounts {
+                Some(unit) if is_figure && !cell.contains('%') && !column.starts_with("change") => format!("{cell} {unit}"),
+                _ => cell.clone(),
+            };
+            TableCell { value, column: column.clone() }
         })
         .collect();
-    Some(format!("{}: {}", label.trim_end_matches(':'), parts.join("; ")))
+    Some(write_row(&label, &cells))
 }
 
 #[cfg(test)]

@@ -1,0 +1,57 @@
+//! The written form of a table row whose figures name their columns, shared by the PDF reader that
+//! writes it (`quarry-ingest`'s table module) and the agents that read it (`quarry-agents`' period
+//! focus): `label: value (column); value (column); …`, e.g.
+//! `Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)`.
+
+/// Between two cells of a row.
+pub const CELL_SEPARATOR: &str = "; ";
+
+/// One cell: the figure as printed (with unit when known) and the column it sits in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableCell {
+    pub value: String,
+    pub column: String,
+}
+
+/// The row `label: value (column); …`; `label`'s trailing colon is not doubled.
+pub fn write_row(label: &str, cells: &[TableCell]) -> String {
+    let cells: Vec<String> = cells.iter().map(|c| format!("{} ({})", c.value, c.column)).collect();
+    format!("{}: {}", label.trim_end_matches(':'), cells.join(CELL_SEPARATOR))
+}
+
+/// The label and cells of a line written by [`write_row`] with at least two cells, or `None` for any
+/// other line. A label may itself hold ": " ("Net income per share: Diluted").
+pub fn parse_row(line: &str) -> Option<(&str, Vec<TableCell>)> {
+    let segments: Vec<&str> = line.split(CELL_SEPARATOR).collect();
+    if segments.len() < 2 || !segments.iter().all(|s| s.ends_with(')') && s.contains(" (")) {
+        return None;
+    }
+    let first = segments[0];
+    let value_start = first[..first.find(" (")?].rfind(": ")?;
+    let label = &first[..value_start];
+    let mut cells = Vec::with_capacity(segments.len());
+    for (i, segment) in segments.iter().enumerate() {
+        let segment = if i == 0 { &first[value_start + 2..] } else { segment };
+        let open = segment.find(" (")?;
+        cells.push(TableCell { value: segment[..open].to_string(), column: segment[open + 2..segment.len() - 1].to_string() });
+    }
+    Some((label, cells))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_row_reads_back() {
+        let cells = vec![
+            TableCell { value: "$0.82".into(), column: "three months ended April 30, 2023".into() },
+            TableCell { value: "(4)%".into(), column: "change, three months ended".into() },
+        ];
+        let row = write_row("Net income per share: Diluted:", &cells);
+        assert_eq!(row, "Net income per share: Diluted: $0.82 (three months ended April 30, 2023); (4)% (change, three months ended)");
+        assert_eq!(parse_row(&row), Some(("Net income per share: Diluted", cells)));
+        assert_eq!(parse_row("Revenue was $7.19 billion (up 19%); see Note 2."), None);
+        assert_eq!(parse_row("Total: $5 (2023)"), None, "one cell is not a labelled row");
+    }
+}
