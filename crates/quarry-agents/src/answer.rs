@@ -45,6 +45,10 @@ pub struct Answer {
     /// ([`crate::web_gate`]); empty when the web was not searched.
     #[serde(default)]
     pub web_queries: Vec<crate::web_gate::WebQuery>,
+    /// Citations the claim check corrected by figures before checking ([`crate::claims::repair_citations`]);
+    /// `markdown` holds the corrected markers (the streamed text had the model's).
+    #[serde(default)]
+    pub citation_repairs: Vec<crate::claims::CitationRepair>,
 }
 
 impl Answer {

@@ -249,6 +249,100 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
     out
 }
 
+/// A citation the claim check corrected: the text before a marker states figures that none of the
+/// passages it cited holds, but one passage the answer was written from holds them all (and names the
+/// quarter the text names, if any); or a paragraph states such figures and cites nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CitationRepair {
+    /// The text the marker belongs to, without markers.
+    pub text: String,
+    /// The numbers it cited (empty: none).
+    pub from: Vec<usize>,
+    /// The number it cites now.
+    pub to: usize,
+}
+
+/// Corrects citations by figures (see [`CitationRepair`]): small models copy a figure from one passage
+/// and cite its neighbour (the quick start's answer stated $7,192 million from passage [2] and cited
+/// [1]). Each marker is judged by the text since the previous marker or paragraph start; a paragraph
+/// without any marker gets one at its end. The new marker is the lowest-numbered passage of `sources`
+/// (numbered from 1) holding every figure of that text — a figure either is or is not in a passage's
+/// text, so a repair cannot cite a passage that does not state it. Text without figures, or whose
+/// figures no single passage holds, keeps its markers (the claim check then reports it). Returns the
+/// corrected Markdown and what was changed.
+pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
+    let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
+    let passage_figures: Vec<Vec<Figure>> = read.iter().map(|t| figures(t)).collect();
+    let passage_quarters: Vec<Vec<(u8, u16)>> = read.iter().map(|t| quarters(t)).collect();
+    let holder = |text: &str| -> Option<usize> {
+        let stated = figures(text);
+        if stated.is_empty() {
+            return None;
+        }
+        let named = quarters(text);
+        (0..sources.len())
+            .find(|&i| stated.iter().all(|f| states(&passage_figures[i], f)) && named.iter().all(|q| passage_quarters[i].contains(q)))
+            .map(|i| i + 1)
+    };
+    let holds = |text: &str, numbers: &[usize]| -> bool {
+        let stated = figures(text);
+        let known: Vec<usize> = numbers.iter().copied().filter(|n| (1..=sources.len()).contains(n)).collect();
+        !known.is_empty() && stated.iter().all(|f| known.iter().any(|&n| states(&passage_figures[n - 1], f)))
+    };
+    let mut out = String::with_capacity(markdown.len() + 8);
+    let mut repairs = Vec::new();
+    // Text since the previous marker, and whether the current paragraph has a marker yet.
+    let mut since_marker = String::new();
+    let mut paragraph = String::new();
+    let mut paragraph_cited = false;
+    let close_paragraph = |out: &mut String, paragraph: &mut String, cited: &mut bool, repairs: &mut Vec<CitationRepair>| {
+        if !*cited {
+            if let Some(to) = holder(paragraph) {
+                let trimmed = out.trim_end_matches([' ', '\t']).len();
+                out.truncate(trimmed);
+                out.push_str(&format!(" [{to}]"));
+                repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
+            }
+        }
+        paragraph.clear();
+        *cited = false;
+    };
+    for piece in pieces(markdown) {
+        match piece {
+            Piece::Marker { raw, numbers } => {
+                let text = since_marker.clone();
+                match holder(&text) {
+                    Some(to) if !holds(&text, &numbers) => {
+                        out.push_str(&format!("[{to}]"));
+                        repairs.push(CitationRepair { text: plain(&text), from: numbers, to });
+                    }
+                    _ => out.push_str(raw),
+                }
+                since_marker.clear();
+                paragraph_cited = true;
+            }
+            Piece::Text(text) => {
+                let mut rest = text;
+                while let Some(at) = rest.find("\n\n") {
+                    let (head, tail) = rest.split_at(at);
+                    out.push_str(head);
+                    since_marker.push_str(head);
+                    paragraph.push_str(head);
+                    close_paragraph(&mut out, &mut paragraph, &mut paragraph_cited, &mut repairs);
+                    since_marker.clear();
+                    out.push_str("\n\n");
+                    rest = &tail[2..];
+                }
+                out.push_str(rest);
+                since_marker.push_str(rest);
+                paragraph.push_str(rest);
+            }
+        }
+    }
+    close_paragraph(&mut out, &mut paragraph, &mut paragraph_cited, &mut repairs);
+    (out, repairs)
+}
+
 /// Supported claims over all claims, or `None` when the answer makes no claim.
 pub fn supported_share(checks: &[ClaimCheck]) -> Option<f64> {
     (!checks.is_empty()).then(|| checks.iter().filter(|c| c.supported).count() as f64 / checks.len() as f64)
@@ -276,6 +370,32 @@ mod tests {
                 score: 1.0,
             },
         }
+    }
+
+    #[test]
+    fn a_figure_cited_to_the_wrong_passage_is_re_cited_to_the_one_that_states_it() {
+        let mut sources = [
+            source(1, "Revenue from sales outside the United States was 67% of total revenue."),
+            source(2, "Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)"),
+        ];
+        sources[1].passage.context = "NVIDIA CORPORATION · Form 10-Q · first quarter of fiscal 2024".into();
+        // The quick start's answer: the figure is in [2], the marker said [1].
+        let md = "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in [1].";
+        let (fixed, repairs) = repair_citations(md, &sources);
+        assert_eq!(fixed, "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in [2].");
+        assert_eq!(repairs, vec![CitationRepair { text: "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in".into(), from: vec![1], to: 2 }]);
+        assert!(check_claims(&fixed, &sources).iter().all(|c| c.supported));
+        // Right markers, markers after a marker, and text without figures stay as written.
+        let md = "Revenue was $7,192 million [2][1]. Sales abroad were 67% [1]. Demand was strong [2].";
+        assert_eq!(repair_citations(md, &sources), (md.to_string(), vec![]));
+        // A paragraph that cites nothing gets the passage holding its figures; one no passage holds keeps none.
+        let md = "Revenue was $7,192 million.\n\nRevenue was $9,999 million.";
+        let (fixed, repairs) = repair_citations(md, &sources);
+        assert_eq!(fixed, "Revenue was $7,192 million. [2]\n\nRevenue was $9,999 million.");
+        assert_eq!(repairs.len(), 1);
+        // A quarter the passage does not name is not a match.
+        let md = "Revenue in Q2 2024 was $7,192 million [1].";
+        assert_eq!(repair_citations(md, &sources).1, vec![]);
     }
 
     #[test]

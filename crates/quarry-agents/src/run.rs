@@ -193,6 +193,10 @@ impl Run {
             request.step = "answer".into();
             self.call(&request, true).await?.text.trim().to_string()
         };
+        let (_, sources) = citations_for(&markdown, &passages);
+        // A figure cited to a passage that does not hold it is re-cited to the one that does.
+        let (markdown, citation_repairs) =
+            if nothing_found { (markdown, Vec::new()) } else { crate::claims::repair_citations(&markdown, &sources) };
         let (citations, sources) = citations_for(&markdown, &passages);
         let claims = if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources) };
         let (llm_calls, usage) = self.stats();
@@ -215,6 +219,7 @@ impl Run {
             nothing_found,
             claims,
             web_queries: Vec::new(),
+            citation_repairs,
         })
     }
 }

@@ -97,6 +97,7 @@ fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
         nothing_found: false,
         claims: Vec::new(),
         web_queries: Vec::new(),
+        citation_repairs: Vec::new(),
     }
 }
 

@@ -351,6 +351,13 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
             println!("  {what}: \"{}\"", q.query);
         }
     }
+    if !answer.citation_repairs.is_empty() {
+        println!("\nCitations corrected by the claim check (the passage cited did not state the figure; the one now cited does):");
+        for r in &answer.citation_repairs {
+            let from = if r.from.is_empty() { "no citation".to_string() } else { r.from.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join("") };
+            println!("  {from} → [{}]: \"{}\"", r.to, r.text);
+        }
+    }
     let unsupported: Vec<_> = answer.unsupported_claims().collect();
     if !unsupported.is_empty() {
         println!("\nUnsupported by the cited passages ({} of {} claims; check before relying on them):", unsupported.len(), answer.claims.len());
