@@ -3,7 +3,7 @@
 //! the passages supporting it, and an "enough to answer?" check; the final answer is written from the
 //! intermediate answers and the passages the steps retrieved.
 //!
-//! Three choices differ from deep-searcher, all measured (README, "ChainOfRAG with Qwen2.5-1.5B"):
+//! Three choices differ from deep-searcher, all measured (docs/evaluation/agents-qa.md, "ChainOfRAG with Qwen2.5-1.5B"):
 //! - The question itself is searched first (no model call) and its hits head the final passages, as
 //!   DeepSearch protects the question's own hits: the first follow-up query often asks for one link of
 //!   the chain only.

@@ -7,19 +7,19 @@
 //!   what a plain search would have found, and the best few hits of that search
 //!   (`AgentConfig::protected_question_hits`, default 3) are kept without judging: hybrid retrieval for
 //!   the whole question is the strongest evidence the agent has, and a small judge that drops it costs
-//!   more recall than any sub-query wins back (measured on HotpotQA, README "Measuring answers");
+//!   more recall than any sub-query wins back (measured on HotpotQA, docs/evaluation/agents-qa.md, "Measuring answers");
 //! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
 //!   are deduplicated by chunk id across queries and rounds, so none is judged twice. (Showing the judge
 //!   the reflection's facts, and judging a rejected passage again when a later query found it, was
 //!   tried on MuSiQue questions 51–64 and kept fewer supporting passages: 0.702 against 0.726; the
-//!   passages it re-judged and kept were none of them supporting — README "Measuring answers");
+//!   passages it re-judged and kept were none of them supporting — docs/evaluation/agents-qa.md, "Measuring answers");
 //! - the kept passages are ordered: the question's protected hits first, in the question's own order,
 //!   then the rest turn by turn over the queries ([`order_kept`]): every query's best kept passage (the
 //!   question's first, then the sub-queries' and gap queries' in the order asked), then every query's
 //!   second, and so on. A second-hop passage that only the query naming the bridge entity finds, at its
 //!   top, thus comes before passages that several queries found lower down; reciprocal rank fusion,
 //!   used until 2026-11-24, put such passages sixth to eleventh (Qwen2.5 on MuSiQue,
-//!   `quarry eval qa --trace`; README "Measuring answers"). Fusing everything, protected hits included,
+//!   `quarry eval qa --trace`; docs/evaluation/agents-qa.md, "Measuring answers"). Fusing everything, protected hits included,
 //!   also let sub-queries that keep finding the same side topics push the question's best hit out of
 //!   the top 5. Within a round the sub-queries' results are judged rank by rank (every query's best hit
 //!   first). Once the search ends, one more search — the question followed by the facts the last
@@ -225,7 +225,7 @@ pub const ORDERING_DEPTH: usize = 50;
 /// of Qwen2.5-1.5B on MuSiQue questions 31–70, this order puts supporting passages in the first five
 /// with Recall@5 0.654 where the turn-by-turn order had 0.610 (both halves higher, 8 questions up, 3
 /// down); on HotpotQA questions 16–25 level at 0.850. Run for real on questions 51–70: 0.658 against
-/// 0.600, NaiveRAG 0.583 (README "Measuring answers").
+/// 0.600, NaiveRAG 0.583 (docs/evaluation/agents-qa.md, "Measuring answers").
 pub(crate) async fn order_by_facts(run: &Run, question: &str, facts: &[String], kept: &mut [Passage], protected: &[(String, u64)]) -> Result<(), AgentError> {
     if facts.is_empty() || kept.iter().filter(|p| !protected.contains(&p.key())).count() < 2 {
         return Ok(());

@@ -55,7 +55,7 @@ pub struct GgufConfig {
 /// model away from the words of its sources. Sequences restart at the breakers (newline, `:`, `"`, `*`),
 /// so list markers repeat freely. Applied to free text only: requests with a JSON schema are bounded by
 /// their grammar, and there DRY lowered DeepSearch's supporting-passage recall with SmolLM2 (HotpotQA,
-/// README "Measuring answers").
+/// docs/evaluation/agents-qa.md, "Measuring answers").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RepetitionControl {
     /// Penalty scale; 0 turns DRY off. Default 0.8 (the value DRY's author recommends).

@@ -116,7 +116,7 @@ impl EmbedderConfig {
     /// A model in `model_dir` (see [`EmbedderConfig::model_dir`]) run by the ONNX Runtime at
     /// `onnx_runtime`, with default settings: 512 tokens, all cores, at most 32 texts and 1,024 padded
     /// tokens a call (measured on the sample library: peak RSS 0.7 GB instead of 5.5 GB with 32 × 512, and
-    /// no slower, see README "Bounded memory"), English.
+    /// no slower, see docs/evaluation/ingest-and-search.md, "Bounded memory"), English.
     pub fn with_files(onnx_runtime: PathBuf, model_dir: PathBuf, model_id: &str) -> Self {
         EmbedderConfig {
             engine: EmbeddingEngine::Onnx,

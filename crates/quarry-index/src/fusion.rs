@@ -1,7 +1,7 @@
 //! Fusing rankings. Hybrid search merges BM25 and dense results with [`HybridFusion`] — by default the
 //! min-max normalised scores with a dense weight set per query from how sure each ranking is of its first
 //! hit ([`HybridFusion::ConfidenceMinMax`]), which measured better than rank fusion and than any fixed
-//! weight on the benchmark sets (README, "Hybrid fusion").
+//! weight on the benchmark sets (docs/evaluation/retrieval.md, "Hybrid fusion").
 //! [`reciprocal_rank_fusion`] (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet
 //! and individual Rank Learning Methods", SIGIR 2009: score(d) = Σ over lists of 1 / (k + rank(d)), ranks
 //! from 1) merges lists whose scores are not comparable at all: several libraries, several queries.
@@ -60,7 +60,7 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
 ///   candidates, and w_dense = σ(0.5·(z_dense − z_bm25) + 0.4) (σ the logistic function), so 0.60 when
 ///   both lists are equally sure and mostly between 0.2 and 0.9 on the benchmark sets
 ///   ([`confidence_dense_weight`]). The slope and offset were chosen on four sets of
-///   ../shared/eval/A_benchmarks with both embedding models (README, "A query-dependent weight").
+///   ../shared/eval/A_benchmarks with both embedding models (docs/evaluation/retrieval.md, "A query-dependent weight").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HybridFusion {
     Rrf { dense_weight: f32, depth: Option<usize> },
@@ -75,7 +75,7 @@ impl Default for HybridFusion {
     /// [`HybridFusion::ConfidenceMinMax`], both lists [`fusion_depth`] deep. Until 2026-11-25 it was
     /// equal-weight min-max (`minmax`), which fell under dense on libraries embedded with
     /// multilingual-e5-small and on a real library of SEC filings; plain RRF fell under dense on MuSiQue
-    /// (README, "Hybrid fusion", "A query-dependent weight").
+    /// (docs/evaluation/retrieval.md, "Hybrid fusion", "A query-dependent weight").
     fn default() -> Self {
         HybridFusion::ConfidenceMinMax { depth: None }
     }

@@ -180,7 +180,7 @@ impl KeywordIndex {
     /// document rarely repeat what the document is about (a 10-Q filing's paragraphs say "the Company",
     /// not "Apple"), which the document as a whole does. Cost: one walk of each query term's postings;
     /// which document owns each chunk, and each document's length, are read once per committed state of
-    /// the index and cached (README, "A document prior").
+    /// the index and cached (docs/evaluation/retrieval.md, "A document prior").
     pub fn document_scores(&self, query: &str) -> Result<DocumentScores, IndexError> {
         const K1: f32 = 1.2;
         const B: f32 = 0.75;
@@ -404,7 +404,7 @@ fn schema_with(analyzer: &str) -> Schema {
 ///
 /// Folding (Lucene's ASCIIFoldingFilter mapping: `ö` → `o`, `ß` → `ss`, `æ` → `ae`, full-width `２` →
 /// `2`) lets a query typed without accents find the accented name: on MuSiQue, "the composer of
-/// Aschenbrodel" missed the passage "Aschenbrödel (Cinderella) is a ballet …" (README, "Hybrid fusion").
+/// Aschenbrodel" missed the passage "Aschenbrödel (Cinderella) is a ballet …" (docs/evaluation/retrieval.md, "Hybrid fusion").
 fn analyzer(fold: bool) -> TextAnalyzer {
     let stop_words = StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::new()));
     let builder = TextAnalyzer::builder(MixedTokenizer::default()).filter(LowerCaser);

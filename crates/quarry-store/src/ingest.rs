@@ -55,7 +55,7 @@ pub fn indexed_text(context: Option<&str>, text: &str) -> String {
     }
 }
 
-/// Chunks at which a library gets its ANN index: measured with `quarry eval latency` (README,
+/// Chunks at which a library gets its ANN index: measured with `quarry eval latency` (docs/evaluation/retrieval.md,
 /// "Retrieval at scale"), exact hybrid search takes 15 ms (p50) at 10k chunks, 35 ms at 30k and 108 ms
 /// at 100k, growing with the row count, while with the index it stays at 9–13 ms; the index costs
 /// recall (0.99 of exact search's top 10 at 10k, 0.91 at 100k) and a build of 1–20 s. 20,000 keeps

@@ -42,7 +42,7 @@ pub struct Library {
 
 /// Weight of the document prior every library searches with unless told otherwise
 /// ([`Library::set_document_prior`]). Chosen on the 98 sec-10-q questions over the real 10-Q filings of
-/// `C_private_library` (weights 0.25–2 measured; README, "A document prior").
+/// `C_private_library` (weights 0.25–2 measured; docs/evaluation/retrieval.md, "A document prior").
 pub const DEFAULT_DOCUMENT_PRIOR: f32 = 1.0;
 
 /// One search result: a chunk with where it comes from and how it ranked.
@@ -344,7 +344,7 @@ impl Library {
     /// ([`KeywordIndex::document_scores`]), min-max scaled over the library's documents. On by default
     /// ([`DEFAULT_DOCUMENT_PRIOR`]); 0 turns it off (negative weights count as 0). It helps libraries of
     /// long documents whose chunks rarely name what the document is about (a 10-Q filing's paragraphs say
-    /// "the Company", not "Apple"); `quarry eval library --document-prior` measures it (README, "A
+    /// "the Company", not "Apple"); `quarry eval library --document-prior` measures it (docs/evaluation/retrieval.md, "A
     /// document prior"). A document made of one chunk gets its own score twice, so a library of one-chunk
     /// documents ranks as without it (up to tantivy's rounding of lengths).
     pub fn set_document_prior(&mut self, weight: f32) {

@@ -619,7 +619,7 @@ pub enum VectorSearch {
 }
 
 /// Candidates per wanted result that an ANN search re-ranks by full vectors. Chosen with `quarry eval
-/// latency` (README, "Retrieval at scale"): at 100k chunks it lifts the index's recall@10 against exact
+/// latency` (docs/evaluation/retrieval.md, "Retrieval at scale"): at 100k chunks it lifts the index's recall@10 against exact
 /// search from 0.79 to 0.91 (recall@50 0.94 to 0.99) for 2.7 ms more per query.
 pub const ANN_REFINE_FACTOR: u32 = 4;
 
