@@ -1,6 +1,6 @@
 //! An open library: its LanceDB tables, its tantivy index and its manifest, kept consistent across crashes.
 //!
-//! # Consistency (../shared/DESIGN.md "Storage and consistency")
+//! # Consistency (docs/ARCHITECTURE.md, "Storage and crash safety")
 //! LanceDB is the source of truth; every change is a sequence of LanceDB commits arranged so that a
 //! `kill -9` between any two of them leaves a library that opens with every `indexed` document whole:
 //!

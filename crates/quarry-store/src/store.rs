@@ -1,5 +1,5 @@
 //! The LanceDB side of a library: tables `documents` and `chunks`, the source of truth (see
-//! ../shared/DESIGN.md "Storage and consistency").
+//! docs/ARCHITECTURE.md, "Storage and crash safety").
 //!
 //! - `documents`: one row per document, keyed by `document_id` (BLAKE3 of the document's bytes), with its
 //!   state (`pending` → `indexed` | `failed`), where it came from and what parsing said.
