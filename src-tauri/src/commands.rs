@@ -7,7 +7,9 @@
 
 use crate::batch::Batcher;
 use crate::state::AppState;
-use quarry_agents::{AgentConfig, AgentError, AgentKind, CancellationToken, Conversation, ConversationSummary, ReportOptions, Turn};
+use quarry_agents::{
+    AgentConfig, AgentError, AgentKind, CancellationToken, Conversation, ConversationSummary, ReportOptions, Turn,
+};
 use quarry_store::{IngestOptions, IngestSummary, Library, SearchMode};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -71,7 +73,16 @@ pub async fn list_libraries(state: State<'_, AppState>) -> Reply<Vec<LibraryView
     let mut views = Vec::new();
     for manifest in manifests {
         let ingesting = state.ingests.lock().map(|m| m.contains_key(&manifest.name)).unwrap_or(false);
-        let mut view = LibraryView { name: manifest.name.clone(), indexed: 0, failed: 0, pending: 0, chunks: 0, failures: vec![], ingesting, error: None };
+        let mut view = LibraryView {
+            name: manifest.name.clone(),
+            indexed: 0,
+            failed: 0,
+            pending: 0,
+            chunks: 0,
+            failures: vec![],
+            ingesting,
+            error: None,
+        };
         match Library::open_read(&state.data, &manifest.name).await {
             Ok(mut library) => match library.status().await {
                 Ok(status) => {
@@ -131,7 +142,12 @@ fn busy(state: &AppState, library: &str) -> Reply<()> {
 /// `IngestEvent`s (`scanned`, `read`, `failed`, `indexed`, `embedding`, `file_done`, `finished`, …).
 /// One ingest per library at a time; [`cancel_ingest`] stops it after the files being read.
 #[tauri::command]
-pub async fn add_to_library(app: AppHandle, state: State<'_, AppState>, library: String, paths: Vec<PathBuf>) -> Reply<IngestSummary> {
+pub async fn add_to_library(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    library: String,
+    paths: Vec<PathBuf>,
+) -> Reply<IngestSummary> {
     if paths.is_empty() {
         return Err("no files given".into());
     }
@@ -155,7 +171,9 @@ pub async fn add_to_library(app: AppHandle, state: State<'_, AppState>, library:
         let mut opened = Library::open_write(&state.data, &library, &model_id).await.map_err(text)?;
         let sink = batcher.clone();
         opened
-            .add(&paths, &embedder, &options, &mut move |event| sink.push(serde_json::to_value(&event).unwrap_or_default()))
+            .add(&paths, &embedder, &options, &mut move |event| {
+                sink.push(serde_json::to_value(&event).unwrap_or_default())
+            })
             .await
             .map_err(text)
     }
@@ -180,7 +198,15 @@ pub async fn pick_files(app: AppHandle, folders: bool) -> Reply<Vec<PathBuf>> {
         if folders {
             dialog.blocking_pick_folders()
         } else {
-            dialog.add_filter("Documents", &["pdf", "docx", "xlsx", "xlsm", "xlsb", "xls", "ods", "zip", "txt", "md", "csv", "html", "htm", "json"]).blocking_pick_files()
+            dialog
+                .add_filter(
+                    "Documents",
+                    &[
+                        "pdf", "docx", "xlsx", "xlsm", "xlsb", "xls", "ods", "zip", "txt", "md", "csv", "html", "htm",
+                        "json",
+                    ],
+                )
+                .blocking_pick_files()
         }
     })
     .await
@@ -227,7 +253,14 @@ pub fn delete_conversation(state: State<'_, AppState>, id: String) -> Reply<()> 
 /// streamed answer go out as `agent` events keyed by the conversation id; [`stop_ask`] cancels within
 /// the model call in progress. Returns the saved conversation.
 #[tauri::command]
-pub async fn ask(app: AppHandle, state: State<'_, AppState>, conversation: Option<String>, question: String, agent: String, libraries: Vec<String>) -> Reply<Conversation> {
+pub async fn ask(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    conversation: Option<String>,
+    question: String,
+    agent: String,
+    libraries: Vec<String>,
+) -> Reply<Conversation> {
     let question = question.trim().to_string();
     if question.is_empty() {
         return Err("the question is empty".into());
@@ -287,7 +320,9 @@ async fn run_question(
     cancel: CancellationToken,
 ) -> Reply<quarry_agents::Answer> {
     let embedders = state.embedders().await;
-    let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders)).await.map_err(|e| format!("{e:#}"))?;
+    let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders))
+        .await
+        .map_err(|e| format!("{e:#}"))?;
     let settings = state.settings();
     // Every event goes to the webview; all but streamed text also to the trace kept with the turn.
     let record: Arc<dyn Fn(serde_json::Value) + Send + Sync> = {
@@ -310,11 +345,14 @@ async fn run_question(
         Arc::new(move |message: String| record(serde_json::json!({"event": "web_notice", "message": message})))
     };
     let embedder = if settings.web.enabled { Some(state.embedder().await?) } else { None };
-    if let Some(web) = quarry_session::web_source(&settings.web, settings.network, embedder, &web_notice, problems).map_err(|e| format!("{e:#}"))? {
+    if let Some(web) = quarry_session::web_source(&settings.web, settings.network, embedder, &web_notice, problems)
+        .map_err(|e| format!("{e:#}"))?
+    {
         sources.push(web);
     }
     let model = state.model().await?;
-    let events: quarry_agents::EventSink = Arc::new(move |event| record(serde_json::to_value(&event).unwrap_or_default()));
+    let events: quarry_agents::EventSink =
+        Arc::new(move |event| record(serde_json::to_value(&event).unwrap_or_default()));
     let config = AgentConfig { web_queries: settings.web.queries, ..AgentConfig::default() };
     match quarry_agents::ask(question, kind, model, &sources, config, events, cancel).await {
         Ok(answer) => Ok(answer),
@@ -351,7 +389,11 @@ pub struct PassageContext {
 /// and only a cited file can be opened.
 fn cited_passage(state: &AppState, conversation: &str, turn: usize, number: usize) -> Reply<quarry_core::Passage> {
     let record = state.conversations.load(conversation).map_err(text)?;
-    let answer = record.turns.get(turn).and_then(|t| t.answer.as_ref()).ok_or_else(|| format!("no answer number {} in {:?}", turn + 1, record.title))?;
+    let answer = record
+        .turns
+        .get(turn)
+        .and_then(|t| t.answer.as_ref())
+        .ok_or_else(|| format!("no answer number {} in {:?}", turn + 1, record.title))?;
     answer
         .citations
         .iter()
@@ -363,7 +405,12 @@ fn cited_passage(state: &AppState, conversation: &str, turn: usize, number: usiz
 
 /// `passage_context`: the passage cited as `[number]` with its neighbouring chunks.
 #[tauri::command]
-pub async fn passage_context(state: State<'_, AppState>, conversation: String, turn: usize, number: usize) -> Reply<PassageContext> {
+pub async fn passage_context(
+    state: State<'_, AppState>,
+    conversation: String,
+    turn: usize,
+    number: usize,
+) -> Reply<PassageContext> {
     let passage = cited_passage(&state, &conversation, turn, number)?;
     let quoted = PassageContext { before: None, text: passage.text.clone(), after: None, in_library: false };
     if passage.url().is_some() {
@@ -397,7 +444,12 @@ pub fn open_source(state: State<'_, AppState>, conversation: String, turn: usize
 /// `None` when the dialog was cancelled. `QUARRY_APP_SAVE_PATH`, when set, answers the dialog (the
 /// end-to-end tests cannot click a native dialog).
 #[tauri::command]
-pub async fn export_report(app: AppHandle, state: State<'_, AppState>, conversation: String, turn: usize) -> Reply<Option<PathBuf>> {
+pub async fn export_report(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    conversation: String,
+    turn: usize,
+) -> Reply<Option<PathBuf>> {
     use tauri_plugin_dialog::DialogExt;
     let record = state.conversations.load(&conversation).map_err(text)?;
     let answer = record
@@ -409,9 +461,11 @@ pub async fn export_report(app: AppHandle, state: State<'_, AppState>, conversat
         Some(path) => Some(PathBuf::from(path)),
         None => {
             let name = format!("{}.md", file_stem(&record.title));
-            let picked = tauri::async_runtime::spawn_blocking(move || app.dialog().file().add_filter("Markdown", &["md"]).set_file_name(name).blocking_save_file())
-                .await
-                .map_err(text)?;
+            let picked = tauri::async_runtime::spawn_blocking(move || {
+                app.dialog().file().add_filter("Markdown", &["md"]).set_file_name(name).blocking_save_file()
+            })
+            .await
+            .map_err(text)?;
             picked.and_then(|p| p.into_path().ok())
         }
     };
@@ -427,7 +481,8 @@ pub async fn export_report(app: AppHandle, state: State<'_, AppState>, conversat
 
 /// A file name made from a title: letters, digits, spaces and dashes, at most 60 characters.
 fn file_stem(title: &str) -> String {
-    let stem: String = title.chars().map(|c| if c.is_alphanumeric() || c == ' ' || c == '-' { c } else { ' ' }).collect();
+    let stem: String =
+        title.chars().map(|c| if c.is_alphanumeric() || c == ' ' || c == '-' { c } else { ' ' }).collect();
     let stem = stem.split_whitespace().collect::<Vec<_>>().join(" ");
     let stem: String = stem.chars().take(60).collect();
     if stem.is_empty() {
@@ -463,8 +518,11 @@ pub struct SettingsView {
     pub settings_problem: Option<String>,
 }
 
-const KEYS: [(&str, quarry_secrets::Secret); 3] =
-    [("llm", quarry_secrets::Secret::LlmApiKey), ("tavily", quarry_secrets::Secret::TavilyApiKey), ("brave", quarry_secrets::Secret::BraveApiKey)];
+const KEYS: [(&str, quarry_secrets::Secret); 3] = [
+    ("llm", quarry_secrets::Secret::LlmApiKey),
+    ("tavily", quarry_secrets::Secret::TavilyApiKey),
+    ("brave", quarry_secrets::Secret::BraveApiKey),
+];
 
 /// `get_settings`.
 #[tauri::command]
@@ -511,12 +569,18 @@ pub async fn get_settings(state: State<'_, AppState>) -> Reply<SettingsView> {
 /// Errors: an OpenAI-compatible URL without a model name, a model file or folder that does not exist,
 /// the settings file cannot be written, the keyring refuses a key.
 #[tauri::command]
-pub async fn save_settings(state: State<'_, AppState>, settings: quarry_session::Settings, keys: Vec<(String, String)>) -> Reply<SettingsView> {
+pub async fn save_settings(
+    state: State<'_, AppState>,
+    settings: quarry_session::Settings,
+    keys: Vec<(String, String)>,
+) -> Reply<SettingsView> {
     let settings = settings.without_blanks();
     if settings.llm.url.is_some() && settings.llm.model.is_none() {
         return Err("an OpenAI-compatible server needs a model name".into());
     }
-    for (what, path) in [("model file", &settings.llm.model_file), ("embedding model folder", &settings.embedding.model_dir)] {
+    for (what, path) in
+        [("model file", &settings.llm.model_file), ("embedding model folder", &settings.embedding.model_dir)]
+    {
         if let Some(path) = path.as_ref().filter(|p| !p.exists()) {
             return Err(format!("the {what} {} does not exist", path.display()));
         }
@@ -539,9 +603,17 @@ pub async fn save_settings(state: State<'_, AppState>, settings: quarry_session:
 /// key — only when the URL is the one the key was saved with) and asks it for a one-word reply.
 /// Returns "model — reply".
 #[tauri::command]
-pub async fn test_connection(state: State<'_, AppState>, settings: quarry_session::Settings, llm_key: Option<String>) -> Reply<String> {
+pub async fn test_connection(
+    state: State<'_, AppState>,
+    settings: quarry_session::Settings,
+    llm_key: Option<String>,
+) -> Reply<String> {
     let saved_url = state.settings().llm.url;
-    let llm = quarry_session::LlmSettings::for_connection_test(settings.without_blanks().llm_settings(), llm_key, saved_url.as_deref());
+    let llm = quarry_session::LlmSettings::for_connection_test(
+        settings.without_blanks().llm_settings(),
+        llm_key,
+        saved_url.as_deref(),
+    );
     let (model, reply) = llm.check().await.map_err(|e| format!("{e:#}"))?;
     Ok(format!("{model} — replied {reply:?}"))
 }

@@ -29,7 +29,11 @@ pub fn run() {
         },
         Err(e) => (std::path::PathBuf::from("settings.toml"), quarry_session::Settings::default(), Some(e.to_string())),
     };
-    let explicit = if std::env::var_os("QUARRY_DATA_DIR").is_some_and(|v| !v.is_empty()) { None } else { settings.data_dir.clone() };
+    let explicit = if std::env::var_os("QUARRY_DATA_DIR").is_some_and(|v| !v.is_empty()) {
+        None
+    } else {
+        settings.data_dir.clone()
+    };
     let data = match quarry_store::DataDir::resolve(explicit) {
         Ok(data) => data,
         Err(error) => {

@@ -32,7 +32,13 @@ pub struct AppState {
 impl AppState {
     /// State over the data folder `data` (conversations in `<data>/conversations`) with `settings` read
     /// from `settings_path`.
-    pub fn new(data: DataDir, settings_path: PathBuf, settings: Settings, settings_problem: Option<String>, worker_program: PathBuf) -> Self {
+    pub fn new(
+        data: DataDir,
+        settings_path: PathBuf,
+        settings: Settings,
+        settings_problem: Option<String>,
+        worker_program: PathBuf,
+    ) -> Self {
         let conversations = ConversationStore::new(data.root().join("conversations"));
         AppState {
             data,
@@ -74,7 +80,9 @@ impl AppState {
     /// Errors: the model files or ONNX Runtime are missing (the message names the file).
     pub async fn embedder(&self) -> Result<SharedEmbedder, String> {
         let cache = self.embedders().await;
-        tokio::task::spawn_blocking(move || cache.configured().map_err(|e| format!("{e:#}"))).await.map_err(|e| e.to_string())?
+        tokio::task::spawn_blocking(move || cache.configured().map_err(|e| format!("{e:#}")))
+            .await
+            .map_err(|e| e.to_string())?
     }
 
     /// The embedding model library `name` was made with.
@@ -83,7 +91,9 @@ impl AppState {
     pub async fn embedder_for_library(&self, name: &str) -> Result<SharedEmbedder, String> {
         let cache = self.embedders().await;
         let (data, name) = (self.data.clone(), name.to_string());
-        tokio::task::spawn_blocking(move || cache.for_library(&data, &name).map_err(|e| format!("{e:#}"))).await.map_err(|e| e.to_string())?
+        tokio::task::spawn_blocking(move || cache.for_library(&data, &name).map_err(|e| format!("{e:#}")))
+            .await
+            .map_err(|e| e.to_string())?
     }
 
     /// The language model of the settings (default: the embedded Qwen2.5-Coder-1.5B GGUF, SmolLM2 below 4 GiB of RAM), loaded once and again
@@ -99,9 +109,11 @@ impl AppState {
             }
         }
         let settings = wanted.clone();
-        let model = tokio::task::spawn_blocking(move || settings.load().map_err(|e| format!("loading the language model: {e:#}")))
-            .await
-            .map_err(|e| e.to_string())??;
+        let model = tokio::task::spawn_blocking(move || {
+            settings.load().map_err(|e| format!("loading the language model: {e:#}"))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
         *slot = Some((wanted, model.clone()));
         Ok(model)
     }

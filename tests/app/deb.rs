@@ -107,14 +107,26 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
         .map(|f| docs.join(f).display().to_string())
         .collect();
     drop_paths(&app, &files).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
     let summary = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
     assert!(summary.contains("2 indexed"), "{summary}");
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
 
     app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
-    app.wait_for("#question", MINUTE).await.unwrap().type_text("What damage did the airplane suffer?\u{E007}").await.unwrap();
-    app.wait_until("return !document.querySelector('.turn.live') && document.querySelector('.turn .answer')", 15 * MINUTE).await.unwrap();
+    app.wait_for("#question", MINUTE)
+        .await
+        .unwrap()
+        .type_text("What damage did the airplane suffer?\u{E007}")
+        .await
+        .unwrap();
+    app.wait_until(
+        "return !document.querySelector('.turn.live') && document.querySelector('.turn .answer')",
+        15 * MINUTE,
+    )
+    .await
+    .unwrap();
     let answer = app.wait_for(".turn .answer", MINUTE).await.unwrap().text().await.unwrap();
     assert!(!answer.trim().is_empty());
     app.wait_for(".sources .cite", MINUTE).await.unwrap();

@@ -19,7 +19,11 @@ fn eval_dir() -> PathBuf {
     let dir = std::env::var_os("QUARRY_EVAL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval"));
-    assert!(dir.join("C_private_library").is_dir(), "no evaluation documents at {} (set QUARRY_EVAL_DIR)", dir.display());
+    assert!(
+        dir.join("C_private_library").is_dir(),
+        "no evaluation documents at {} (set QUARRY_EVAL_DIR)",
+        dir.display()
+    );
     dir
 }
 
@@ -41,13 +45,26 @@ struct Driver {
 impl Driver {
     /// `env` is set and `remove` taken out of the environment of the driver and the app it starts.
     fn start(env: &[(&str, &Path)], remove: &[&str]) -> Driver {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
-        let native_port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let native_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
         let mut command = Command::new("xvfb-run");
         command
             .args(["-a", "-s", "-screen 0 1280x860x24"])
             .arg(tauri_driver())
-            .args(["--port", &port.to_string(), "--native-port", &native_port.to_string(), "--native-driver", "/usr/bin/WebKitWebDriver"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native_port.to_string(),
+                "--native-driver",
+                "/usr/bin/WebKitWebDriver",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             // A new process group, so the whole tree (Xvfb, drivers, app) is killed together.
@@ -95,8 +112,12 @@ async fn open_app(driver: &Driver) -> Session {
 
 /// Starts the app binary at `binary` through the driver and waits for its window.
 async fn open_app_at(driver: &Driver, binary: &Path) -> Session {
-    let session = Session::start(&driver.url, binary.to_str().unwrap()).await.expect("starting the app through tauri-driver");
-    session.wait_until("return document.body.dataset.ready === 'true'", Duration::from_secs(60)).await.expect("the app shows its window");
+    let session =
+        Session::start(&driver.url, binary.to_str().unwrap()).await.expect("starting the app through tauri-driver");
+    session
+        .wait_until("return document.body.dataset.ready === 'true'", Duration::from_secs(60))
+        .await
+        .expect("the app shows its window");
     session
 }
 
@@ -137,12 +158,15 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     // API keys go to a private GNOME Keyring on a private session bus, never the machine's own.
     let keyring = quarry_secrets::test_session::KeyringSession::start();
     let bus = PathBuf::from(keyring.address());
-    let driver = Driver::start(&[
-        ("QUARRY_DATA_DIR", &data),
-        ("QUARRY_CONFIG_DIR", &config),
-        ("QUARRY_APP_SAVE_PATH", &report),
-        ("DBUS_SESSION_BUS_ADDRESS", &bus),
-    ], &[]);
+    let driver = Driver::start(
+        &[
+            ("QUARRY_DATA_DIR", &data),
+            ("QUARRY_CONFIG_DIR", &config),
+            ("QUARRY_APP_SAVE_PATH", &report),
+            ("DBUS_SESSION_BUS_ADDRESS", &bus),
+        ],
+        &[],
+    );
 
     let app = open_app(&driver).await;
     let welcome = app.wait_for("#welcome", MINUTE).await.unwrap().text().await.unwrap();
@@ -172,12 +196,17 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     let mut dropped = files.clone();
     dropped.push(broken.display().to_string());
     drop_paths(&app, &dropped).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
     let summary = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
     assert!(summary.contains("4 indexed") && summary.contains("1 failed"), "{summary}");
     let failed_row = app.wait_for("#ingest-files .state-failed", MINUTE).await.unwrap().text().await.unwrap();
     assert!(failed_row.contains("broken.pdf"), "{failed_row}");
-    let counts = app.wait_until("return document.querySelector(\"li[data-library='private'] .counts\").textContent", MINUTE).await.unwrap();
+    let counts = app
+        .wait_until("return document.querySelector(\"li[data-library='private'] .counts\").textContent", MINUTE)
+        .await
+        .unwrap();
     assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
     app.screenshot(&shots.join("2-library-indexed.png")).await.unwrap();
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
@@ -189,7 +218,12 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     question.type_text("What caused the accident of the airplane?").await.unwrap();
     question.type_text("\u{E007}").await.unwrap(); // Enter sends
     app.wait_for(".turn.live", MINUTE).await.unwrap();
-    app.wait_until("return !document.querySelector('.turn.live') && document.querySelector('.turn .answer')", 15 * MINUTE).await.unwrap();
+    app.wait_until(
+        "return !document.querySelector('.turn.live') && document.querySelector('.turn .answer')",
+        15 * MINUTE,
+    )
+    .await
+    .unwrap();
     let answer = app.wait_for(".turn .answer", MINUTE).await.unwrap().text().await.unwrap();
     assert!(!answer.trim().is_empty());
     let trace = app.wait_for("details.trace summary", MINUTE).await.unwrap().text().await.unwrap();
@@ -210,7 +244,9 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
 
     // Export a report (the save dialog is answered by QUARRY_APP_SAVE_PATH).
     app.wait_for(".turn .export", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_until("return document.querySelector('.turn .exported').textContent.startsWith('Saved')", MINUTE).await.unwrap();
+    app.wait_until("return document.querySelector('.turn .exported').textContent.startsWith('Saved')", MINUTE)
+        .await
+        .unwrap();
     let markdown = std::fs::read_to_string(&report).unwrap();
     for heading in ["## Question", "## Answer", "## Sources", "## Method"] {
         assert!(markdown.contains(heading), "{heading} missing from\n{markdown}");
@@ -242,7 +278,9 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#web-enabled", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("#web-url", MINUTE).await.unwrap().type_text("http://127.0.0.1:9").await.unwrap();
     app.wait_for("#save-settings", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_until("return document.getElementById('settings-result').textContent.startsWith('Saved')", MINUTE).await.unwrap();
+    app.wait_until("return document.getElementById('settings-result').textContent.startsWith('Saved')", MINUTE)
+        .await
+        .unwrap();
     let key_note = app.script("return document.getElementById('llm-key').placeholder", vec![]).await.unwrap();
     assert!(key_note.as_str().unwrap().contains("OS keyring"), "{key_note}");
     let stored = std::fs::read_to_string(config.join("settings.toml")).unwrap();
@@ -254,8 +292,19 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     // library, and the trace says what happened to the web.
     let question = app.wait_for("#question", MINUTE).await.unwrap();
     question.type_text("Where did the accident happen?\u{E007}").await.unwrap();
-    app.wait_until("return document.querySelectorAll('.turn .answer').length === 2 && !document.querySelector('.turn.live')", 15 * MINUTE).await.unwrap();
-    let web_trace = app.script("return [...document.querySelectorAll('.turn')].pop().querySelector('details.trace').textContent", vec![]).await.unwrap();
+    app.wait_until(
+        "return document.querySelectorAll('.turn .answer').length === 2 && !document.querySelector('.turn.live')",
+        15 * MINUTE,
+    )
+    .await
+    .unwrap();
+    let web_trace = app
+        .script(
+            "return [...document.querySelectorAll('.turn')].pop().querySelector('details.trace').textContent",
+            vec![],
+        )
+        .await
+        .unwrap();
     assert!(web_trace.as_str().unwrap().contains("Web:"), "{web_trace}");
 
     // Esc stops a running question within the model call in progress.
@@ -264,8 +313,16 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     question.type_text("Compare the two accidents in detail.\u{E007}").await.unwrap();
     app.wait_for(".turn.live details.trace li", 5 * MINUTE).await.unwrap();
     app.wait_for("#question", MINUTE).await.unwrap().type_text("\u{E00C}").await.unwrap(); // Esc
-    app.wait_until("return !document.querySelector('.turn.live') && document.querySelectorAll('.turn').length === 3", 5 * MINUTE).await.unwrap();
-    let stopped = app.script("return [...document.querySelectorAll('.turn')].pop().querySelector('.error')?.textContent", vec![]).await.unwrap();
+    app.wait_until(
+        "return !document.querySelector('.turn.live') && document.querySelectorAll('.turn').length === 3",
+        5 * MINUTE,
+    )
+    .await
+    .unwrap();
+    let stopped = app
+        .script("return [...document.querySelectorAll('.turn')].pop().querySelector('.error')?.textContent", vec![])
+        .await
+        .unwrap();
     assert_eq!(stopped, serde_json::json!("stopped"));
     app.quit().await.unwrap();
 
@@ -275,8 +332,14 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for(".turn .answer", MINUTE).await.unwrap();
     let reopened = app.wait_for(".turn .question", MINUTE).await.unwrap().text().await.unwrap();
     assert_eq!(reopened, "What caused the accident of the airplane?");
-    assert_eq!(app.script("return document.querySelectorAll('.turn').length", vec![]).await.unwrap(), serde_json::json!(3));
-    let counts = app.wait_until("return document.querySelector(\"li[data-library='private'] .counts\")?.textContent", MINUTE).await.unwrap();
+    assert_eq!(
+        app.script("return document.querySelectorAll('.turn').length", vec![]).await.unwrap(),
+        serde_json::json!(3)
+    );
+    let counts = app
+        .wait_until("return document.querySelector(\"li[data-library='private'] .counts\")?.textContent", MINUTE)
+        .await
+        .unwrap();
     assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
     app.screenshot(&shots.join("5-after-restart.png")).await.unwrap();
     // The settings survived the restart.
@@ -293,7 +356,9 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     drop_paths(&app, &[folder]).await;
     app.wait_for("#ingest-files li", 5 * MINUTE).await.unwrap();
     app.wait_for("#cancel-ingest", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE).await.unwrap();
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
     let stopped = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
     assert!(stopped.starts_with("Stopped:"), "{stopped}");
     let indexed: usize = stopped.trim_start_matches("Stopped: ").split(' ').next().unwrap().parse().unwrap();
@@ -301,16 +366,34 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("li[data-library='scratch'] .actions .danger", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("li[data-library='scratch'] .actions .danger", MINUTE).await.unwrap().click().await.unwrap(); // "Delete scratch and its index"
     app.wait_until("return !document.querySelector(\"li[data-library='scratch']\")", MINUTE).await.unwrap();
-    assert!(data.join("libraries/private").is_dir() && !data.join("libraries/scratch").exists(), "the deleted library's folder is gone");
+    assert!(
+        data.join("libraries/private").is_dir() && !data.join("libraries/scratch").exists(),
+        "the deleted library's folder is gone"
+    );
 
     // Chinese names render and survive: rename the library and the conversation.
     app.wait_for("li[data-library='private']", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_for("li[data-library='private'].selected .actions button:nth-child(3)", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for("li[data-library='private'].selected .actions button:nth-child(3)", MINUTE)
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     app.wait_for("#libraries li input", MINUTE).await.unwrap().type_text("私人 资料\u{E007}").await.unwrap();
     app.wait_for("li[data-library='私人 资料']", MINUTE).await.unwrap();
     app.wait_for("#conversations li.selected .actions button", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_for("#conversations li input", MINUTE).await.unwrap().type_text("事故调查：两份报告\u{E007}").await.unwrap();
-    let title = app.wait_until("return document.querySelector('#conversations li .name')?.textContent === '事故调查：两份报告'", MINUTE).await;
+    app.wait_for("#conversations li input", MINUTE)
+        .await
+        .unwrap()
+        .type_text("事故调查：两份报告\u{E007}")
+        .await
+        .unwrap();
+    let title = app
+        .wait_until(
+            "return document.querySelector('#conversations li .name')?.textContent === '事故调查：两份报告'",
+            MINUTE,
+        )
+        .await;
     assert!(title.is_ok(), "{title:?}");
     app.screenshot(&shots.join("7-chinese-names.png")).await.unwrap();
     app.quit().await.unwrap();

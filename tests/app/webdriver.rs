@@ -20,7 +20,12 @@ pub struct Element<'a> {
     id: String,
 }
 
-async fn call(http: &reqwest::Client, method: reqwest::Method, url: &str, body: Option<Value>) -> Result<Value, String> {
+async fn call(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> Result<Value, String> {
     let mut request = http.request(method, url);
     if let Some(body) = body {
         request = request.json(&body);
@@ -39,7 +44,8 @@ impl Session {
     pub async fn start(base: &str, application: &str) -> Result<Session, String> {
         // No single WebDriver call should take long; a hang fails the test instead of stalling CI.
         let http = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().map_err(|e| e.to_string())?;
-        let capabilities = json!({ "capabilities": { "alwaysMatch": { "tauri:options": { "application": application } } } });
+        let capabilities =
+            json!({ "capabilities": { "alwaysMatch": { "tauri:options": { "application": application } } } });
         let value = call(&http, reqwest::Method::POST, &format!("{base}/session"), Some(capabilities)).await?;
         let id = value["sessionId"].as_str().ok_or_else(|| format!("no session id in {value}"))?.to_string();
         Ok(Session { http, base: base.to_string(), id })
@@ -66,7 +72,11 @@ impl Session {
     /// The first element matching the CSS `selector`, if any.
     pub async fn find(&self, selector: &str) -> Result<Option<Element<'_>>, String> {
         let list = self.post("/elements", json!({ "using": "css selector", "value": selector })).await?;
-        Ok(list.as_array().and_then(|l| l.first()).and_then(|e| e[ELEMENT_KEY].as_str()).map(|id| Element { session: self, id: id.to_string() }))
+        Ok(list
+            .as_array()
+            .and_then(|l| l.first())
+            .and_then(|e| e[ELEMENT_KEY].as_str())
+            .map(|id| Element { session: self, id: id.to_string() }))
     }
 
     /// Waits up to `timeout` for an element matching `selector`. Errors: timeout (the message names the
@@ -78,8 +88,12 @@ impl Session {
                 return Ok(element);
             }
             if started.elapsed() > timeout {
-                let page = self.script("return document.body.innerText.slice(0, 3000)", vec![]).await.unwrap_or_default();
-                return Err(format!("no {selector:?} after {timeout:?}; the page shows:\n{}", page.as_str().unwrap_or("")));
+                let page =
+                    self.script("return document.body.innerText.slice(0, 3000)", vec![]).await.unwrap_or_default();
+                return Err(format!(
+                    "no {selector:?} after {timeout:?}; the page shows:\n{}",
+                    page.as_str().unwrap_or("")
+                ));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -94,8 +108,12 @@ impl Session {
                 return Ok(value);
             }
             if started.elapsed() > timeout {
-                let page = self.script("return document.body.innerText.slice(0, 3000)", vec![]).await.unwrap_or_default();
-                return Err(format!("`{script}` still false after {timeout:?}; the page shows:\n{}", page.as_str().unwrap_or("")));
+                let page =
+                    self.script("return document.body.innerText.slice(0, 3000)", vec![]).await.unwrap_or_default();
+                return Err(format!(
+                    "`{script}` still false after {timeout:?}; the page shows:\n{}",
+                    page.as_str().unwrap_or("")
+                ));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -104,7 +122,8 @@ impl Session {
     /// Saves a PNG of the window to `path`.
     pub async fn screenshot(&self, path: &std::path::Path) -> Result<(), String> {
         let data = self.get("/screenshot").await?;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(data.as_str().unwrap_or("")).map_err(|e| e.to_string())?;
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(data.as_str().unwrap_or("")).map_err(|e| e.to_string())?;
         std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
 }
@@ -116,7 +135,12 @@ impl Element<'_> {
     pub async fn click(&self) -> Result<(), String> {
         let mut reference = serde_json::Map::new();
         reference.insert(ELEMENT_KEY.to_string(), Value::String(self.id.clone()));
-        self.session.script("arguments[0].scrollIntoView({block: 'center', inline: 'nearest'}); return true;", vec![Value::Object(reference)]).await?;
+        self.session
+            .script(
+                "arguments[0].scrollIntoView({block: 'center', inline: 'nearest'}); return true;",
+                vec![Value::Object(reference)],
+            )
+            .await?;
         self.session.post(&format!("/element/{}/click", self.id), json!({})).await.map(|_| ())
     }
 

@@ -66,7 +66,12 @@ impl Answer {
 /// quarter's filing from the second's; it is written once per document, and a later passage of the same
 /// document says `(same document as [n])` instead (≈ 30 prompt tokens saved a passage, ≈ 1 s each on 2
 /// cores). Returns the text and how many passages it holds.
-pub fn number_passages(passages: &[Passage], focus: &str, max_chars_each: usize, budget_chars: usize) -> (String, usize) {
+pub fn number_passages(
+    passages: &[Passage],
+    focus: &str,
+    max_chars_each: usize,
+    budget_chars: usize,
+) -> (String, usize) {
     let mut out = String::new();
     let mut used = 0;
     let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
@@ -93,9 +98,10 @@ pub fn number_passages(passages: &[Passage], focus: &str, max_chars_each: usize,
 
 /// Words too common to say what a question is about.
 const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "was", "were", "what", "which", "who", "whom", "how", "did", "does", "has", "have", "had", "with",
-    "from", "that", "this", "these", "those", "its", "their", "are", "is", "of", "in", "on", "to", "a", "an", "by", "as",
-    "at", "or", "be", "been", "any", "there", "over", "into", "about", "when", "where", "why", "can", "could", "would",
+    "the", "and", "for", "was", "were", "what", "which", "who", "whom", "how", "did", "does", "has", "have", "had",
+    "with", "from", "that", "this", "these", "those", "its", "their", "are", "is", "of", "in", "on", "to", "a", "an",
+    "by", "as", "at", "or", "be", "been", "any", "there", "over", "into", "about", "when", "where", "why", "can",
+    "could", "would",
 ];
 
 /// The first five letters of each word of `text` that is not a stop word, lower case: a crude stem, so
@@ -161,7 +167,11 @@ pub fn focus_passage(text: &str, focus: &str, max_chars: usize) -> String {
             gap = true;
         }
     }
-    if out.is_empty() { text.chars().take(max_chars).collect() } else { out }
+    if out.is_empty() {
+        text.chars().take(max_chars).collect()
+    } else {
+        out
+    }
 }
 
 /// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
@@ -187,7 +197,11 @@ pub fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
             }
         }
     }
-    if numbers.is_empty() { None } else { Some(numbers) }
+    if numbers.is_empty() {
+        None
+    } else {
+        Some(numbers)
+    }
 }
 
 /// A piece of answer Markdown: plain text, or a citation marker (`raw` is the whole `[…]`).
@@ -254,8 +268,10 @@ pub fn strip_citations(markdown: &str) -> String {
 
 /// The sources and citations of an answer whose prompt numbered `passages` from 1.
 pub fn citations_for(markdown: &str, passages: &[Passage]) -> (Vec<Citation>, Vec<Citation>) {
-    let sources: Vec<Citation> = passages.iter().enumerate().map(|(i, p)| Citation { number: i + 1, passage: p.clone() }).collect();
-    let mut cited: Vec<Citation> = cited_numbers(markdown, passages.len()).into_iter().map(|n| sources[n - 1].clone()).collect();
+    let sources: Vec<Citation> =
+        passages.iter().enumerate().map(|(i, p)| Citation { number: i + 1, passage: p.clone() }).collect();
+    let mut cited: Vec<Citation> =
+        cited_numbers(markdown, passages.len()).into_iter().map(|n| sources[n - 1].clone()).collect();
     cited.sort_by_key(|c| c.number);
     (cited, sources)
 }
@@ -273,12 +289,21 @@ mod tests {
     fn citation_markers_in_every_common_form() {
         assert_eq!(cited_numbers("A [2]. B [1][3]. C [1, 4]. D [2-3]. E [9]. F [see] [x]", 4), vec![2, 1, 3, 4]);
         assert_eq!(cited_numbers("no markers", 3), Vec::<usize>::new());
-        assert_eq!(cited_numbers("spaces [3 1], spaced range [1 - 2], too long [1-30], reversed [3-1], odd [,]", 4), vec![3, 1, 2]);
+        assert_eq!(
+            cited_numbers("spaces [3 1], spaced range [1 - 2], too long [1-30], reversed [3-1], odd [,]", 4),
+            vec![3, 1, 2]
+        );
         assert_eq!(marker_numbers("1–3"), Some(vec![1, 2, 3]));
         assert_eq!(marker_numbers("1, x"), None);
         assert_eq!(strip_citations("Tulsa [1][2], Oklahoma [1, 3]. See [note] []."), "Tulsa, Oklahoma. See [note] [].");
         let text = "a [see [2]] b [1-2](x) [";
-        let joined: String = pieces(text).iter().map(|p| match p { Piece::Text(t) => *t, Piece::Marker { raw, .. } => raw }).collect();
+        let joined: String = pieces(text)
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => *t,
+                Piece::Marker { raw, .. } => raw,
+            })
+            .collect();
         assert_eq!(joined, text, "pieces give the text back");
         assert_eq!(pieces("[x][2]")[1], Piece::Marker { raw: "[2]", numbers: vec![2] });
     }
@@ -290,7 +315,10 @@ mod tests {
         let focused = focus_passage(&text, "What was NVIDIA's revenue in the first quarter of fiscal 2024?", 400);
         assert!(focused.chars().count() <= 400, "{focused}");
         assert!(focused.contains("Revenue for the first quarter of fiscal year 2024 was $7.19 billion"), "{focused}");
-        assert!(focused.starts_with("The Company") && focused.contains(" … "), "kept sentences stay in order with gaps marked: {focused}");
+        assert!(
+            focused.starts_with("The Company") && focused.contains(" … "),
+            "kept sentences stay in order with gaps marked: {focused}"
+        );
         assert_eq!(focus_passage("short", "anything", 400), "short");
         assert_eq!(focus_passage(&text, "", 20), text.chars().take(20).collect::<String>());
     }

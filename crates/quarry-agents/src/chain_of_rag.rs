@@ -102,7 +102,9 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
             break;
         }
         let history = render_steps(&steps);
-        let request = prompts::ENOUGH.request(&[("question", question), ("steps", &history)], 32).with_schema(boolean_schema("enough"));
+        let request = prompts::ENOUGH
+            .request(&[("question", question), ("steps", &history)], 32)
+            .with_schema(boolean_schema("enough"));
         let enough = match run.call_structured(&request, "keep searching").await? {
             Some(t) => yes_no(&t, "enough").unwrap_or_else(|| {
                 run.degraded("enough", &format!("no yes/no in {:?}", excerpt(&t)), "keep searching");
@@ -116,17 +118,25 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
         }
     }
     let history = render_steps(&steps);
-    let protected: Vec<(String, u64)> = rankings[0].iter().take(config.protected_question_hits).map(Passage::key).collect();
+    let protected: Vec<(String, u64)> =
+        rankings[0].iter().take(config.protected_question_hits).map(Passage::key).collect();
     let mut passages = distinct(interleave_by_rank(rankings));
     // The intermediate answers name what the question only describes, as DeepSearch's facts do.
-    let found: Vec<String> = steps.iter().map(|(_, answer)| answer.clone()).filter(|a| !a.starts_with(NO_INFORMATION_START)).collect();
+    let found: Vec<String> =
+        steps.iter().map(|(_, answer)| answer.clone()).filter(|a| !a.starts_with(NO_INFORMATION_START)).collect();
     order_by_facts(run, question, &found, &mut passages, &protected).await?;
-    run.write_answer("chain", prompts::CHAIN_ANSWER, question, passages, &[("steps", &history)], asked, seen.len()).await
+    run.write_answer("chain", prompts::CHAIN_ANSWER, question, passages, &[("steps", &history)], asked, seen.len())
+        .await
 }
 
 /// Searches for `query` as part of `round`, reporting the query and how many of its hits `seen` (every
 /// passage retrieved so far, which this extends) did not hold yet.
-async fn search(run: &Run, round: usize, query: &str, seen: &mut HashSet<(String, u64)>) -> Result<Vec<Passage>, AgentError> {
+async fn search(
+    run: &Run,
+    round: usize,
+    query: &str,
+    seen: &mut HashSet<(String, u64)>,
+) -> Result<Vec<Passage>, AgentError> {
     run.emit(AgentEvent::Queries { round, queries: vec![query.to_string()] });
     let passages = run.retrieve(query).await?;
     let new = passages.iter().filter(|p| seen.insert(p.key())).count();
@@ -144,5 +154,10 @@ fn render_steps(steps: &[(String, String)]) -> String {
     if steps.is_empty() {
         return "(none yet)".to_string();
     }
-    steps.iter().enumerate().map(|(i, (q, a))| format!("{}. Query: {q}\n   Answer: {a}", i + 1)).collect::<Vec<_>>().join("\n")
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, (q, a))| format!("{}. Query: {q}\n   Answer: {a}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

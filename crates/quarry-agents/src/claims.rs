@@ -156,7 +156,10 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                         current.text.push_str(&text[start..at]);
                         flush(&mut current, &mut out, true);
                         start = at + 1;
-                    } else if matches!(c, '.' | '!' | '?') && next.is_none_or(|n| n.is_whitespace()) && !ends_with_abbreviation(&text[..at]) {
+                    } else if matches!(c, '.' | '!' | '?')
+                        && next.is_none_or(|n| n.is_whitespace())
+                        && !ends_with_abbreviation(&text[..at])
+                    {
                         current.text.push_str(&text[start..at + 1]);
                         flush(&mut current, &mut out, false);
                         start = at + 1;
@@ -175,8 +178,24 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
 fn ends_with_abbreviation(before: &str) -> bool {
     let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
     let lower = word.to_lowercase();
-    matches!(lower.as_str(), "p" | "pp" | "no" | "inc" | "corp" | "co" | "ltd" | "vs" | "e.g" | "i.e" | "fig" | "approx" | "mr" | "ms" | "dr" | "st")
-        || (word.len() <= 3 && word.chars().all(|c| c.is_ascii_uppercase() || c == '.') && !word.is_empty())
+    matches!(
+        lower.as_str(),
+        "p" | "pp"
+            | "no"
+            | "inc"
+            | "corp"
+            | "co"
+            | "ltd"
+            | "vs"
+            | "e.g"
+            | "i.e"
+            | "fig"
+            | "approx"
+            | "mr"
+            | "ms"
+            | "dr"
+            | "st"
+    ) || (word.len() <= 3 && word.chars().all(|c| c.is_ascii_uppercase() || c == '.') && !word.is_empty())
 }
 
 /// Strips Markdown decoration that is not content: list bullets, numbering, heading marks, emphasis.
@@ -281,7 +300,10 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
         }
         let named = quarters(text);
         (0..sources.len())
-            .find(|&i| stated.iter().all(|f| states(&passage_figures[i], f)) && named.iter().all(|q| passage_quarters[i].contains(q)))
+            .find(|&i| {
+                stated.iter().all(|f| states(&passage_figures[i], f))
+                    && named.iter().all(|q| passage_quarters[i].contains(q))
+            })
             .map(|i| i + 1)
     };
     let holds = |text: &str, numbers: &[usize]| -> bool {
@@ -295,18 +317,19 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
     let mut since_marker = String::new();
     let mut paragraph = String::new();
     let mut paragraph_cited = false;
-    let close_paragraph = |out: &mut String, paragraph: &mut String, cited: &mut bool, repairs: &mut Vec<CitationRepair>| {
-        if !*cited {
-            if let Some(to) = holder(paragraph) {
-                let trimmed = out.trim_end_matches([' ', '\t']).len();
-                out.truncate(trimmed);
-                out.push_str(&format!(" [{to}]"));
-                repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
+    let close_paragraph =
+        |out: &mut String, paragraph: &mut String, cited: &mut bool, repairs: &mut Vec<CitationRepair>| {
+            if !*cited {
+                if let Some(to) = holder(paragraph) {
+                    let trimmed = out.trim_end_matches([' ', '\t']).len();
+                    out.truncate(trimmed);
+                    out.push_str(&format!(" [{to}]"));
+                    repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
+                }
             }
-        }
-        paragraph.clear();
-        *cited = false;
-    };
+            paragraph.clear();
+            *cited = false;
+        };
     for piece in pieces(markdown) {
         match piece {
             Piece::Marker { raw, numbers } => {
@@ -383,7 +406,14 @@ mod tests {
         let md = "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in [1].";
         let (fixed, repairs) = repair_citations(md, &sources);
         assert_eq!(fixed, "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in [2].");
-        assert_eq!(repairs, vec![CitationRepair { text: "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in".into(), from: vec![1], to: 2 }]);
+        assert_eq!(
+            repairs,
+            vec![CitationRepair {
+                text: "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in".into(),
+                from: vec![1],
+                to: 2
+            }]
+        );
         assert!(check_claims(&fixed, &sources).iter().all(|c| c.supported));
         // Right markers, markers after a marker, and text without figures stay as written.
         let md = "Revenue was $7,192 million [2][1]. Sales abroad were 67% [1]. Demand was strong [2].";
@@ -404,7 +434,10 @@ mod tests {
             source(1, "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago."),
             source(2, "Revenue for the second quarter of fiscal year 2024 was $13.51 billion."),
         ];
-        let checks = check_claims("NVIDIA's revenue in Q1 FY2024 was $7,192 million [1]. It was $13.51 billion in Q1 [1].", &sources);
+        let checks = check_claims(
+            "NVIDIA's revenue in Q1 FY2024 was $7,192 million [1]. It was $13.51 billion in Q1 [1].",
+            &sources,
+        );
         assert_eq!(checks.len(), 2);
         assert!(checks[0].supported, "{checks:?}");
         assert!(!checks[1].supported);
@@ -429,13 +462,20 @@ mod tests {
 
     #[test]
     fn a_figure_from_another_quarters_document_is_unsupported() {
-        let mut q2 = source(1, "Revenue for the second quarter of fiscal year 2024 was $13.51 billion, up 101% from a year ago.");
+        let mut q2 = source(
+            1,
+            "Revenue for the second quarter of fiscal year 2024 was $13.51 billion, up 101% from a year ago.",
+        );
         q2.passage.context = "NVIDIA CORPORATION · Form 10-Q · second quarter of fiscal 2024".into();
-        let checks = check_claims("NVIDIA's revenue in the first quarter of fiscal 2024 was $13.51 billion [1].", &[q2.clone()]);
+        let checks =
+            check_claims("NVIDIA's revenue in the first quarter of fiscal 2024 was $13.51 billion [1].", &[q2.clone()]);
         assert_eq!(checks[0].problem, "the cited passages do not name the period it states: Q1 2024");
         let checks = check_claims("In Q2 FY2024 revenue was $13.51 billion [1].", &[q2]);
         assert!(checks[0].supported, "{checks:?}");
-        assert_eq!(quarters("the fourth quarter of 2023 and Q1 2024, Q3 of fiscal 2022, 1st quarter of fiscal year 2021"), [(4, 2023), (1, 2024), (3, 2022), (1, 2021)]);
+        assert_eq!(
+            quarters("the fourth quarter of 2023 and Q1 2024, Q3 of fiscal 2022, 1st quarter of fiscal year 2021"),
+            [(4, 2023), (1, 2024), (3, 2022), (1, 2021)]
+        );
     }
 
     #[test]

@@ -128,7 +128,12 @@ impl ConversationStore {
                 continue;
             }
             match read(&path) {
-                Ok(c) => list.push(ConversationSummary { id: c.id, title: c.title, updated_ms: c.updated_ms, turns: c.turns.len() }),
+                Ok(c) => list.push(ConversationSummary {
+                    id: c.id,
+                    title: c.title,
+                    updated_ms: c.updated_ms,
+                    turns: c.turns.len(),
+                }),
                 Err(e) => problems.push(e.to_string()),
             }
         }
@@ -151,8 +156,10 @@ impl ConversationStore {
     pub fn save(&self, conversation: &mut Conversation) -> Result<(), ConversationError> {
         let path = self.path(&conversation.id)?;
         conversation.updated_ms = now_ms().max(conversation.updated_ms);
-        std::fs::create_dir_all(&self.dir).map_err(|source| ConversationError::Io { path: self.dir.clone(), source })?;
-        let text = serde_json::to_vec_pretty(conversation).map_err(|e| ConversationError::Format { path: path.clone(), message: e.to_string() })?;
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|source| ConversationError::Io { path: self.dir.clone(), source })?;
+        let text = serde_json::to_vec_pretty(conversation)
+            .map_err(|e| ConversationError::Format { path: path.clone(), message: e.to_string() })?;
         let partial = self.dir.join(format!(".{}.json.part", conversation.id));
         let io = |source| ConversationError::Io { path: path.clone(), source };
         {
@@ -188,7 +195,8 @@ impl ConversationStore {
 
 fn read(path: &Path) -> Result<Conversation, ConversationError> {
     let bytes = std::fs::read(path).map_err(|source| ConversationError::Io { path: path.to_path_buf(), source })?;
-    serde_json::from_slice(&bytes).map_err(|e| ConversationError::Format { path: path.to_path_buf(), message: e.to_string() })
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ConversationError::Format { path: path.to_path_buf(), message: e.to_string() })
 }
 
 #[cfg(test)]

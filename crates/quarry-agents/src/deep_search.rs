@@ -39,7 +39,9 @@ use crate::answer::{number_passages, passage_ref, Answer};
 use crate::events::AgentEvent;
 use crate::prompts;
 use crate::run::{AgentError, Run};
-use crate::structured::{number_list, numbers_schema, reflection_reply, reflection_schema, string_list, strings_schema};
+use crate::structured::{
+    number_list, numbers_schema, reflection_reply, reflection_schema, string_list, strings_schema,
+};
 use quarry_core::Passage;
 use std::collections::{HashMap, HashSet};
 
@@ -84,7 +86,11 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         Some(text) => match string_list(&text, "queries", config.max_sub_queries.max(1)) {
             Some(list) => list,
             None => {
-                run.degraded("sub_queries", &format!("no query list in {:?}", excerpt(&text)), "the question as the only query");
+                run.degraded(
+                    "sub_queries",
+                    &format!("no query list in {:?}", excerpt(&text)),
+                    "the question as the only query",
+                );
                 vec![]
             }
         },
@@ -141,19 +147,31 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             let relevant = match verdict.as_deref().map(|t| (t, number_list(t, "relevant", used))) {
                 Some((_, Some(numbers))) => numbers,
                 Some((t, None)) => {
-                    run.degraded("relevance", &format!("no passage numbers in {:?}", excerpt(t)), "keep the whole batch");
+                    run.degraded(
+                        "relevance",
+                        &format!("no passage numbers in {:?}", excerpt(t)),
+                        "keep the whole batch",
+                    );
                     (1..=used).collect()
                 }
                 None => (1..=used).collect(),
             };
             for (i, p) in batch.iter().enumerate() {
-                if relevant.contains(&(i + 1)) { round_kept.push(p.clone()) } else { rejected.push(p.clone()) }
+                if relevant.contains(&(i + 1)) {
+                    round_kept.push(p.clone())
+                } else {
+                    rejected.push(p.clone())
+                }
             }
         }
         if round == 1 && round_kept.is_empty() && !rejected.is_empty() {
             order_kept(&mut rejected, &[], &rankings);
             let n = FALLBACK_KEEP.min(rejected.len());
-            run.degraded("relevance", &format!("the judge kept none of {} passages", rejected.len()), &format!("keep the {n} best-ranked"));
+            run.degraded(
+                "relevance",
+                &format!("the judge kept none of {} passages", rejected.len()),
+                &format!("keep the {n} best-ranked"),
+            );
             round_kept = rejected.drain(..n).collect();
         }
         run.emit(AgentEvent::Judged {
@@ -226,7 +244,13 @@ pub const ORDERING_DEPTH: usize = 50;
 /// with Recall@5 0.654 where the turn-by-turn order had 0.610 (both halves higher, 8 questions up, 3
 /// down); on HotpotQA questions 16–25 level at 0.850. Run for real on questions 51–70: 0.658 against
 /// 0.600, NaiveRAG 0.583 (docs/evaluation/agents-qa.md, "Measuring answers").
-pub(crate) async fn order_by_facts(run: &Run, question: &str, facts: &[String], kept: &mut [Passage], protected: &[(String, u64)]) -> Result<(), AgentError> {
+pub(crate) async fn order_by_facts(
+    run: &Run,
+    question: &str,
+    facts: &[String],
+    kept: &mut [Passage],
+    protected: &[(String, u64)],
+) -> Result<(), AgentError> {
     if facts.is_empty() || kept.iter().filter(|p| !protected.contains(&p.key())).count() < 2 {
         return Ok(());
     }
@@ -265,7 +289,8 @@ pub(crate) fn order_by_ranking(kept: &mut [Passage], protected: &[(String, u64)]
 /// runs (HotpotQA, MuSiQue, 10–15 questions each): equal or higher supporting-passage Recall@5 on each.
 pub(crate) fn order_kept(kept: &mut [Passage], protected: &[(String, u64)], rankings: &[Vec<(String, u64)>]) {
     let wanted: HashSet<(String, u64)> = kept.iter().map(Passage::key).filter(|k| !protected.contains(k)).collect();
-    let filtered = rankings.iter().map(|ranking| ranking.iter().filter(|k| wanted.contains(*k)).cloned().collect()).collect();
+    let filtered =
+        rankings.iter().map(|ranking| ranking.iter().filter(|k| wanted.contains(*k)).cloned().collect()).collect();
     order_by_ranking(kept, protected, &interleave_by_rank(filtered));
 }
 
@@ -325,9 +350,9 @@ mod tests {
     fn the_questions_protected_hits_come_first_then_each_querys_best_kept_passage_in_turn() {
         let rankings = vec![
             vec![key(1), key(2), key(3), key(4), key(5)], // the question
-            vec![key(9), key(8), key(4)],                  // sub-queries that agree on 9, 8 and 4
+            vec![key(9), key(8), key(4)],                 // sub-queries that agree on 9, 8 and 4
             vec![key(9), key(8), key(4)],
-            vec![key(6), key(5), key(7)],                  // a gap query naming a bridge entity (6 not kept)
+            vec![key(6), key(5), key(7)], // a gap query naming a bridge entity (6 not kept)
         ];
         let mut kept: Vec<_> = [7, 5, 9, 3, 8, 2, 1, 4, 10].into_iter().map(passage).collect();
         super::order_kept(&mut kept, &[key(1), key(2)], &rankings);

@@ -152,7 +152,8 @@ mod tests {
         let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
         let found = vec![passage(1, q2), passage(2, apple), passage(3, q1), passage(4, q2), passage(5, q1)];
         let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
-        let ordered = prefer_matching_documents("What was NVIDIA's revenue in the first quarter of fiscal 2024?", found.clone());
+        let ordered =
+            prefer_matching_documents("What was NVIDIA's revenue in the first quarter of fiscal 2024?", found.clone());
         assert_eq!(ids(&ordered), [3, 5, 1, 2, 4]);
         let unchanged = prefer_matching_documents("Which risks were named?", found.clone());
         assert_eq!(ids(&unchanged), [1, 2, 3, 4, 5]);
@@ -168,7 +169,8 @@ mod tests {
         let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · 2023 Q1 NVDA";
         let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · 2023 Q2 NVDA";
         let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
-        let mut found = vec![passage(1, q2), passage(2, q2), passage(3, q2), passage(4, apple), passage(5, q1), passage(6, q1)];
+        let mut found =
+            vec![passage(1, q2), passage(2, q2), passage(3, q2), passage(4, apple), passage(5, q1), passage(6, q1)];
         for (p, doc) in found.iter_mut().zip(["b", "b", "b", "c", "a", "a"]) {
             p.document_id = doc.into();
         }
@@ -176,7 +178,10 @@ mod tests {
         // Both NVIDIA filings match "NVIDIA" alike: they take turns, in the order they first appear.
         assert_eq!(ids(&select("How has NVIDIA's revenue changed over time?", found.clone(), 4)), [1, 5, 2, 6]);
         // One best-matching document: search order.
-        assert_eq!(ids(&select("What did NVIDIA report for the quarter ended April 30, 2023?", found.clone(), 3)), [5, 6, 1]);
+        assert_eq!(
+            ids(&select("What did NVIDIA report for the quarter ended April 30, 2023?", found.clone(), 3)),
+            [5, 6, 1]
+        );
         // "Latest" picks one period: no sharing.
         assert_eq!(ids(&select("What did NVIDIA report in its latest 10-Q?", found, 3)), [1, 2, 3]);
     }

@@ -94,7 +94,9 @@ pub fn figures(text: &str) -> Vec<Figure> {
     let [date, percent, amount, plain] = patterns();
     let mut taken: Vec<std::ops::Range<usize>> = Vec::new();
     let mut out: Vec<(usize, Figure)> = Vec::new();
-    let overlaps = |taken: &[std::ops::Range<usize>], r: &std::ops::Range<usize>| taken.iter().any(|t| t.start < r.end && r.start < t.end);
+    let overlaps = |taken: &[std::ops::Range<usize>], r: &std::ops::Range<usize>| {
+        taken.iter().any(|t| t.start < r.end && r.start < t.end)
+    };
 
     for c in date.captures_iter(text) {
         let whole = c.get(0).unwrap();
@@ -111,7 +113,16 @@ pub fn figures(text: &str) -> Vec<Figure> {
             continue;
         }
         taken.push(whole.range());
-        out.push((whole.start(), Figure { kind: FigureKind::Date { year, month, day }, value: 0.0, scaled: false, half_unit: 0.0, text: whole.as_str().to_string() }));
+        out.push((
+            whole.start(),
+            Figure {
+                kind: FigureKind::Date { year, month, day },
+                value: 0.0,
+                scaled: false,
+                half_unit: 0.0,
+                text: whole.as_str().to_string(),
+            },
+        ));
     }
     for c in percent.captures_iter(text) {
         let whole = c.get(0).unwrap();
@@ -120,7 +131,16 @@ pub fn figures(text: &str) -> Vec<Figure> {
         }
         let Some((value, half_unit)) = number_and_half_unit(c.get(1).unwrap().as_str()) else { continue };
         taken.push(whole.range());
-        out.push((whole.start(), Figure { kind: FigureKind::Percent, value: value.abs(), scaled: false, half_unit, text: whole.as_str().to_string() }));
+        out.push((
+            whole.start(),
+            Figure {
+                kind: FigureKind::Percent,
+                value: value.abs(),
+                scaled: false,
+                half_unit,
+                text: whole.as_str().to_string(),
+            },
+        ));
     }
     for c in amount.captures_iter(text) {
         let whole = c.get(0).unwrap();
@@ -136,7 +156,13 @@ pub fn figures(text: &str) -> Vec<Figure> {
         taken.push(whole.range());
         out.push((
             whole.start(),
-            Figure { kind: FigureKind::Amount, value: value * factor, scaled: factor > 1.0, half_unit: half_unit * factor, text: whole.as_str().trim().to_string() },
+            Figure {
+                kind: FigureKind::Amount,
+                value: value * factor,
+                scaled: factor > 1.0,
+                half_unit: half_unit * factor,
+                text: whole.as_str().trim().to_string(),
+            },
         ));
     }
     for m in plain.find_iter(text) {
@@ -158,7 +184,10 @@ pub fn figures(text: &str) -> Vec<Figure> {
         if is_year || !(value >= 1000.0 || has_separator || has_decimals) {
             continue;
         }
-        out.push((m.start(), Figure { kind: FigureKind::Number, value, scaled: false, half_unit, text: digits.to_string() }));
+        out.push((
+            m.start(),
+            Figure { kind: FigureKind::Number, value, scaled: false, half_unit, text: digits.to_string() },
+        ));
     }
     out.sort_by_key(|(at, _)| *at);
     out.into_iter().map(|(_, f)| f).collect()
@@ -185,7 +214,9 @@ impl Figure {
             (FigureKind::Date { year, month, day }, FigureKind::Date { year: y, month: m, day: d }) => {
                 year == y && month == m && (day == d || day == 0 || d == 0)
             }
-            (FigureKind::Percent, FigureKind::Percent) => close(self.value, other.value, self.half_unit.max(other.half_unit), 0.0),
+            (FigureKind::Percent, FigureKind::Percent) => {
+                close(self.value, other.value, self.half_unit.max(other.half_unit), 0.0)
+            }
             (FigureKind::Amount | FigureKind::Number, FigureKind::Amount | FigureKind::Number) => {
                 let tolerance = self.half_unit.max(other.half_unit);
                 if close(self.value, other.value, tolerance, 0.005) {
@@ -197,7 +228,9 @@ impl Figure {
                     (true, false) => (other, self),
                     _ => return false,
                 };
-                [1e3, 1e6, 1e9].iter().any(|f| close(unscaled.value, scaled.value / f, unscaled.half_unit.max(scaled.half_unit / f), 0.005))
+                [1e3, 1e6, 1e9].iter().any(|f| {
+                    close(unscaled.value, scaled.value / f, unscaled.half_unit.max(scaled.half_unit / f), 0.005)
+                })
             }
             _ => false,
         }

@@ -26,19 +26,19 @@ pub mod report;
 mod research;
 mod router;
 mod run;
-pub mod web_gate;
 pub mod structured;
+pub mod web_gate;
 
 pub use answer::{Answer, Citation};
 pub use chain_of_rag::chain_of_rag;
 pub use conversation::{Conversation, ConversationError, ConversationStore, ConversationSummary, Turn};
 pub use deep_search::deep_search;
+pub use deep_search::{deep_search_evidence, Evidence};
 pub use events::{no_events, AgentEvent, EventSink, PassageRef};
 pub use fused::{FusedRetriever, RankFusion};
 pub use naive::naive_rag;
 pub use report::{render_report, ReportOptions};
 pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};
-pub use deep_search::{deep_search_evidence, Evidence};
 pub use router::{route, LibraryInfo, Route};
 pub use run::{AgentConfig, AgentError, Run};
 pub use tokio_util::sync::CancellationToken;
@@ -108,20 +108,29 @@ pub async fn ask(
     let mut searched: Vec<String> = libraries.iter().map(|l| l.info.name.clone()).collect();
     let agent = match agent {
         Some(agent) => {
-            run.emit(AgentEvent::Routed { agent: agent.name().into(), libraries: searched.clone(), reason: "chosen by the user".into() });
+            run.emit(AgentEvent::Routed {
+                agent: agent.name().into(),
+                libraries: searched.clone(),
+                reason: "chosen by the user".into(),
+            });
             agent
         }
         None => {
             let infos: Vec<LibraryInfo> = libraries.iter().filter(|l| !l.always).map(|l| l.info.clone()).collect();
             let route = if infos.is_empty() {
                 // Only always-searched sources: no library to pick; DeepSearch, the router's own fallback.
-                run.emit(AgentEvent::Routed { agent: "deep".into(), libraries: searched.clone(), reason: "no library to choose from".into() });
+                run.emit(AgentEvent::Routed {
+                    agent: "deep".into(),
+                    libraries: searched.clone(),
+                    reason: "no library to choose from".into(),
+                });
                 Route { agent: AgentKind::Deep, libraries: Vec::new(), reason: String::new() }
             } else {
                 route(&run, question, &infos).await?
             };
             let picked = |l: &SearchableLibrary| l.always || route.libraries.contains(&l.info.name);
-            let chosen: Vec<Arc<dyn Retriever>> = libraries.iter().filter(|l| picked(l)).map(|l| Arc::clone(&l.retriever)).collect();
+            let chosen: Vec<Arc<dyn Retriever>> =
+                libraries.iter().filter(|l| picked(l)).map(|l| Arc::clone(&l.retriever)).collect();
             run.retriever = FusedRetriever::over(chosen);
             searched = libraries.iter().filter(|l| picked(l)).map(|l| l.info.name.clone()).collect();
             route.agent
@@ -152,7 +161,14 @@ fn gate_always_sources(
             if !l.always {
                 return l.clone();
             }
-            let gate = web_gate::QueryGate::new(Arc::clone(&l.retriever), &l.info.name, question, policy, Arc::clone(log), Arc::clone(events));
+            let gate = web_gate::QueryGate::new(
+                Arc::clone(&l.retriever),
+                &l.info.name,
+                question,
+                policy,
+                Arc::clone(log),
+                Arc::clone(events),
+            );
             SearchableLibrary { info: l.info.clone(), retriever: Arc::new(gate), always: true }
         })
         .collect()

@@ -16,5 +16,6 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     let passages = crate::document_match::select(question, found, run.config.top_k);
     run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: passages.len(), new: passages.len() });
     let retrieved = passages.len();
-    run.write_answer("naive", prompts::ANSWER, question, passages, &[], vec![vec![question.to_string()]], retrieved).await
+    run.write_answer("naive", prompts::ANSWER, question, passages, &[], vec![vec![question.to_string()]], retrieved)
+        .await
 }

@@ -92,7 +92,11 @@ mod tests {
             "Net sales by category:\niPhone: $39,669 million (three months ended July 1, 2023); $40,665 million (three months ended June 25, 2022); (2)% (change, three months ended)\nMac"
         );
         let out = keep_question_periods(&text, "What were iPhone net sales in the first nine months of 2023?");
-        assert!(out.contains("iPhone: $156,778 million (nine months ended July 1, 2023); $162,863") && !out.contains("39,669"), "{out}");
+        assert!(
+            out.contains("iPhone: $156,778 million (nine months ended July 1, 2023); $162,863")
+                && !out.contains("39,669"),
+            "{out}"
+        );
         // No span named, or a span no cell has: unchanged.
         assert_eq!(keep_question_periods(&text, "How have iPhone sales changed over time?"), text);
         assert_eq!(keep_question_periods(&text, "What were annual iPhone sales?"), text);

@@ -72,15 +72,26 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     for citation in &answer.citations {
         write_source(&mut out, citation, options.link_base.as_deref());
     }
-    let uncited: Vec<&Citation> = answer.sources.iter().filter(|s| !answer.citations.iter().any(|c| c.number == s.number)).collect();
+    let uncited: Vec<&Citation> =
+        answer.sources.iter().filter(|s| !answer.citations.iter().any(|c| c.number == s.number)).collect();
     write_also_read(&mut out, &uncited, "the answer was", options.link_base.as_deref());
 
     out.push_str("## Method\n\n");
-    let libraries = if answer.libraries.is_empty() { "—".to_string() } else { answer.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ") };
+    let libraries = if answer.libraries.is_empty() {
+        "—".to_string()
+    } else {
+        answer.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ")
+    };
     let _ = writeln!(out, "- **Agent:** {}", escape_inline(&answer.agent));
     let _ = writeln!(out, "- **Libraries:** {libraries}");
     let _ = writeln!(out, "- **Model:** {}", escape_inline(&answer.model));
-    let _ = writeln!(out, "- **Passages:** {} retrieved, {} used for the answer, {} cited", answer.retrieved, answer.kept, answer.citations.len());
+    let _ = writeln!(
+        out,
+        "- **Passages:** {} retrieved, {} used for the answer, {} cited",
+        answer.retrieved,
+        answer.kept,
+        answer.citations.len()
+    );
     let _ = writeln!(
         out,
         "- **Model calls:** {}, {} tokens ({} prompt, {} completion)",
@@ -93,15 +104,22 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     if !answer.queries.is_empty() {
         out.push_str("- **Queries:**\n");
         for (i, round) in answer.queries.iter().enumerate() {
-            let list = round.iter().map(|q| format!("“{}”", escape_inline(&one_line(q)))).collect::<Vec<_>>().join("; ");
+            let list =
+                round.iter().map(|q| format!("“{}”", escape_inline(&one_line(q)))).collect::<Vec<_>>().join("; ");
             let _ = writeln!(out, "  - round {}: {list}", i + 1);
         }
     }
     if !answer.web_queries.is_empty() {
-        out.push_str("- **Web queries** (only these left the machine):
-");
+        out.push_str(
+            "- **Web queries** (only these left the machine):
+",
+        );
         for q in &answer.web_queries {
-            let what = if q.sent { format!("sent to {}", escape_inline(&q.source)) } else { format!("withheld from {} (written by the model)", escape_inline(&q.source)) };
+            let what = if q.sent {
+                format!("sent to {}", escape_inline(&q.source))
+            } else {
+                format!("withheld from {} (written by the model)", escape_inline(&q.source))
+            };
             let _ = writeln!(out, "  - {what}: “{}”", escape_inline(&one_line(&q.query)));
         }
     }
@@ -143,7 +161,13 @@ pub(crate) fn source_label(number: usize) -> String {
 
 /// One cited source: label, anchor, link and place, library, then the passage as a block quote.
 pub(crate) fn write_source(out: &mut String, citation: &Citation, base: Option<&Path>) {
-    let _ = writeln!(out, "{} <a id=\"source-{}\"></a>{}\n", source_label(citation.number), citation.number, location(citation, base));
+    let _ = writeln!(
+        out,
+        "{} <a id=\"source-{}\"></a>{}\n",
+        source_label(citation.number),
+        citation.number,
+        location(citation, base)
+    );
     let text = escape_block(citation.passage.text.trim());
     for line in text.lines() {
         if line.is_empty() {
@@ -178,7 +202,8 @@ pub(crate) fn location(citation: &Citation, base: Option<&Path>) -> String {
     }
     let mut s = format!("[{}]({target})", escape_inline(p.file_name()));
     if member.is_some() {
-        let archive = Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_string());
+        let archive =
+            Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_string());
         let _ = write!(s, " in {}", escape_inline(&archive));
     }
     let place = p.place();
@@ -193,7 +218,20 @@ pub(crate) fn location(citation: &Citation, base: Option<&Path>) -> String {
 
 /// Characters percent-encoded in link destinations: controls, space and what CommonMark or URLs give a
 /// meaning (`<>()[]#?%"\` and the backtick).
-const LINK: &AsciiSet = &CONTROLS.add(b' ').add(b'<').add(b'>').add(b'(').add(b')').add(b'[').add(b']').add(b'#').add(b'?').add(b'%').add(b'"').add(b'\\').add(b'`');
+const LINK: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'<')
+    .add(b'>')
+    .add(b'(')
+    .add(b')')
+    .add(b'[')
+    .add(b']')
+    .add(b'#')
+    .add(b'?')
+    .add(b'%')
+    .add(b'"')
+    .add(b'\\')
+    .add(b'`');
 
 /// The link destination for `file`: relative to `base` when both are absolute, with `/` separators,
 /// percent-encoded.
@@ -321,7 +359,10 @@ pub(crate) fn demote_headings(markdown: &str) -> String {
             in_fence = !in_fence;
         }
         let hashes = trimmed.chars().take_while(|&c| c == '#').count();
-        let is_heading = !in_fence && (1..=6).contains(&hashes) && trimmed[hashes..].starts_with([' ', '\t']) && line.len() - trimmed.len() < 4;
+        let is_heading = !in_fence
+            && (1..=6).contains(&hashes)
+            && trimmed[hashes..].starts_with([' ', '\t'])
+            && line.len() - trimmed.len() < 4;
         if is_heading {
             out.push_str(&"#".repeat((hashes + 2).min(6)));
             out.push_str(&trimmed[hashes..]);
@@ -362,15 +403,21 @@ pub(crate) fn link_citations(markdown: &str, cited: &[usize]) -> String {
 /// Errors (naming the file): `path` is a folder, or its folder does not exist.
 pub fn report_folder(path: &Path) -> std::io::Result<PathBuf> {
     if path.is_dir() {
-        return Err(std::io::Error::other(format!("cannot write the report to {}: it is a folder (give a file name, e.g. report.md)", path.display())));
+        return Err(std::io::Error::other(format!(
+            "cannot write the report to {}: it is a folder (give a file name, e.g. report.md)",
+            path.display()
+        )));
     }
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    parent
-        .canonicalize()
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write the report to {}: no folder {}", path.display(), parent.display())))
+    parent.canonicalize().map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot write the report to {}: no folder {}", path.display(), parent.display()),
+        )
+    })
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder, so an interrupted write never
@@ -380,7 +427,8 @@ pub fn report_folder(path: &Path) -> std::io::Result<PathBuf> {
 pub fn write_report(path: &Path, text: &str) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report.md".into());
     let partial = path.with_file_name(format!(".{name}.part"));
-    let named = |e: std::io::Error, p: &Path| std::io::Error::new(e.kind(), format!("writing the report {}: {e}", p.display()));
+    let named =
+        |e: std::io::Error, p: &Path| std::io::Error::new(e.kind(), format!("writing the report {}: {e}", p.display()));
     std::fs::write(&partial, text).map_err(|e| named(e, &partial))?;
     std::fs::rename(&partial, path).map_err(|e| named(e, path))
 }

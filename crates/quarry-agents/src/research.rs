@@ -11,7 +11,10 @@ use crate::answer::{number_passages, pieces, strip_citations, Citation, Piece};
 use crate::deep_search::{deep_search_evidence, excerpt};
 use crate::events::AgentEvent;
 use crate::prompts;
-use crate::report::{demote_headings, escape_html, escape_inline, link_citations, one_line, write_also_read, write_source, write_title, ReportOptions};
+use crate::report::{
+    demote_headings, escape_html, escape_inline, link_citations, one_line, write_also_read, write_source, write_title,
+    ReportOptions,
+};
 use crate::run::{AgentError, Run};
 use crate::structured::{find_json, string_list, yes_no};
 use quarry_core::{Passage, TokenUsage};
@@ -82,7 +85,11 @@ struct Plan {
 ///
 /// Errors: cancellation, retrieval failures, and the model failing on a writing step; planning and
 /// review degrade instead (one section on the whole topic; a section that passes).
-pub async fn write_research_report(run: &Run, topic: &str, config: ResearchConfig) -> Result<ResearchReport, AgentError> {
+pub async fn write_research_report(
+    run: &Run,
+    topic: &str,
+    config: ResearchConfig,
+) -> Result<ResearchReport, AgentError> {
     run.emit(AgentEvent::Started { agent: "report".into(), question: topic.into() });
 
     // 1. Plan from a first retrieval pass.
@@ -97,7 +104,9 @@ pub async fn write_research_report(run: &Run, topic: &str, config: ResearchConfi
     let mut registry = SourceRegistry::default();
     let mut sections = Vec::new();
     for (i, section) in plan.iter().enumerate() {
-        let progress = |stage: &str| run.emit(AgentEvent::Section { index: i + 1, count, title: section.title.clone(), stage: stage.into() });
+        let progress = |stage: &str| {
+            run.emit(AgentEvent::Section { index: i + 1, count, title: section.title.clone(), stage: stage.into() })
+        };
         progress("research");
         let question = format!("{topic}: {}", section.focus);
         let evidence = deep_search_evidence(run, &question).await?;
@@ -116,8 +125,17 @@ pub async fn write_research_report(run: &Run, topic: &str, config: ResearchConfi
             let mut added = Vec::new();
             for (query, result) in follow_ups.iter().zip(found) {
                 let hits = result?;
-                let new: Vec<Passage> = hits.iter().filter(|p| !seen.contains(&p.key()) && !added.iter().any(|a: &Passage| a.key() == p.key())).cloned().collect();
-                run.emit(AgentEvent::Retrieved { round: queries.len() + 1, query: query.clone(), hits: hits.len(), new: new.len() });
+                let new: Vec<Passage> = hits
+                    .iter()
+                    .filter(|p| !seen.contains(&p.key()) && !added.iter().any(|a: &Passage| a.key() == p.key()))
+                    .cloned()
+                    .collect();
+                run.emit(AgentEvent::Retrieved {
+                    round: queries.len() + 1,
+                    query: query.clone(),
+                    hits: hits.len(),
+                    new: new.len(),
+                });
                 added.extend(new);
             }
             queries.push(follow_ups);
@@ -130,7 +148,13 @@ pub async fn write_research_report(run: &Run, topic: &str, config: ResearchConfi
         }
         let markdown = registry.renumber(&draft, &passages[..used]);
         progress("done");
-        sections.push(ReportSection { title: section.title.clone(), focus: section.focus.clone(), markdown, queries, revised });
+        sections.push(ReportSection {
+            title: section.title.clone(),
+            focus: section.focus.clone(),
+            markdown,
+            queries,
+            revised,
+        });
     }
 
     // 3. Introduction and conclusion from the finished sections.
@@ -181,11 +205,19 @@ async fn plan_sections(run: &Run, topic: &str, first: &[Passage], max: usize) ->
             "required": ["title", "focus"] } } },
         "required": ["sections"]
     });
-    let request = prompts::REPORT_PLAN.request(&[("topic", topic), ("passages", &text), ("max", &max_text)], 400).with_schema(schema);
-    let Some(output) = run.call_structured(&request, "one section on the whole topic").await? else { return Ok(fallback()) };
+    let request = prompts::REPORT_PLAN
+        .request(&[("topic", topic), ("passages", &text), ("max", &max_text)], 400)
+        .with_schema(schema);
+    let Some(output) = run.call_structured(&request, "one section on the whole topic").await? else {
+        return Ok(fallback());
+    };
     let plan = parse_plan(&output, max);
     if plan.is_empty() {
-        run.degraded("report_plan", &format!("no sections in {:?}", excerpt(&output)), "one section on the whole topic");
+        run.degraded(
+            "report_plan",
+            &format!("no sections in {:?}", excerpt(&output)),
+            "one section on the whole topic",
+        );
         return Ok(fallback());
     }
     Ok(plan)
@@ -207,13 +239,22 @@ fn parse_plan(output: &str, max: usize) -> Vec<Plan> {
                 Value::String(title) => Some(Plan { title: title.clone(), focus: title.clone() }),
                 Value::Object(map) => {
                     let title = map.get("title").and_then(Value::as_str)?.to_string();
-                    let focus = map.get("focus").and_then(Value::as_str).filter(|f| !f.trim().is_empty()).unwrap_or(&title).to_string();
+                    let focus = map
+                        .get("focus")
+                        .and_then(Value::as_str)
+                        .filter(|f| !f.trim().is_empty())
+                        .unwrap_or(&title)
+                        .to_string();
                     Some(Plan { title, focus })
                 }
                 _ => None,
             })
             .collect(),
-        None => string_list(output, "sections", max).unwrap_or_default().into_iter().map(|t| Plan { title: t.clone(), focus: t }).collect(),
+        None => string_list(output, "sections", max)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| Plan { title: t.clone(), focus: t })
+            .collect(),
     };
     for candidate in candidates {
         let title = one_line(&candidate.title).trim().trim_matches(['#', '*', '"']).trim().to_string();
@@ -226,19 +267,33 @@ fn parse_plan(output: &str, max: usize) -> Vec<Plan> {
 }
 
 /// The section's text from `passages`, and how many passages the prompt held (its `[n]` refer to them).
-async fn write_section(run: &Run, topic: &str, section: &Plan, passages: &[Passage], config: ResearchConfig) -> Result<(String, usize), AgentError> {
+async fn write_section(
+    run: &Run,
+    topic: &str,
+    section: &Plan,
+    passages: &[Passage],
+    config: ResearchConfig,
+) -> Result<(String, usize), AgentError> {
     if passages.is_empty() {
         return Ok(("The documents hold no passage on this part of the topic.".into(), 0));
     }
     let (text, used) = number_passages(passages, &section.focus, run.config.passage_chars, run.config.context_chars);
-    let mut request = prompts::REPORT_SECTION
-        .request(&[("topic", topic), ("section", &section.title), ("focus", &section.focus), ("passages", &text)], config.section_max_tokens);
+    let mut request = prompts::REPORT_SECTION.request(
+        &[("topic", topic), ("section", &section.title), ("focus", &section.focus), ("passages", &text)],
+        config.section_max_tokens,
+    );
     request.step = "report_section".into();
     Ok((run.call(&request, false).await?.text.trim().to_string(), used))
 }
 
 /// The review's follow-up queries; empty when the section passes (or the review is unusable).
-async fn review_section(run: &Run, topic: &str, section: &Plan, draft: &str, max: usize) -> Result<Vec<String>, AgentError> {
+async fn review_section(
+    run: &Run,
+    topic: &str,
+    section: &Plan,
+    draft: &str,
+    max: usize,
+) -> Result<Vec<String>, AgentError> {
     if max == 0 {
         return Ok(Vec::new());
     }
@@ -249,16 +304,31 @@ async fn review_section(run: &Run, topic: &str, section: &Plan, draft: &str, max
         "required": ["pass", "queries"]
     });
     let request = prompts::REPORT_REVIEW
-        .request(&[("topic", topic), ("section", &section.title), ("focus", &section.focus), ("draft", draft), ("max", &max_text)], 200)
+        .request(
+            &[
+                ("topic", topic),
+                ("section", &section.title),
+                ("focus", &section.focus),
+                ("draft", draft),
+                ("max", &max_text),
+            ],
+            200,
+        )
         .with_schema(schema);
-    let Some(output) = run.call_structured(&request, "keep the section as written").await? else { return Ok(Vec::new()) };
+    let Some(output) = run.call_structured(&request, "keep the section as written").await? else {
+        return Ok(Vec::new());
+    };
     let queries = string_list(&output, "queries", max).unwrap_or_default();
     match yes_no(&output, "pass") {
         Some(true) => Ok(Vec::new()),
         Some(false) => Ok(queries),
         None if !queries.is_empty() => Ok(queries),
         None => {
-            run.degraded("report_review", &format!("no verdict in {:?}", excerpt(&output)), "keep the section as written");
+            run.degraded(
+                "report_review",
+                &format!("no verdict in {:?}", excerpt(&output)),
+                "keep the section as written",
+            );
             Ok(Vec::new())
         }
     }
@@ -316,7 +386,8 @@ fn excerpt_chars(text: &str, max: usize) -> String {
 pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) -> String {
     let mut out = String::new();
     write_title(&mut out, options, &report.topic);
-    let body = |markdown: &str| link_citations(&demote_headings(&escape_html(markdown)), &report.cited).trim().to_string();
+    let body =
+        |markdown: &str| link_citations(&demote_headings(&escape_html(markdown)), &report.cited).trim().to_string();
     out.push_str("## Introduction\n\n");
     let _ = writeln!(out, "{}\n", body(&report.introduction));
     for section in &report.sections {
@@ -337,19 +408,36 @@ pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) 
     write_also_read(&mut out, &uncited, "the sections were", options.link_base.as_deref());
 
     out.push_str("## Method\n\n");
-    let libraries = if report.libraries.is_empty() { "—".to_string() } else { report.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ") };
+    let libraries = if report.libraries.is_empty() {
+        "—".to_string()
+    } else {
+        report.libraries.iter().map(|l| escape_inline(l)).collect::<Vec<_>>().join(", ")
+    };
     out.push_str("- **Agent:** long-form report (plan, DeepSearch per section, one review per section)\n");
     let _ = writeln!(out, "- **Libraries:** {libraries}");
     let _ = writeln!(out, "- **Model:** {}", escape_inline(&report.model));
     let _ = writeln!(out, "- **Passages:** {} used, {} cited", report.sources.len(), report.cited.len());
-    let _ = writeln!(out, "- **Model calls:** {}, {} tokens ({} prompt, {} completion)", report.llm_calls, report.usage.total(), report.usage.prompt_tokens, report.usage.completion_tokens);
+    let _ = writeln!(
+        out,
+        "- **Model calls:** {}, {} tokens ({} prompt, {} completion)",
+        report.llm_calls,
+        report.usage.total(),
+        report.usage.prompt_tokens,
+        report.usage.completion_tokens
+    );
     let _ = writeln!(out, "- **Time:** {:.1} s", report.seconds);
     out.push_str("- **Sections:**\n");
     for section in &report.sections {
         let revised = if section.revised { ", revised after review" } else { "" };
-        let _ = writeln!(out, "  - {} — focus: {}{revised}", escape_inline(&one_line(&section.title)), escape_inline(&one_line(&section.focus)));
+        let _ = writeln!(
+            out,
+            "  - {} — focus: {}{revised}",
+            escape_inline(&one_line(&section.title)),
+            escape_inline(&one_line(&section.focus))
+        );
         for (i, round) in section.queries.iter().enumerate() {
-            let list = round.iter().map(|q| format!("“{}”", escape_inline(&one_line(q)))).collect::<Vec<_>>().join("; ");
+            let list =
+                round.iter().map(|q| format!("“{}”", escape_inline(&one_line(q)))).collect::<Vec<_>>().join("; ");
             let _ = writeln!(out, "    - round {}: {list}", i + 1);
         }
     }
@@ -362,10 +450,22 @@ mod tests {
 
     #[test]
     fn plans_are_read_from_objects_arrays_and_lists() {
-        let plan = parse_plan(r###"{"sections": [{"title": "Revenue", "focus": "quarterly revenue"}, {"title": "revenue"}, {"title": "## Risks"}]}"###, 4);
-        assert_eq!(plan, vec![Plan { title: "Revenue".into(), focus: "quarterly revenue".into() }, Plan { title: "Risks".into(), focus: "Risks".into() }]);
+        let plan = parse_plan(
+            r###"{"sections": [{"title": "Revenue", "focus": "quarterly revenue"}, {"title": "revenue"}, {"title": "## Risks"}]}"###,
+            4,
+        );
+        assert_eq!(
+            plan,
+            vec![
+                Plan { title: "Revenue".into(), focus: "quarterly revenue".into() },
+                Plan { title: "Risks".into(), focus: "Risks".into() }
+            ]
+        );
         assert_eq!(parse_plan(r#"["A", "B", "C"]"#, 2).len(), 2);
-        assert_eq!(parse_plan("1. Causes\n2. Findings", 4).iter().map(|p| p.title.as_str()).collect::<Vec<_>>(), vec!["Causes", "Findings"]);
+        assert_eq!(
+            parse_plan("1. Causes\n2. Findings", 4).iter().map(|p| p.title.as_str()).collect::<Vec<_>>(),
+            vec!["Causes", "Findings"]
+        );
         assert!(parse_plan("no idea", 4).is_empty());
     }
 }

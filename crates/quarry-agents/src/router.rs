@@ -34,34 +34,62 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
     } else {
         String::new()
     };
-    let (clause, field) = if several { (" and picks the libraries to search", r#", "libraries": ["name", ...]"#) } else { ("", "") };
+    let (clause, field) =
+        if several { (" and picks the libraries to search", r#", "libraries": ["name", ...]"#) } else { ("", "") };
     let mut properties = serde_json::json!({ "agent": { "type": "string", "enum": ["naive", "deep", "chain"] } });
     if several {
         properties["libraries"] = serde_json::json!({ "type": "array", "items": { "type": "string", "enum": all } });
     }
     let schema = serde_json::json!({ "type": "object", "properties": properties, "required": ["agent"] });
     let request = prompts::ROUTER
-        .request(&[("question", question), ("libraries_clause", clause), ("libraries", &listing), ("libraries_field", field)], 64)
+        .request(
+            &[
+                ("question", question),
+                ("libraries_clause", clause),
+                ("libraries", &listing),
+                ("libraries_field", field),
+            ],
+            64,
+        )
         .with_schema(schema);
-    let fallback = || Route { agent: AgentKind::Deep, libraries: all.clone(), reason: "fallback: deep search over every library".into() };
+    let fallback = || Route {
+        agent: AgentKind::Deep,
+        libraries: all.clone(),
+        reason: "fallback: deep search over every library".into(),
+    };
     let route = match run.call_structured(&request, "deep search over every library").await? {
         None => fallback(),
         Some(text) => match choice(&text, "agent", &["naive", "deep", "chain"]) {
             None => {
-                run.degraded("router", &format!("no agent named in {:?}", crate::deep_search::excerpt(&text)), "deep search over every library");
+                run.degraded(
+                    "router",
+                    &format!("no agent named in {:?}", crate::deep_search::excerpt(&text)),
+                    "deep search over every library",
+                );
                 fallback()
             }
             Some(i) => {
                 let agent = [AgentKind::Naive, AgentKind::Deep, AgentKind::Chain][i];
                 let chosen: Vec<String> = find_json(&text)
                     .and_then(|v| v.get("libraries").and_then(|l| l.as_array()).cloned())
-                    .map(|names| names.iter().filter_map(|n| n.as_str()).filter(|n| all.iter().any(|a| a == n)).map(str::to_string).collect())
+                    .map(|names| {
+                        names
+                            .iter()
+                            .filter_map(|n| n.as_str())
+                            .filter(|n| all.iter().any(|a| a == n))
+                            .map(str::to_string)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let libraries = if chosen.is_empty() { all.clone() } else { chosen };
                 Route { agent, libraries, reason: "chosen by the model".into() }
             }
         },
     };
-    run.emit(AgentEvent::Routed { agent: route.agent.name().into(), libraries: route.libraries.clone(), reason: route.reason.clone() });
+    run.emit(AgentEvent::Routed {
+        agent: route.agent.name().into(),
+        libraries: route.libraries.clone(),
+        reason: route.reason.clone(),
+    });
     Ok(route)
 }

@@ -83,8 +83,22 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(model: Arc<dyn ChatModel>, retriever: Arc<dyn Retriever>, config: AgentConfig, events: EventSink, cancel: CancellationToken) -> Self {
-        Run { model, retriever, config, events, cancel, stats: Mutex::new((0, TokenUsage::default())), started: Instant::now() }
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        retriever: Arc<dyn Retriever>,
+        config: AgentConfig,
+        events: EventSink,
+        cancel: CancellationToken,
+    ) -> Self {
+        Run {
+            model,
+            retriever,
+            config,
+            events,
+            cancel,
+            stats: Mutex::new((0, TokenUsage::default())),
+            started: Instant::now(),
+        }
     }
 
     pub fn emit(&self, event: AgentEvent) {
@@ -101,7 +115,11 @@ impl Run {
     }
 
     pub fn check_cancelled(&self) -> Result<(), AgentError> {
-        if self.cancel.is_cancelled() { Err(AgentError::Cancelled) } else { Ok(()) }
+        if self.cancel.is_cancelled() {
+            Err(AgentError::Cancelled)
+        } else {
+            Ok(())
+        }
     }
 
     /// One model call; cancellation interrupts it. With `stream`, text goes out as
@@ -149,7 +167,11 @@ impl Run {
     }
 
     pub fn degraded(&self, step: &str, problem: &str, fallback: &str) {
-        self.emit(AgentEvent::Degraded { step: step.to_string(), problem: problem.to_string(), fallback: fallback.to_string() });
+        self.emit(AgentEvent::Degraded {
+            step: step.to_string(),
+            problem: problem.to_string(),
+            fallback: fallback.to_string(),
+        });
     }
 
     /// The `top_k` best passages for `query`; cancellation interrupts the search.

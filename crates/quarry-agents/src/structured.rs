@@ -103,7 +103,8 @@ pub fn string_list(text: &str, key: &str, max: usize) -> Option<Vec<String>> {
         .lines()
         .filter_map(|line| {
             let line = line.trim();
-            let stripped = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches(['.', ')', '-', '*', '•']);
+            let stripped =
+                line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches(['.', ')', '-', '*', '•']);
             (stripped.len() < line.len()).then(|| Value::String(stripped.trim().trim_matches('"').to_string()))
         })
         .collect();
@@ -179,7 +180,10 @@ pub fn number_list(text: &str, key: &str, count: usize) -> Option<Vec<usize>> {
 }
 
 fn integers(text: &str) -> Vec<i64> {
-    text.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty() && s.len() < 10).filter_map(|s| s.parse().ok()).collect()
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty() && s.len() < 10)
+        .filter_map(|s| s.parse().ok())
+        .collect()
 }
 
 /// A yes/no judgement: `{"<key>": true}` (or `"yes"`), else the first `yes`/`no`/`true`/`false` word.
@@ -226,11 +230,17 @@ pub fn choice(text: &str, key: &str, options: &[&str]) -> Option<usize> {
 pub fn single_line(text: &str) -> Option<String> {
     let cleaned = clean(text);
     let line = cleaned.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let line = line.split_once(':').filter(|(label, _)| label.len() < 20 && label.to_ascii_lowercase().contains("query")).map(|(_, q)| q).unwrap_or(line);
+    let line = line
+        .split_once(':')
+        .filter(|(label, _)| label.len() < 20 && label.to_ascii_lowercase().contains("query"))
+        .map(|(_, q)| q)
+        .unwrap_or(line);
     let line = line.trim();
     let line = ["search for ", "look up "]
         .iter()
-        .find_map(|verb| line.get(..verb.len()).filter(|start| start.eq_ignore_ascii_case(verb)).map(|_| &line[verb.len()..]))
+        .find_map(|verb| {
+            line.get(..verb.len()).filter(|start| start.eq_ignore_ascii_case(verb)).map(|_| &line[verb.len()..])
+        })
         .unwrap_or(line);
     let line = line.trim().trim_matches(['"', '`', '*']).trim();
     (!line.is_empty()).then(|| line.to_string())
@@ -247,7 +257,9 @@ pub fn strings_schema(key: &str, max: usize) -> Value {
 pub fn string_arrays_schema(fields: &[(&str, usize)]) -> Value {
     let properties: serde_json::Map<String, Value> = fields
         .iter()
-        .map(|(key, max)| (key.to_string(), serde_json::json!({ "type": "array", "items": { "type": "string" }, "maxItems": max })))
+        .map(|(key, max)| {
+            (key.to_string(), serde_json::json!({ "type": "array", "items": { "type": "string" }, "maxItems": max }))
+        })
         .collect();
     let required: Vec<&str> = fields.iter().map(|(key, _)| *key).collect();
     serde_json::json!({ "type": "object", "properties": properties, "required": required })
@@ -299,15 +311,32 @@ mod tests {
 
     #[test]
     fn reflection_replies_give_facts_and_queries_and_never_search_facts() {
-        let reply = r#"{"facts": ["Blue Harbour was directed by Tomas Ek.", ""], "queries": ["Where was Tomas Ek born?"]}"#;
+        let reply =
+            r#"{"facts": ["Blue Harbour was directed by Tomas Ek.", ""], "queries": ["Where was Tomas Ek born?"]}"#;
         assert_eq!(
             reflection_reply(reply, 4, 3),
-            Some((vec!["Blue Harbour was directed by Tomas Ek.".to_string()], vec!["Where was Tomas Ek born?".to_string()]))
+            Some((
+                vec!["Blue Harbour was directed by Tomas Ek.".to_string()],
+                vec!["Where was Tomas Ek born?".to_string()]
+            ))
         );
-        assert_eq!(reflection_reply(r#"{"facts": ["Tomas Ek was born in Umeå."], "queries": []}"#, 4, 3).map(|r| r.1), Some(vec![]));
-        assert_eq!(reflection_reply(r#"{"facts": ["Tomas Ek was born in Umeå."]}"#, 4, 3), None, "facts without queries");
-        assert_eq!(reflection_reply(r#"{"gaps": ["Tomas Ek birthplace"]}"#, 4, 3), Some((vec![], vec!["Tomas Ek birthplace".to_string()])));
-        assert_eq!(reflection_reply("- Tomas Ek birthplace", 4, 3), Some((vec![], vec!["Tomas Ek birthplace".to_string()])));
+        assert_eq!(
+            reflection_reply(r#"{"facts": ["Tomas Ek was born in Umeå."], "queries": []}"#, 4, 3).map(|r| r.1),
+            Some(vec![])
+        );
+        assert_eq!(
+            reflection_reply(r#"{"facts": ["Tomas Ek was born in Umeå."]}"#, 4, 3),
+            None,
+            "facts without queries"
+        );
+        assert_eq!(
+            reflection_reply(r#"{"gaps": ["Tomas Ek birthplace"]}"#, 4, 3),
+            Some((vec![], vec!["Tomas Ek birthplace".to_string()]))
+        );
+        assert_eq!(
+            reflection_reply("- Tomas Ek birthplace", 4, 3),
+            Some((vec![], vec!["Tomas Ek birthplace".to_string()]))
+        );
         assert_eq!(reflection_reply("I cannot tell.", 4, 3), None);
     }
 
@@ -316,7 +345,10 @@ mod tests {
         let text = "<think>the user wants {x}</think>Sure! Here you go:\n```json\n{\"queries\": [\"a\", \"b\"]}\n```";
         assert_eq!(string_list(text, "queries", 4), Some(vec!["a".into(), "b".into()]));
         assert_eq!(string_list("[\"x\", \"X\", \"\", \"y\", \"z\"]", "queries", 2), Some(vec!["x".into(), "y".into()]));
-        assert_eq!(string_list("1. first query\n2) second query", "queries", 4), Some(vec!["first query".into(), "second query".into()]));
+        assert_eq!(
+            string_list("1. first query\n2) second query", "queries", 4),
+            Some(vec!["first query".into(), "second query".into()])
+        );
         assert_eq!(string_list("{\"queries\": []}", "queries", 3), Some(vec![]));
         assert_eq!(string_list("I cannot help with that", "queries", 3), None);
         assert_eq!(find_json("text {\"a\": \"}\"} more"), Some(serde_json::json!({"a": "}"})));

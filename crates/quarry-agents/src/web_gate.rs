@@ -70,7 +70,14 @@ pub struct QueryGate {
 }
 
 impl QueryGate {
-    pub fn new(inner: Arc<dyn Retriever>, source: &str, question: &str, policy: WebQueryPolicy, log: WebQueryLog, events: EventSink) -> Self {
+    pub fn new(
+        inner: Arc<dyn Retriever>,
+        source: &str,
+        question: &str,
+        policy: WebQueryPolicy,
+        log: WebQueryLog,
+        events: EventSink,
+    ) -> Self {
         QueryGate { inner, source: source.to_string(), question: question.to_string(), policy, log, events }
     }
 

@@ -12,8 +12,8 @@ pub mod retrieval;
 pub mod table_row;
 mod text_stats;
 
-pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
 pub use chat::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Role, TokenSink, TokenUsage};
+pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
 pub use format::Format;
 pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
 pub use text_stats::{count_cjk_chars, is_cjk_char};

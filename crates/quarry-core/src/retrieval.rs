@@ -62,13 +62,22 @@ impl Passage {
             };
         }
         let place = self.place();
-        if place.is_empty() { self.file_name().to_string() } else { format!("{}, {place}", self.file_name()) }
+        if place.is_empty() {
+            self.file_name().to_string()
+        } else {
+            format!("{}, {place}", self.file_name())
+        }
     }
 }
 
 /// The location part of a citation from a chunk's page span, sheet and heading path (page wins, then
 /// sheet, then headings): `p. 3`, `pp. 3–4`, `sheet Q3`, `Safety > Ladders`, or empty.
-pub fn citation_place(page_start: Option<u32>, page_end: Option<u32>, sheet: Option<&str>, heading_path: &[String]) -> String {
+pub fn citation_place(
+    page_start: Option<u32>,
+    page_end: Option<u32>,
+    sheet: Option<&str>,
+    heading_path: &[String],
+) -> String {
     match (page_start, page_end, sheet) {
         (Some(a), Some(b), _) if a != b => format!("pp. {a}–{b}"),
         (Some(a), _, _) => format!("p. {a}"),

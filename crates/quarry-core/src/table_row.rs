@@ -33,7 +33,10 @@ pub fn parse_row(line: &str) -> Option<(&str, Vec<TableCell>)> {
     for (i, segment) in segments.iter().enumerate() {
         let segment = if i == 0 { &first[value_start + 2..] } else { segment };
         let open = segment.find(" (")?;
-        cells.push(TableCell { value: segment[..open].to_string(), column: segment[open + 2..segment.len() - 1].to_string() });
+        cells.push(TableCell {
+            value: segment[..open].to_string(),
+            column: segment[open + 2..segment.len() - 1].to_string(),
+        });
     }
     Some((label, cells))
 }

@@ -190,7 +190,11 @@ pub struct GgufChat {
 }
 
 /// One call for the worker: the generation, where its text goes, where its result goes.
-type Job = (Generation, tokio::sync::mpsc::UnboundedSender<String>, tokio::sync::oneshot::Sender<Result<ChatResponse, ChatError>>);
+type Job = (
+    Generation,
+    tokio::sync::mpsc::UnboundedSender<String>,
+    tokio::sync::oneshot::Sender<Result<ChatResponse, ChatError>>,
+);
 
 /// The context of the previous call and the tokens its key/value cache holds (prompt, then answer).
 struct PromptCache<'model> {
@@ -225,7 +229,10 @@ impl GgufChat {
     /// Loads the model file. Errors: the file is missing or not a GGUF model llama.cpp can load.
     pub fn load(config: GgufConfig) -> Result<Self, ChatError> {
         if !config.path.is_file() {
-            return Err(ChatError::Config(format!("{}: no such model file (a .gguf file is needed)", config.path.display())));
+            return Err(ChatError::Config(format!(
+                "{}: no such model file (a .gguf file is needed)",
+                config.path.display()
+            )));
         }
         // llama.cpp's own message for a file of another kind is a bare "failed to load"; say what is wrong.
         let mut magic = [0u8; 4];
@@ -332,8 +339,10 @@ struct Generation {
 impl Generation {
     fn prompt(&self, messages: &[ChatMessage]) -> Result<String, ChatError> {
         if let Some(template) = &self.template {
-            let chat: Result<Vec<LlamaChatMessage>, _> =
-                messages.iter().map(|m| LlamaChatMessage::new(role_name(m.role).to_string(), m.content.replace('\0', ""))).collect();
+            let chat: Result<Vec<LlamaChatMessage>, _> = messages
+                .iter()
+                .map(|m| LlamaChatMessage::new(role_name(m.role).to_string(), m.content.replace('\0', "")))
+                .collect();
             let chat = chat.map_err(|e| ChatError::Model(format!("chat message: {e}")))?;
             if let Ok(prompt) = self.model.apply_chat_template(template, &chat, true) {
                 return Ok(prompt);
@@ -382,18 +391,28 @@ impl Generation {
     fn sampler(&self) -> LlamaSampler {
         let mut chain = Vec::new();
         if let Some(schema) = &self.request.json_schema {
-            match llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| e.to_string()).and_then(|grammar| {
-                LlamaSampler::grammar(&self.model, &grammar, "root").map_err(|e| e.to_string())
-            }) {
+            match llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+                .map_err(|e| e.to_string())
+                .and_then(|grammar| LlamaSampler::grammar(&self.model, &grammar, "root").map_err(|e| e.to_string()))
+            {
                 Ok(grammar) => chain.push(grammar),
-                Err(e) => tracing::warn!("step {}: no grammar for its JSON schema ({e}); sampling freely", self.request.step),
+                Err(e) => {
+                    tracing::warn!("step {}: no grammar for its JSON schema ({e}); sampling freely", self.request.step)
+                }
             }
         }
         // Prose only: a grammar already bounds a structured step, and DRY there would push a sub-query list
         // away from the question's own words (each query restarts after a quote, then repeats them).
         let dry = self.repetition;
         if dry.multiplier > 0.0 && self.request.json_schema.is_none() {
-            chain.push(LlamaSampler::dry(&self.model, dry.multiplier, dry.base, dry.allowed_length, dry.last_tokens, ["\n", ":", "\"", "*"]));
+            chain.push(LlamaSampler::dry(
+                &self.model,
+                dry.multiplier,
+                dry.base,
+                dry.allowed_length,
+                dry.last_tokens,
+                ["\n", ":", "\"", "*"],
+            ));
         }
         if self.request.temperature > 0.0 {
             chain.push(LlamaSampler::temp(self.request.temperature));
@@ -458,11 +477,17 @@ impl Generation {
         }
         cached.clear();
         if reused > 0 {
-            tracing::debug!("step {}: {reused} of {} prompt tokens reused from the previous call", self.request.step, tokens.len());
+            tracing::debug!(
+                "step {}: {reused} of {} prompt tokens reused from the previous call",
+                self.request.step,
+                tokens.len()
+            );
         }
         // The rest of the prompt, in pieces of at most one batch; logits only for its last token.
         let mut batch = LlamaBatch::new(n_batch as usize, 1);
-        for (start, piece) in tokens[reused..].chunks(n_batch as usize).enumerate().map(|(i, p)| (reused + i * n_batch as usize, p)) {
+        for (start, piece) in
+            tokens[reused..].chunks(n_batch as usize).enumerate().map(|(i, p)| (reused + i * n_batch as usize, p))
+        {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(ChatError::Cancelled);
             }
@@ -516,7 +541,11 @@ impl Generation {
         }
         Ok(ChatResponse {
             text,
-            usage: TokenUsage { prompt_tokens: tokens.len() as u64, completion_tokens: generated, cached_prompt_tokens: reused as u64 },
+            usage: TokenUsage {
+                prompt_tokens: tokens.len() as u64,
+                completion_tokens: generated,
+                cached_prompt_tokens: reused as u64,
+            },
         })
     }
 }

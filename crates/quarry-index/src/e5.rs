@@ -61,9 +61,9 @@ impl E5Engine {
             .map_err(|e| IndexError::ModelFiles(format!("cannot load the e5 engine {}: {e}", library.display())))?;
         fn symbol<T: Copy>(lib: &libloading::Library, library: &Path, name: &str) -> Result<T, IndexError> {
             // SAFETY: the types above are e5.h's prototypes.
-            unsafe { lib.get::<T>(name.as_bytes()) }
-                .map(|s| *s)
-                .map_err(|e| IndexError::ModelFiles(format!("{} is not the e5 engine (no {name}): {e}", library.display())))
+            unsafe { lib.get::<T>(name.as_bytes()) }.map(|s| *s).map_err(|e| {
+                IndexError::ModelFiles(format!("{} is not the e5 engine (no {name}): {e}", library.display()))
+            })
         }
         let load: LoadFn = symbol(&lib, library, "e5_load")?;
         let free: FreeFn = symbol(&lib, library, "e5_free")?;
@@ -75,7 +75,10 @@ impl E5Engine {
         // SAFETY: a valid C string; the engine returns NULL on any error.
         let model = unsafe { load(path.as_ptr()) };
         if model.is_null() {
-            return Err(IndexError::ModelFiles(format!("the e5 engine could not load {} (not an e5 model file?)", model_file.display())));
+            return Err(IndexError::ModelFiles(format!(
+                "the e5 engine could not load {} (not an e5 model file?)",
+                model_file.display()
+            )));
         }
         // SAFETY: `model` is a live model.
         let dimension = unsafe { dim(model) }.max(0) as usize;
@@ -104,10 +107,19 @@ impl E5Engine {
             let mut vectors = vec![0f32; pointers.len() * self.dimension];
             // SAFETY: `pointers` holds `pointers.len()` valid C strings; `vectors` holds n × dim floats.
             let status = unsafe {
-                (self.embed_batch)(self.model, pointers.as_ptr(), pointers.len() as c_int, is_query as c_int, vectors.as_mut_ptr())
+                (self.embed_batch)(
+                    self.model,
+                    pointers.as_ptr(),
+                    pointers.len() as c_int,
+                    is_query as c_int,
+                    vectors.as_mut_ptr(),
+                )
             };
             if status != 0 {
-                return Err(IndexError::Embedding(format!("the e5 engine failed (status {status}) on a batch of {} texts", pointers.len())));
+                return Err(IndexError::Embedding(format!(
+                    "the e5 engine failed (status {status}) on a batch of {} texts",
+                    pointers.len()
+                )));
             }
             out.extend(vectors.chunks(self.dimension.max(1)).map(<[f32]>::to_vec));
             start = end;

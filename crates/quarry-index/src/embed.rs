@@ -219,8 +219,10 @@ impl Embedder {
         let model = UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer_files).with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new()
             .with_environment(environment)
-            .with_max_length(config.max_length).with_intra_threads(config.threads.max(1));
-        let mut model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| IndexError::Embedding(e.to_string()))?;
+            .with_max_length(config.max_length)
+            .with_intra_threads(config.threads.max(1));
+        let mut model = TextEmbedding::try_new_from_user_defined(model, options)
+            .map_err(|e| IndexError::Embedding(e.to_string()))?;
         let probe = model.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
         Ok(Embedder {
@@ -253,7 +255,11 @@ impl Embedder {
         self.embed_as(texts, true)
     }
 
-    fn embed_as<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S], queries: bool) -> Result<Vec<Vec<f32>>, IndexError> {
+    fn embed_as<S: AsRef<str> + Send + Sync>(
+        &mut self,
+        texts: &[S],
+        queries: bool,
+    ) -> Result<Vec<Vec<f32>>, IndexError> {
         let model = match &mut self.model {
             Engine::E5(engine) => {
                 let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
@@ -273,7 +279,10 @@ impl Embedder {
         while start < order.len() {
             // Sorted ascending, so the last text of a call is its longest.
             let mut end = start + 1;
-            while end < order.len() && end - start < self.batch_size && (end - start + 1) * tokens[order[end]] <= self.batch_tokens {
+            while end < order.len()
+                && end - start < self.batch_size
+                && (end - start + 1) * tokens[order[end]] <= self.batch_tokens
+            {
                 end += 1;
             }
             let batch: Vec<&str> = order[start..end].iter().map(|&i| texts[i].as_ref()).collect();
@@ -300,7 +309,9 @@ impl Embedder {
                 // Both only fail on invalid parameters, which `None` cannot be.
                 let _ = tokenizer.with_truncation(None);
                 tokenizer.with_padding(None);
-                Arc::new(move |text: &str| tokenizer.encode_fast(text, false).map(|e| e.len()).unwrap_or_else(|_| text.chars().count()))
+                Arc::new(move |text: &str| {
+                    tokenizer.encode_fast(text, false).map(|e| e.len()).unwrap_or_else(|_| text.chars().count())
+                })
             }
         }
     }

@@ -51,14 +51,17 @@ pub fn load_queries(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexEr
 
 fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, IndexError> {
     let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).map_err(|e| IndexError::EvalSet(format!("{}: {e}", dir.join(name).display())))
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| IndexError::EvalSet(format!("{}: {e}", dir.join(name).display())))
     };
     let json_lines = |name: &str| -> Result<Vec<serde_json::Value>, IndexError> {
         read(name)?
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| serde_json::from_str(l).map_err(|e| IndexError::EvalSet(format!("{name} line {}: {e}", i + 1))))
+            .map(|(i, l)| {
+                serde_json::from_str(l).map_err(|e| IndexError::EvalSet(format!("{name} line {}: {e}", i + 1)))
+            })
             .collect()
     };
     let field = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).unwrap_or("").to_string();
@@ -89,7 +92,9 @@ fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, 
         .iter()
         .map(|v| {
             let list = match v.get("answers") {
-                Some(serde_json::Value::Array(items)) => items.iter().filter_map(|a| a.as_str().map(str::to_string)).collect(),
+                Some(serde_json::Value::Array(items)) => {
+                    items.iter().filter_map(|a| a.as_str().map(str::to_string)).collect()
+                }
                 Some(serde_json::Value::String(one)) => vec![one.clone()],
                 _ => Vec::new(),
             };
@@ -129,9 +134,16 @@ pub fn score_ranking(ranking: &[String], relevant: &HashSet<String>) -> Metrics 
         let found = ranking.iter().take(k).filter(|id| relevant.contains(*id)).count();
         found as f64 / relevant.len().max(1) as f64
     };
-    let dcg: f64 = ranking.iter().take(10).enumerate().filter(|(_, id)| relevant.contains(*id)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let dcg: f64 = ranking
+        .iter()
+        .take(10)
+        .enumerate()
+        .filter(|(_, id)| relevant.contains(*id))
+        .map(|(i, _)| 1.0 / (i as f64 + 2.0).log2())
+        .sum();
     let ideal: f64 = (0..relevant.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
-    let mrr = ranking.iter().take(10).position(|id| relevant.contains(id)).map(|p| 1.0 / (p as f64 + 1.0)).unwrap_or(0.0);
+    let mrr =
+        ranking.iter().take(10).position(|id| relevant.contains(id)).map(|p| 1.0 / (p as f64 + 1.0)).unwrap_or(0.0);
     Metrics {
         recall_at_2: recall(2),
         recall_at_5: recall(5),
@@ -183,7 +195,9 @@ pub struct QueryRankings {
 /// FNV-1a (64 bit) over the model id and every passage, a stable key for cached passage vectors.
 fn corpus_key(model_id: &str, passages: &[(String, String)]) -> u64 {
     let mut hash: u64 = 0xcbf29ce484222325;
-    for bytes in std::iter::once(model_id.as_bytes()).chain(passages.iter().flat_map(|(id, text)| [id.as_bytes(), text.as_bytes()])) {
+    for bytes in std::iter::once(model_id.as_bytes())
+        .chain(passages.iter().flat_map(|(id, text)| [id.as_bytes(), text.as_bytes()]))
+    {
         for b in bytes.iter().chain(&[0xff]) {
             hash ^= *b as u64;
             hash = hash.wrapping_mul(0x100000001b3);
@@ -205,10 +219,17 @@ pub fn passage_vectors(
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<Vec<Vec<f32>>, IndexError> {
     let dimension = embedder.dimension();
-    let file = cache.map(|dir| dir.join(format!("{}-{:016x}.f32", embedder.model_id().replace('/', "_"), corpus_key(embedder.model_id(), passages))));
+    let file = cache.map(|dir| {
+        dir.join(format!(
+            "{}-{:016x}.f32",
+            embedder.model_id().replace('/', "_"),
+            corpus_key(embedder.model_id(), passages)
+        ))
+    });
     if let Some(bytes) = file.as_ref().and_then(|f| std::fs::read(f).ok()) {
         if bytes.len() == passages.len() * dimension * 4 {
-            let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let floats: Vec<f32> =
+                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
             return Ok(floats.chunks(dimension).map(<[f32]>::to_vec).collect());
         }
     }
@@ -295,7 +316,8 @@ pub fn evaluate_retrieval(
     if vectors.is_some() {
         modes.push(("dense".into(), None));
         for fusion in fusions {
-            let name = if *fusion == HybridFusion::default() { "hybrid".to_string() } else { format!("hybrid {fusion}") };
+            let name =
+                if *fusion == HybridFusion::default() { "hybrid".to_string() } else { format!("hybrid {fusion}") };
             if !modes.iter().any(|(n, _)| *n == name) {
                 modes.push((name, Some(*fusion)));
             }
@@ -306,7 +328,9 @@ pub fn evaluate_retrieval(
         for ((qid, text), (bm25, dense)) in set.queries.iter().zip(&rankings) {
             let ranked: Vec<u64> = match (name.as_str(), fusion) {
                 ("dense", _) => dense.iter().map(|h| h.0).collect(),
-                (_, Some(fusion)) if embedder_covers(&languages, text) => fusion.fuse(bm25, dense, 10).into_iter().map(|h| h.0).collect(),
+                (_, Some(fusion)) if embedder_covers(&languages, text) => {
+                    fusion.fuse(bm25, dense, 10).into_iter().map(|h| h.0).collect()
+                }
                 _ => bm25.iter().map(|h| h.0).collect(),
             };
             let ranking: Vec<String> = ranked.into_iter().take(10).map(id_of).collect();
@@ -336,8 +360,16 @@ mod tests {
     #[test]
     fn questions_load_without_a_corpus() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("queries.jsonl"), "{\"_id\": \"q1\", \"text\": \"Apple revenue?\"}\n{\"_id\": \"q2\", \"text\": \"no qrels\"}\n").unwrap();
-        std::fs::write(dir.path().join("qrels.tsv"), "query-id\tcorpus-id\tscore\nq1\tdocs/a b.pdf\t1\nq1\tdocs/c.pdf\t1\n").unwrap();
+        std::fs::write(
+            dir.path().join("queries.jsonl"),
+            "{\"_id\": \"q1\", \"text\": \"Apple revenue?\"}\n{\"_id\": \"q2\", \"text\": \"no qrels\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("qrels.tsv"),
+            "query-id\tcorpus-id\tscore\nq1\tdocs/a b.pdf\t1\nq1\tdocs/c.pdf\t1\n",
+        )
+        .unwrap();
         let set = load_queries(dir.path(), None).unwrap();
         assert!(set.passages.is_empty());
         assert_eq!(set.queries, vec![("q1".to_string(), "Apple revenue?".to_string())], "only questions with qrels");

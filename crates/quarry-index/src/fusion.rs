@@ -85,7 +85,10 @@ impl HybridFusion {
     /// Candidates each list contributes for `k` results: the variant's own depth, else [`fusion_depth`].
     pub fn depth(&self, k: usize) -> usize {
         let own = match *self {
-            HybridFusion::Rrf { depth, .. } | HybridFusion::MinMax { depth, .. } | HybridFusion::ZScore { depth, .. } | HybridFusion::AdaptiveRrf { depth }
+            HybridFusion::Rrf { depth, .. }
+            | HybridFusion::MinMax { depth, .. }
+            | HybridFusion::ZScore { depth, .. }
+            | HybridFusion::AdaptiveRrf { depth }
             | HybridFusion::AdaptiveMinMax { depth }
             | HybridFusion::ConfidenceMinMax { depth } => depth,
         };
@@ -103,7 +106,9 @@ impl HybridFusion {
                 let wd = dense_share(top_confidence(bm25), top_confidence(dense));
                 weighted_rrf(bm25, dense, 1.0 - wd, wd)
             }
-            HybridFusion::MinMax { dense_weight, .. } => combine(bm25, dense, 1.0 - dense_weight, dense_weight, min_max),
+            HybridFusion::MinMax { dense_weight, .. } => {
+                combine(bm25, dense, 1.0 - dense_weight, dense_weight, min_max)
+            }
             HybridFusion::AdaptiveMinMax { .. } => {
                 let wd = adaptive_dense_weight(bm25, dense);
                 combine(bm25, dense, 1.0 - wd, wd, min_max)
@@ -112,7 +117,9 @@ impl HybridFusion {
                 let wd = confidence_dense_weight(bm25, dense);
                 combine(bm25, dense, 1.0 - wd, wd, min_max)
             }
-            HybridFusion::ZScore { dense_weight, .. } => combine(bm25, dense, 1.0 - dense_weight, dense_weight, z_scores),
+            HybridFusion::ZScore { dense_weight, .. } => {
+                combine(bm25, dense, 1.0 - dense_weight, dense_weight, z_scores)
+            }
         }
     }
 }
@@ -142,7 +149,9 @@ impl std::str::FromStr for HybridFusion {
     type Err = String;
     /// Parses `<method>[:<dense weight>][@<depth>]` (see the type's docs).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("unknown fusion {text:?}: expected rrf, minmax, zscore, rrf-adaptive, minmax-adaptive or minmax-confidence, optionally :<dense weight 0–1> and @<depth>, e.g. rrf:0.6@100");
+        let bad = || {
+            format!("unknown fusion {text:?}: expected rrf, minmax, zscore, rrf-adaptive, minmax-adaptive or minmax-confidence, optionally :<dense weight 0–1> and @<depth>, e.g. rrf:0.6@100")
+        };
         let (rest, depth) = match text.trim().split_once('@') {
             Some((rest, d)) => (rest, Some(d.parse::<usize>().map_err(|_| bad())?.max(1))),
             None => (text.trim(), None),
@@ -197,7 +206,11 @@ fn top_score_z(list: &[(u64, f32)]) -> f32 {
     let n = list.len() as f32;
     let mean = list.iter().map(|h| h.1).sum::<f32>() / n;
     let sd = (list.iter().map(|h| (h.1 - mean) * (h.1 - mean)).sum::<f32>() / n).sqrt();
-    if sd <= f32::EPSILON { 0.0 } else { (list[0].1 - mean) / sd }
+    if sd <= f32::EPSILON {
+        0.0
+    } else {
+        (list[0].1 - mean) / sd
+    }
 }
 
 /// The dense weight of [`HybridFusion::AdaptiveMinMax`] for one query, in [0, 1].
@@ -209,7 +222,11 @@ pub fn adaptive_dense_weight(bm25: &[(u64, f32)], dense: &[(u64, f32)]) -> f32 {
 /// adaptive fusions.
 fn dense_share(bm25_confidence: f32, dense_confidence: f32) -> f32 {
     let total = bm25_confidence + dense_confidence;
-    if total > 0.0 { dense_confidence / total } else { 0.5 }
+    if total > 0.0 {
+        dense_confidence / total
+    } else {
+        0.5
+    }
 }
 
 /// 1 − the mean min-max-normalised score of ranks 2–10 (normalised over the whole list): 1 when the first
@@ -225,7 +242,13 @@ fn min_max_confidence(list: &[(u64, f32)]) -> f32 {
 
 /// Each list's scores normalised by `normalise` (which also gives the value for a missing id), then
 /// summed with weights.
-fn combine(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32, normalise: fn(&[(u64, f32)]) -> (Vec<f32>, f32)) -> Vec<(u64, f32)> {
+fn combine(
+    bm25: &[(u64, f32)],
+    dense: &[(u64, f32)],
+    wb: f32,
+    wd: f32,
+    normalise: fn(&[(u64, f32)]) -> (Vec<f32>, f32),
+) -> Vec<(u64, f32)> {
     let (nb, missing_b) = normalise(bm25);
     let (nd, missing_d) = normalise(dense);
     let mut parts: HashMap<u64, (Option<f32>, Option<f32>, usize)> = HashMap::new();
@@ -237,7 +260,12 @@ fn combine(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32, normalis
         let order = parts.len();
         parts.entry(*id).or_insert((None, None, order)).1 = Some(nd[i]);
     }
-    sorted(parts.into_iter().map(|(id, (b, d, order))| (id, (wb * b.unwrap_or(missing_b) + wd * d.unwrap_or(missing_d), order))).collect())
+    sorted(
+        parts
+            .into_iter()
+            .map(|(id, (b, d, order))| (id, (wb * b.unwrap_or(missing_b) + wd * d.unwrap_or(missing_d), order)))
+            .collect(),
+    )
 }
 
 fn min_max(list: &[(u64, f32)]) -> (Vec<f32>, f32) {
@@ -282,7 +310,17 @@ mod tests {
 
     #[test]
     fn fusion_names_round_trip_and_bad_ones_are_refused() {
-        for text in ["rrf", "rrf:0.7@100", "minmax:0.3", "zscore@20", "rrf-adaptive@80", "minmax-adaptive", "minmax-adaptive@60", "minmax-confidence", "minmax-confidence@100"] {
+        for text in [
+            "rrf",
+            "rrf:0.7@100",
+            "minmax:0.3",
+            "zscore@20",
+            "rrf-adaptive@80",
+            "minmax-adaptive",
+            "minmax-adaptive@60",
+            "minmax-confidence",
+            "minmax-confidence@100",
+        ] {
             let fusion: HybridFusion = text.parse().unwrap();
             assert_eq!(fusion.to_string(), text);
         }
@@ -330,7 +368,8 @@ mod tests {
     #[test]
     fn adaptive_min_max_weights_the_list_whose_first_hit_stands_out() {
         // Dense's first stands far above a plateau; BM25's top ten fall off evenly.
-        let dense: Vec<(u64, f32)> = [(1, 0.9)].into_iter().chain((10..19).map(|i| (i, 0.30))).chain([(99, 0.29)]).collect();
+        let dense: Vec<(u64, f32)> =
+            [(1, 0.9)].into_iter().chain((10..19).map(|i| (i, 0.30))).chain([(99, 0.29)]).collect();
         let bm25: Vec<(u64, f32)> = (20..30).map(|i| (i, 30.0 - i as f32)).collect();
         let wd = adaptive_dense_weight(&bm25, &dense);
         // dense: ranks 2–10 normalise to 0.01/0.61 ≈ 0.016 → confidence ≈ 0.98; BM25: (8..0)/9 → mean 4/9 → 0.56.

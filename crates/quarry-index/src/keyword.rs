@@ -9,11 +9,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tantivy::collector::TopDocs;
+use tantivy::index::SegmentId;
 use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING,
+};
 use tantivy::tokenizer::{AsciiFoldingFilter, Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
-use tantivy::index::SegmentId;
 use tantivy::{DocSet, Index, IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term, TERMINATED};
 
 /// Memory budget of the tantivy writer, in bytes.
@@ -49,7 +51,9 @@ impl KeywordIndex {
         match Index::open_or_create(directory.clone(), schema()) {
             Ok(index) => Self::with_index(index),
             // Only a mismatch looks at the old schema, so a current index is opened once.
-            Err(tantivy::TantivyError::SchemaError(_)) if Index::open(directory)?.schema() == schema_with(LEGACY_MIXED_TOKENIZER) => {
+            Err(tantivy::TantivyError::SchemaError(_))
+                if Index::open(directory)?.schema() == schema_with(LEGACY_MIXED_TOKENIZER) =>
+            {
                 Err(IndexError::KeywordAnalyzerChanged(dir.to_path_buf()))
             }
             Err(error) => Err(error.into()),
@@ -65,7 +69,10 @@ impl KeywordIndex {
     pub fn open_read_only(dir: &Path) -> Result<Self, IndexError> {
         let index = Index::open_in_dir(dir)?;
         if index.schema() != schema() && index.schema() != schema_with(LEGACY_MIXED_TOKENIZER) {
-            return Err(IndexError::Keyword(tantivy::TantivyError::SchemaError(format!("{} has another schema", dir.display()))));
+            return Err(IndexError::Keyword(tantivy::TantivyError::SchemaError(format!(
+                "{} has another schema",
+                dir.display()
+            ))));
         }
         Self::with_index(index)
     }
@@ -93,7 +100,9 @@ impl KeywordIndex {
         if self.writer.is_none() {
             self.writer = Some(self.index.writer(WRITER_MEMORY)?);
         }
-        self.writer.as_mut().ok_or_else(|| IndexError::Keyword(tantivy::TantivyError::InternalError("no writer".into())))
+        self.writer
+            .as_mut()
+            .ok_or_else(|| IndexError::Keyword(tantivy::TantivyError::InternalError("no writer".into())))
     }
 
     /// Adds one chunk of `document_id`. Visible to searches after [`KeywordIndex::commit`].
@@ -201,7 +210,10 @@ impl KeywordIndex {
             for segment in searcher.segment_readers() {
                 let Some(owner) = layout.owners.get(&segment.segment_id()) else { continue };
                 let text = segment.inverted_index(self.text)?;
-                let Some(mut postings) = text.read_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)? else { continue };
+                let Some(mut postings) = text.read_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)?
+                else {
+                    continue;
+                };
                 let mut doc = postings.doc();
                 while doc != TERMINATED {
                     let slot = owner[doc as usize];
@@ -263,7 +275,8 @@ impl KeywordIndex {
                         slot
                     }
                 };
-                let mut postings = ids.read_postings_from_terminfo(stream.value(), IndexRecordOption::Basic).map_err(io_error)?;
+                let mut postings =
+                    ids.read_postings_from_terminfo(stream.value(), IndexRecordOption::Basic).map_err(io_error)?;
                 let mut doc = postings.doc();
                 while doc != TERMINATED {
                     if !segment.is_deleted(doc) {
@@ -282,7 +295,11 @@ impl KeywordIndex {
             owners.insert(segment.segment_id(), owner);
         }
         let alive: Vec<u32> = (0..names.len() as u32).filter(|&slot| chunks[slot as usize] > 0).collect();
-        let average_length = if alive.is_empty() { 1.0 } else { (alive.iter().map(|&slot| lengths[slot as usize]).sum::<f32>() / alive.len() as f32).max(1.0) };
+        let average_length = if alive.is_empty() {
+            1.0
+        } else {
+            (alive.iter().map(|&slot| lengths[slot as usize]).sum::<f32>() / alive.len() as f32).max(1.0)
+        };
         let layout = Arc::new(DocumentLayout { state, slots, names, lengths, alive, average_length, owners });
         if let Ok(mut cache) = self.layout.lock() {
             *cache = Some(Arc::clone(&layout));
@@ -394,7 +411,8 @@ fn schema_with(analyzer: &str) -> Schema {
     let mut builder = Schema::builder();
     builder.add_u64_field("chunk_id", INDEXED | STORED | FAST);
     builder.add_text_field("document_id", STRING);
-    let indexing = TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let indexing =
+        TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(IndexRecordOption::WithFreqsAndPositions);
     builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
     builder.build()
 }

@@ -24,10 +24,14 @@ mod tokenizer;
 mod vector;
 
 pub use embed::{
-    disable_onnx_runtime_telemetry, Embedder, EmbedderConfig, EmbeddingEngine, TokenCounter, MINILM_MODEL_ID, MULTILINGUAL_E5_MODEL_ID,
+    disable_onnx_runtime_telemetry, Embedder, EmbedderConfig, EmbeddingEngine, TokenCounter, MINILM_MODEL_ID,
+    MULTILINGUAL_E5_MODEL_ID,
 };
 pub use error::IndexError;
-pub use fusion::{adaptive_dense_weight, confidence_dense_weight, embedder_covers, fusion_depth, reciprocal_rank_fusion, HybridFusion, RRF_K};
+pub use fusion::{
+    adaptive_dense_weight, confidence_dense_weight, embedder_covers, fusion_depth, reciprocal_rank_fusion,
+    HybridFusion, RRF_K,
+};
 pub use keyword::{DocumentScores, KeywordIndex};
 pub use tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 pub use vector::VectorIndex;

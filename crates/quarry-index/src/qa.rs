@@ -21,7 +21,11 @@ pub struct SetRetriever {
 impl SetRetriever {
     /// Indexes `set`'s passages; with an embedder, embeds them too (`progress(done, total)` as it goes).
     /// Errors: the keyword index or the embedder fails.
-    pub fn build(set: &EvalSet, embedder: Option<Embedder>, progress: &mut dyn FnMut(usize, usize)) -> Result<Self, IndexError> {
+    pub fn build(
+        set: &EvalSet,
+        embedder: Option<Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Self, IndexError> {
         let mut keyword = KeywordIndex::in_memory()?;
         for (i, (_, text)) in set.passages.iter().enumerate() {
             keyword.add(i as u64, "", text)?;
@@ -65,7 +69,12 @@ impl SetRetriever {
         if !embedder_covers(&self.languages, query) {
             return Ok(bm25);
         }
-        let vector = embedder.lock().map_err(|_| IndexError::Embedding("embedder lock poisoned".into()))?.embed_queries(&[query])?.pop().unwrap_or_default();
+        let vector = embedder
+            .lock()
+            .map_err(|_| IndexError::Embedding("embedder lock poisoned".into()))?
+            .embed_queries(&[query])?
+            .pop()
+            .unwrap_or_default();
         let dense = vectors.search(&vector, depth);
         Ok(HybridFusion::default().fuse(&bm25, &dense, k))
     }
@@ -100,7 +109,8 @@ impl Retriever for SetRetriever {
 
 /// SQuAD's answer normalisation: lower case, no punctuation, no English articles, single spaces.
 pub fn normalize_answer(text: &str) -> String {
-    let lowered: String = text.to_lowercase().chars().map(|c| if c.is_alphanumeric() || c.is_whitespace() { c } else { ' ' }).collect();
+    let lowered: String =
+        text.to_lowercase().chars().map(|c| if c.is_alphanumeric() || c.is_whitespace() { c } else { ' ' }).collect();
     lowered.split_whitespace().filter(|w| !matches!(*w, "a" | "an" | "the")).collect::<Vec<_>>().join(" ")
 }
 

@@ -4,7 +4,9 @@
 //! (default FOLDER: ../shared/eval/C_private_library/docs). Parses in this process, one file at a time,
 //! so the figures are the parsers' own, without worker start-up; prints Markdown tables.
 
-use quarry_ingest::{collect_inputs, parse_bytes, ChunkSizer, Chunker, ChunkerConfig, ParseEvent, ParseOptions, ParsedDocument, Status};
+use quarry_ingest::{
+    collect_inputs, parse_bytes, ChunkSizer, Chunker, ChunkerConfig, ParseEvent, ParseOptions, ParsedDocument, Status,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -98,7 +100,12 @@ fn main() {
             println!("\n## Chunking (all-MiniLM-L6-v2 tokenizer, 512 tokens, overlap 76)\n");
             println!("| documents | chunks | tokens | seconds | chunks/s | tokens/s |");
             println!("|---:|---:|---:|---:|---:|---:|");
-            println!("| {} | {chunks} | {tokens} | {secs:.1} | {:.0} | {:.0} |", documents.len(), chunks as f64 / secs, tokens as f64 / secs);
+            println!(
+                "| {} | {chunks} | {tokens} | {secs:.1} | {:.0} | {:.0} |",
+                documents.len(),
+                chunks as f64 / secs,
+                tokens as f64 / secs
+            );
         }
         Err(e) => println!("\n(chunking skipped: {e}; run scripts/setup.sh)"),
     }
@@ -116,7 +123,11 @@ fn print_row(format: &str, t: &Totals) {
         t.chars,
         mb / secs,
         if t.pages > 0 { format!("{:.0}", t.pages as f64 / secs) } else { "–".into() },
-        if t.slowest.1.is_empty() { String::new() } else { format!("{} ({:.2})", t.slowest.1, t.slowest.0.as_secs_f64()) },
+        if t.slowest.1.is_empty() {
+            String::new()
+        } else {
+            format!("{} ({:.2})", t.slowest.1, t.slowest.0.as_secs_f64())
+        },
     );
 }
 
@@ -124,6 +135,8 @@ fn print_row(format: &str, t: &Totals) {
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }

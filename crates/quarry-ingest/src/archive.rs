@@ -66,16 +66,29 @@ pub(crate) fn expand(
             continue;
         }
         if meta.size > options.max_member_bytes {
-            refuse(IngestError::TooLarge(format!("member unpacks to {} bytes (limit {})", meta.size, options.max_member_bytes)), emit);
+            refuse(
+                IngestError::TooLarge(format!(
+                    "member unpacks to {} bytes (limit {})",
+                    meta.size, options.max_member_bytes
+                )),
+                emit,
+            );
             continue;
         }
-        if meta.size >= RATIO_CHECK_MIN_BYTES && meta.size / meta.compressed_size.max(1) > options.max_compression_ratio {
+        if meta.size >= RATIO_CHECK_MIN_BYTES && meta.size / meta.compressed_size.max(1) > options.max_compression_ratio
+        {
             let ratio = meta.size / meta.compressed_size.max(1);
             refuse(IngestError::UnsafeArchive(format!("compression ratio {ratio}:1 looks like a zip bomb")), emit);
             continue;
         }
         if unpacked_total.saturating_add(meta.size) > options.max_archive_total_bytes {
-            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", options.max_archive_total_bytes)), emit);
+            refuse(
+                IngestError::TooLarge(format!(
+                    "archive unpacks to more than {} bytes",
+                    options.max_archive_total_bytes
+                )),
+                emit,
+            );
             continue;
         }
         // Never trust the declared size: read at most one byte past the limit.
@@ -88,7 +101,13 @@ pub(crate) fn expand(
         };
         unpacked_total += data.len() as u64;
         if unpacked_total > options.max_archive_total_bytes {
-            refuse(IngestError::TooLarge(format!("archive unpacks to more than {} bytes", options.max_archive_total_bytes)), emit);
+            refuse(
+                IngestError::TooLarge(format!(
+                    "archive unpacks to more than {} bytes",
+                    options.max_archive_total_bytes
+                )),
+                emit,
+            );
             continue;
         }
         crate::parse::parse_bytes(&member_path, &data, depth + 1, options, emit);

@@ -21,8 +21,8 @@ impl ChunkSizer {
     ///
     /// Errors: the file is missing or is not a tokenizer definition (the message names the path).
     pub fn from_tokenizer_file(path: &Path) -> Result<Self, String> {
-        let mut tokenizer =
-            tokenizers::Tokenizer::from_file(path).map_err(|e| format!("cannot load tokenizer {}: {e}", path.display()))?;
+        let mut tokenizer = tokenizers::Tokenizer::from_file(path)
+            .map_err(|e| format!("cannot load tokenizer {}: {e}", path.display()))?;
         tokenizer.with_truncation(None).map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
         tokenizer.with_padding(None);
         Ok(ChunkSizer::Tokenizer(Box::new(tokenizer)))
@@ -32,7 +32,9 @@ impl ChunkSizer {
 impl text_splitter::ChunkSizer for ChunkSizer {
     fn size(&self, chunk: &str) -> usize {
         match self {
-            ChunkSizer::Tokenizer(t) => t.encode_fast(chunk, false).map(|e| e.len()).unwrap_or_else(|_| chunk.chars().count()),
+            ChunkSizer::Tokenizer(t) => {
+                t.encode_fast(chunk, false).map(|e| e.len()).unwrap_or_else(|_| chunk.chars().count())
+            }
             ChunkSizer::TokenCounter(count) => count(chunk),
             ChunkSizer::Characters => chunk.chars().count(),
         }
@@ -128,7 +130,6 @@ impl Chunker {
         }
         chunks
     }
-
 }
 
 /// Converts byte offsets to character offsets in O(distance moved), for offsets that mostly go forward.

@@ -98,12 +98,18 @@ fn most_frequent_fiscal_quarter(doc: &ParsedDocument, pattern: &Regex) -> Option
         }
     }
     // Most frequent; ties go to the first mentioned.
-    counts.into_iter().filter(|(_, (n, _))| *n >= 2).max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1))).map(|(k, _)| k)
+    counts
+        .into_iter()
+        .filter(|(_, (n, _))| *n >= 2)
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
+        .map(|(k, _)| k)
 }
 
 /// The first heading of the document, else its first one or two short lines that read like a title.
 fn title(doc: &ParsedDocument, lines: &[&str]) -> Option<String> {
-    if let Some(heading) = doc.blocks.iter().flat_map(|b| b.location.heading_path.first()).find(|h| !h.trim().is_empty()) {
+    if let Some(heading) =
+        doc.blocks.iter().flat_map(|b| b.location.heading_path.first()).find(|h| !h.trim().is_empty())
+    {
         return Some(heading.trim().to_string());
     }
     let title_like = |l: &str| {
@@ -137,7 +143,14 @@ mod tests {
             content_hash: "h".into(),
             byte_len: 0,
             page_count: Some(pages.len() as u32),
-            blocks: pages.iter().enumerate().map(|(i, t)| Block { text: t.to_string(), location: Location { page: Some(i as u32 + 1), ..Default::default() } }).collect(),
+            blocks: pages
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Block {
+                    text: t.to_string(),
+                    location: Location { page: Some(i as u32 + 1), ..Default::default() },
+                })
+                .collect(),
             warnings: vec![],
         }
     }
@@ -147,7 +160,8 @@ mod tests {
         let cover = "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nWashington, D.C. 20549\nFORM 10-Q\n\
                      QUARTERLY REPORT PURSUANT TO SECTION 13\nFor the quarterly period ended April 30, 2023\n\
                      Commission file number: 0-23985\nNVIDIA CORPORATION\n(Exact name of registrant as specified in its charter)";
-        let body = "Revenue for the first quarter of fiscal year 2024 was $7.19 billion. The second quarter of fiscal 2024 \
+        let body =
+            "Revenue for the first quarter of fiscal year 2024 was $7.19 billion. The second quarter of fiscal 2024 \
                     outlook … In the first quarter of fiscal 2024 we …";
         let d = doc("/lib/sec/2023 Q1 NVDA.pdf", &[cover, body]);
         assert_eq!(
@@ -158,13 +172,22 @@ mod tests {
 
     #[test]
     fn other_documents_get_their_title_and_file_name() {
-        let d = doc("/r/20080102X00002.pdf", &["National Transportation Safety Board\nAviation Accident Factual Report\nLocation:\nChevroux, France"]);
-        assert_eq!(document_context(&d), "National Transportation Safety Board — Aviation Accident Factual Report · 20080102X00002");
+        let d = doc(
+            "/r/20080102X00002.pdf",
+            &["National Transportation Safety Board\nAviation Accident Factual Report\nLocation:\nChevroux, France"],
+        );
+        assert_eq!(
+            document_context(&d),
+            "National Transportation Safety Board — Aviation Accident Factual Report · 20080102X00002"
+        );
         let mut md = doc("a.zip!/notes/联通年报.md", &["正文"]);
         md.blocks[0].location.heading_path = vec!["中国联通 2022 年度报告摘要".into()];
         assert_eq!(document_context(&md), "中国联通 2022 年度报告摘要 · 联通年报");
         assert_eq!(document_context(&doc("empty.txt", &[""])), "empty");
-        let apple = doc("q.pdf", &["FORM 10-Q\nFor the quarterly period ended July 1, 2023\nApple Inc.\n(Exact name of Registrant)"]);
+        let apple = doc(
+            "q.pdf",
+            &["FORM 10-Q\nFor the quarterly period ended July 1, 2023\nApple Inc.\n(Exact name of Registrant)"],
+        );
         assert_eq!(document_context(&apple), "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · q");
     }
 }

@@ -69,9 +69,8 @@ fn detect_zip_container(bytes: &[u8]) -> Format {
         return Format::Xlsb;
     }
     if has(&archive, "xl/workbook.xml") {
-        let macro_enabled = read_small_member(&mut archive, "[Content_Types].xml")
-            .map(|t| t.contains("macroEnabled"))
-            .unwrap_or(false);
+        let macro_enabled =
+            read_small_member(&mut archive, "[Content_Types].xml").map(|t| t.contains("macroEnabled")).unwrap_or(false);
         return if macro_enabled { Format::Xlsm } else { Format::Xlsx };
     }
     if let Some(mime) = read_small_member(&mut archive, "mimetype") {

@@ -27,7 +27,9 @@ pub(crate) fn load(bytes: &[u8]) -> Result<(Vec<Block>, Vec<String>), IngestErro
     writer.flush();
     if !writer.footnotes.is_empty() {
         let text = writer.footnotes.join("\n");
-        writer.blocks.push(Block { text, location: Location { heading_path: vec!["Footnotes".into()], ..Default::default() } });
+        writer
+            .blocks
+            .push(Block { text, location: Location { heading_path: vec!["Footnotes".into()], ..Default::default() } });
     }
     let (text_boxes, equations) = crate::docx_extras::text_boxes_and_equations(bytes);
     for (title, items) in [("Text boxes", text_boxes), ("Equations", equations)] {
@@ -113,7 +115,13 @@ fn write_paragraph(p: &Paragraph, styles: &StyleLevels, out: &mut SectionWriter)
         return;
     }
     let style_id = p.property.style.as_ref().map(|s| s.val.as_str());
-    let level = p.property.outline_lvl.as_ref().map(|o| o.v + 1).filter(|l| *l <= 9).or_else(|| style_id.and_then(|id| styles.level(id)));
+    let level = p
+        .property
+        .outline_lvl
+        .as_ref()
+        .map(|o| o.v + 1)
+        .filter(|l| *l <= 9)
+        .or_else(|| style_id.and_then(|id| styles.level(id)));
     if let Some(level) = level {
         out.heading(level, text.to_string());
     } else if let Some(numbering) = &p.property.numbering_property {

@@ -16,8 +16,8 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -281,7 +281,10 @@ impl Supervisor<'_> {
                 match self.spawn() {
                     Ok(worker) => self.worker = Some(worker),
                     Err(e) => {
-                        return emit(failed(&file.display, IngestError::Crashed(format!("cannot start parser worker: {e}"))))
+                        return emit(failed(
+                            &file.display,
+                            IngestError::Crashed(format!("cannot start parser worker: {e}")),
+                        ))
                     }
                 }
             }
@@ -412,4 +415,3 @@ fn failed(path: &str, error: IngestError) -> FileOutcome {
         document: None,
     }
 }
-

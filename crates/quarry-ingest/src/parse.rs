@@ -140,10 +140,16 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
     };
     if format == Format::Zip {
         if let Some(kind) = detect::unsupported_package_kind(bytes) {
-            return emit(outcome_failed(path.to_string(), Some(format), IngestError::Unsupported(kind.into()), ms(start)));
+            return emit(outcome_failed(
+                path.to_string(),
+                Some(format),
+                IngestError::Unsupported(kind.into()),
+                ms(start),
+            ));
         }
         if depth >= options.max_archive_depth {
-            let error = IngestError::UnsafeArchive(format!("archives nested more than {} deep", options.max_archive_depth));
+            let error =
+                IngestError::UnsafeArchive(format!("archives nested more than {} deep", options.max_archive_depth));
             return emit(outcome_failed(path.to_string(), Some(format), error, ms(start)));
         }
         // Members are emitted as they finish (a supervisor that must kill this worker keeps them); the
@@ -205,7 +211,9 @@ type Loaded = (Vec<quarry_core::Block>, Option<u32>, Vec<String>);
 
 fn load_document(format: Format, bytes: &[u8], options: &ParseOptions) -> Result<Loaded, IngestError> {
     match format {
-        Format::Pdf => crate::pdf::load(bytes, options.pdfium_library.as_deref()).map(|(b, pages, w)| (b, Some(pages), w)),
+        Format::Pdf => {
+            crate::pdf::load(bytes, options.pdfium_library.as_deref()).map(|(b, pages, w)| (b, Some(pages), w))
+        }
         Format::Docx => crate::docx::load(bytes).map(|(b, w)| (b, None, w)),
         f if f.is_spreadsheet() => crate::spreadsheet::load(f, bytes).map(|(b, sheets, w)| (b, Some(sheets), w)),
         Format::Text | Format::Markdown | Format::Csv | Format::Html | Format::Json => {

@@ -10,8 +10,8 @@
 //! pdf-extract's own `extract_text_by_pages` stops at the first page that fails; here every page is tried
 //! on its own, under a panic guard, so one broken page costs one page, not the document.
 
-use crate::IngestError;
 use crate::table::label_table_rows;
+use crate::IngestError;
 use quarry_core::{Block, Location};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -88,7 +88,9 @@ pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u
     let whole_document = has_form || uses_cjk_cid_fonts(&doc);
     let wanted: Vec<u32> = texts
         .iter()
-        .filter(|(n, t)| whole_document || !has_text(t) || primary_failed.contains(n) || lone_letter_share(t) > SPLIT_WORDS_SHARE)
+        .filter(|(n, t)| {
+            whole_document || !has_text(t) || primary_failed.contains(n) || lone_letter_share(t) > SPLIT_WORDS_SHARE
+        })
         .map(|(n, _)| *n)
         .collect();
     if let (Some(library), false) = (pdfium, wanted.is_empty()) {
@@ -127,11 +129,18 @@ pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u
 
 /// The whole document through PDFium, for files the primary reader cannot open; `error` is the primary
 /// reader's verdict, returned when PDFium cannot read the file either.
-fn read_whole_with_pdfium(library: &Path, bytes: &[u8], error: IngestError) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+fn read_whole_with_pdfium(
+    library: &Path,
+    bytes: &[u8],
+    error: IngestError,
+) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     match crate::pdf_fallback::extract_pages(library, bytes, None) {
         Ok((pages, count)) if count > 0 => {
             let warning = format!("read with PDFium: lopdf could not read the file ({error})");
-            let texts = pages.into_iter().map(|p| (p.number, tidy_page_text(&join_nonempty(&p.text, &p.annotations)))).collect();
+            let texts = pages
+                .into_iter()
+                .map(|p| (p.number, tidy_page_text(&join_nonempty(&p.text, &p.annotations))))
+                .collect();
             finish(texts, count, vec![warning])
         }
         Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
@@ -231,11 +240,18 @@ fn has_text(text: &str) -> bool {
 
 /// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any.
 /// Table rows get their column names and unit (see [`crate::table`]).
-fn finish(pages: Vec<(u32, String)>, page_count: u32, warnings: Vec<String>) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+fn finish(
+    pages: Vec<(u32, String)>,
+    page_count: u32,
+    warnings: Vec<String>,
+) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     let blocks: Vec<Block> = pages
         .into_iter()
         .filter(|(_, text)| has_text(text))
-        .map(|(page, text)| Block { text: label_table_rows(&text), location: Location { page: Some(page), ..Default::default() } })
+        .map(|(page, text)| Block {
+            text: label_table_rows(&text),
+            location: Location { page: Some(page), ..Default::default() },
+        })
         .collect();
     if blocks.is_empty() {
         return Err(IngestError::NoTextLayer);

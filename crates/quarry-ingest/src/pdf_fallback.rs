@@ -49,7 +49,11 @@ pub(crate) struct PageText {
 }
 
 /// Text of the given 1-based `pages` (all pages when `None`), in order, and the page count.
-pub(crate) fn extract_pages(library: &Path, bytes: &[u8], pages: Option<&[u32]>) -> Result<(Vec<PageText>, u32), FallbackError> {
+pub(crate) fn extract_pages(
+    library: &Path,
+    bytes: &[u8],
+    pages: Option<&[u32]>,
+) -> Result<(Vec<PageText>, u32), FallbackError> {
     let pdfium = engine(library).map_err(|_| FallbackError::Other)?;
     let document = pdfium.load_pdf_from_byte_slice(bytes, Some("")).map_err(|e| match e {
         PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => FallbackError::Password,

@@ -66,11 +66,7 @@ where
 
 /// The first non-empty row names the columns; an empty header cell is named by its column letter.
 fn column_names(header: &[String]) -> Vec<String> {
-    header
-        .iter()
-        .enumerate()
-        .map(|(i, h)| if h.is_empty() { column_letter(i) } else { h.clone() })
-        .collect()
+    header.iter().enumerate().map(|(i, h)| if h.is_empty() { column_letter(i) } else { h.clone() }).collect()
 }
 
 fn column_letter(mut index: usize) -> String {

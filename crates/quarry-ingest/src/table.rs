@@ -263,10 +263,13 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
 
 /// Column names from header items (see the module docs), or `None` when the counts do not fit.
 fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
-    let periods: Vec<&String> = items.iter().filter_map(|i| if let HeaderItem::Period(p) = i { Some(p) } else { None }).collect();
-    let days: Vec<&String> = items.iter().filter_map(|i| if let HeaderItem::MonthDay(d) = i { Some(d) } else { None }).collect();
+    let periods: Vec<&String> =
+        items.iter().filter_map(|i| if let HeaderItem::Period(p) = i { Some(p) } else { None }).collect();
+    let days: Vec<&String> =
+        items.iter().filter_map(|i| if let HeaderItem::MonthDay(d) = i { Some(d) } else { None }).collect();
     let years = items.iter().filter(|i| matches!(i, HeaderItem::Year(_))).count();
-    let slots: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Year(_) | HeaderItem::Change)).collect();
+    let slots: Vec<&HeaderItem> =
+        items.iter().filter(|i| matches!(i, HeaderItem::Year(_) | HeaderItem::Change)).collect();
     let count = slots.len();
     if count < MIN_CELLS {
         return None;
@@ -334,7 +337,9 @@ fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&st
         .map(|(cell, column)| {
             let is_figure = cell.chars().any(|c| c.is_ascii_digit());
             let value = match amounts {
-                Some(unit) if is_figure && !cell.contains('%') && !column.starts_with("change") => format!("{cell} {unit}"),
+                Some(unit) if is_figure && !cell.contains('%') && !column.starts_with("change") => {
+                    format!("{cell} {unit}")
+                }
                 _ => cell.clone(),
             };
             TableCell { value, column: column.clone() }
@@ -362,7 +367,10 @@ mod tests {
         let out = label_table_rows(page);
         assert!(out.contains("Data Center: $14,514 million (three months ended October 29, 2023); $3,833 million (three months ended October 30, 2022); $29,121 million (nine months ended October 29, 2023); $11,389 million (nine months ended October 30, 2022)"), "{out}");
         assert!(out.contains("Gaming: 2,856 million (three months ended October 29, 2023);"), "{out}");
-        assert!(out.starts_with("Revenue by Reportable Segments\nRevenue:\nData Center:"), "header dropped, section kept: {out}");
+        assert!(
+            out.starts_with("Revenue by Reportable Segments\nRevenue:\nData Center:"),
+            "header dropped, section kept: {out}"
+        );
         assert!(out.ends_with("\n24"), "{out}");
     }
 
@@ -388,7 +396,12 @@ mod tests {
                       Year-over-year Percentage Growth (Decline):\nInternational (12) 10 (9) 5";
         let out = label_table_rows(amazon);
         assert!(out.contains("AWS: 19,739 million (three months ended June 30, 2022); 22,140 million (three months ended June 30, 2023)"), "older year first, as printed; the caption's unit split over two lines: {out}");
-        assert!(out.contains("International: (12) (three months ended June 30, 2022); 10 (three months ended June 30, 2023)"), "{out}");
+        assert!(
+            out.contains(
+                "International: (12) (three months ended June 30, 2022); 10 (three months ended June 30, 2023)"
+            ),
+            "{out}"
+        );
     }
 
     #[test]
@@ -412,19 +425,34 @@ mod tests {
         // A row with fewer cells than columns keeps its text, and so does the header.
         let page = "Three Months Ended\nApril 30, May 1,\n2023 2022\nRevenue $ 7,192 $ 8,288\nGaming 2,240 —";
         let out = label_table_rows(page);
-        assert!(out.contains("Revenue: $7,192 (three months ended April 30, 2023); $8,288 (three months ended May 1, 2022)"), "{out}");
-        assert!(out.contains("Gaming: 2,240 (three months ended April 30, 2023); — (three months ended May 1, 2022)"), "{out}");
+        assert!(
+            out.contains(
+                "Revenue: $7,192 (three months ended April 30, 2023); $8,288 (three months ended May 1, 2022)"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("Gaming: 2,240 (three months ended April 30, 2023); — (three months ended May 1, 2022)"),
+            "{out}"
+        );
         let page = "2023 2022 2021\nRevenue $ 1 $ 2 $ 3\nGaming 4 5";
         let out = label_table_rows(page);
         assert!(out.starts_with("2023 2022 2021\nRevenue: $1 (2023); $2 (2022); $3 (2021)\nGaming 4 5"), "{out}");
         // A row with extra leading cells gives them back to the label.
         let page = "June 30, 2023 June 30, 2022\n(In millions)\nBalance as of March 31, 2023 $ 10 $ 12";
         let out = label_table_rows(page);
-        assert!(out.contains("Balance as of March 31, 2023: $10 million (June 30, 2023); $12 million (June 30, 2022)"), "{out}");
+        assert!(
+            out.contains("Balance as of March 31, 2023: $10 million (June 30, 2023); $12 million (June 30, 2022)"),
+            "{out}"
+        );
         // Per-share rows and prose are not amounts in millions.
         let page = "(In millions, except per share amounts)\nThree Months Ended\nApril 30, May 1,\n2023 2022\nNet income per share: Diluted $ 0.82 $ 0.09";
         let out = label_table_rows(page);
-        assert!(out.contains("Diluted: $0.82 (three months ended April 30, 2023)") || out.contains("Net income per share: Diluted: $0.82 (three"), "{out}");
+        assert!(
+            out.contains("Diluted: $0.82 (three months ended April 30, 2023)")
+                || out.contains("Net income per share: Diluted: $0.82 (three"),
+            "{out}"
+        );
         assert!(!out.contains("0.82 million"), "{out}");
         let prose = "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago.";
         assert_eq!(label_table_rows(prose), prose);

@@ -168,7 +168,8 @@ fn atx_heading(line: &str) -> Option<(usize, &str)> {
 fn csv_blocks(text: &str) -> Vec<Block> {
     let first = text.lines().next().unwrap_or("");
     let delimiter = if first.matches('\t').count() > first.matches(',').count() { '\t' } else { ',' };
-    let rows: Vec<Vec<String>> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| split_csv_line(l, delimiter)).collect();
+    let rows: Vec<Vec<String>> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| split_csv_line(l, delimiter)).collect();
     let Some((header, body)) = rows.split_first() else { return Vec::new() };
     let mut blocks = Vec::new();
     for group in body.chunks(50) {
@@ -215,7 +216,8 @@ mod tests {
     fn decodes_utf16_and_gb18030() {
         let utf16: Vec<u8> = "héllo wörld".encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
         assert_eq!(decode_text(&utf16).0, "héllo wörld");
-        let (gbk, _, _) = encoding_rs::GB18030.encode("中国移动通信集团有限公司发布了二零二三年的年度报告，其中包括网络建设情况。");
+        let (gbk, _, _) =
+            encoding_rs::GB18030.encode("中国移动通信集团有限公司发布了二零二三年的年度报告，其中包括网络建设情况。");
         let (text, name) = decode_text(&gbk);
         assert!(text.starts_with("中国移动通信集团"), "{name}: {text}");
     }

@@ -3,8 +3,8 @@
 //! connection failures (honouring `Retry-After`); JSON-schema `response_format`, dropped for the rest of
 //! the session when a server refuses it.
 
-use quarry_core::{ChatError, ChatModel, ChatRequest, ChatResponse, TokenSink, TokenUsage};
 use futures::StreamExt;
+use quarry_core::{ChatError, ChatModel, ChatRequest, ChatResponse, TokenSink, TokenUsage};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -72,10 +72,16 @@ impl OpenAiChat {
     /// this computer); the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig, network: &quarry_net::Network) -> Result<Self, ChatError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
-            return Err(ChatError::Config(format!("LLM URL {:?} must start with http:// or https://", config.base_url)));
+            return Err(ChatError::Config(format!(
+                "LLM URL {:?} must start with http:// or https://",
+                config.base_url
+            )));
         }
         let url = network.check("the LLM server", &config.base_url).map_err(|e| ChatError::Config(e.to_string()))?;
-        if config.api_key.as_deref().is_some_and(|k| !k.is_empty()) && url.scheme() == "http" && !quarry_net::is_local(&url) {
+        if config.api_key.as_deref().is_some_and(|k| !k.is_empty())
+            && url.scheme() == "http"
+            && !quarry_net::is_local(&url)
+        {
             return Err(ChatError::Config(format!(
                 "LLM URL {}: an API key is not sent over plain http:// to another computer (anyone on the way could read it); use https://",
                 config.base_url
@@ -130,37 +136,53 @@ impl OpenAiChat {
                         .and_then(|v| v.trim().parse::<f64>().ok())
                         .map(|s| Duration::from_secs_f64(s.clamp(0.0, 60.0)));
                     let message = response.text().await.unwrap_or_default();
-                    let error = ChatError::Http { endpoint: endpoint.clone(), status, message: server_message(&message) };
+                    let error =
+                        ChatError::Http { endpoint: endpoint.clone(), status, message: server_message(&message) };
                     if !(status == 429 || status >= 500) {
                         return Err(error);
                     }
                     (retry_after, error)
                 }
-                Err(e) => (None, ChatError::Unreachable { endpoint: endpoint.clone(), message: describe_transport_error(&e) }),
+                Err(e) => {
+                    (None, ChatError::Unreachable { endpoint: endpoint.clone(), message: describe_transport_error(&e) })
+                }
             };
             if attempt >= self.config.max_retries {
                 return Err(error);
             }
             let backoff = self.config.backoff.saturating_mul(1 << attempt.min(16)).min(Duration::from_secs(30));
             let wait = retry_after.unwrap_or(backoff);
-            tracing::warn!("{error}; retrying in {:.1} s ({}/{})", wait.as_secs_f64(), attempt + 1, self.config.max_retries);
+            tracing::warn!(
+                "{error}; retrying in {:.1} s ({}/{})",
+                wait.as_secs_f64(),
+                attempt + 1,
+                self.config.max_retries
+            );
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }
 
-    async fn complete_once(&self, request: &ChatRequest, on_text: Option<TokenSink<'_>>, with_schema: bool) -> Result<ChatResponse, ChatError> {
+    async fn complete_once(
+        &self,
+        request: &ChatRequest,
+        on_text: Option<TokenSink<'_>>,
+        with_schema: bool,
+    ) -> Result<ChatResponse, ChatError> {
         let endpoint = self.endpoint();
         let stream = on_text.is_some();
         let response = self.send(&self.body(request, stream, with_schema)).await?;
         if !stream {
-            let value: Value = response
-                .json()
-                .await
-                .map_err(|e| ChatError::Unreachable { endpoint: endpoint.clone(), message: format!("reading the response: {e}") })?;
+            let value: Value = response.json().await.map_err(|e| ChatError::Unreachable {
+                endpoint: endpoint.clone(),
+                message: format!("reading the response: {e}"),
+            })?;
             let text = value["choices"][0]["message"]["content"].as_str().unwrap_or_default().to_string();
             if value["choices"].as_array().is_none_or(|c| c.is_empty()) {
-                return Err(ChatError::Model(format!("{endpoint}: no choices in the response: {}", excerpt(&value.to_string()))));
+                return Err(ChatError::Model(format!(
+                    "{endpoint}: no choices in the response: {}",
+                    excerpt(&value.to_string())
+                )));
             }
             let usage = usage_of(&value).unwrap_or_else(|| estimate(request, &text));
             return Ok(ChatResponse { text, usage });
@@ -171,7 +193,10 @@ impl OpenAiChat {
         let mut pending = Vec::<u8>::new();
         let mut bytes = response.bytes_stream();
         'stream: while let Some(piece) = bytes.next().await {
-            let piece = piece.map_err(|e| ChatError::Unreachable { endpoint: endpoint.clone(), message: describe_transport_error(&e) })?;
+            let piece = piece.map_err(|e| ChatError::Unreachable {
+                endpoint: endpoint.clone(),
+                message: describe_transport_error(&e),
+            })?;
             pending.extend_from_slice(&piece);
             while let Some(newline) = pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=newline).collect();
@@ -215,7 +240,10 @@ impl ChatModel for OpenAiChat {
             // Servers without structured output answer 400/422 to `response_format`: ask again without it
             // (the agents parse leniently) and stop sending it.
             Err(ChatError::Http { status: 400 | 422, message, .. }) if with_schema => {
-                tracing::info!("{} refused response_format ({message}); continuing without JSON schemas", self.config.base_url);
+                tracing::info!(
+                    "{} refused response_format ({message}); continuing without JSON schemas",
+                    self.config.base_url
+                );
                 self.schema_supported.store(false, Ordering::Relaxed);
                 self.complete_once(request, on_text, false).await
             }
@@ -236,7 +264,11 @@ fn usage_of(value: &Value) -> Option<TokenUsage> {
 /// When a server reports no usage: about four characters a token.
 fn estimate(request: &ChatRequest, text: &str) -> TokenUsage {
     let prompt: usize = request.messages.iter().map(|m| m.content.chars().count()).sum();
-    TokenUsage { prompt_tokens: (prompt / 4) as u64, completion_tokens: (text.chars().count() / 4) as u64, cached_prompt_tokens: 0 }
+    TokenUsage {
+        prompt_tokens: (prompt / 4) as u64,
+        completion_tokens: (text.chars().count() / 4) as u64,
+        cached_prompt_tokens: 0,
+    }
 }
 
 fn server_message(body: &str) -> String {

@@ -122,7 +122,12 @@ impl Network {
     /// Not covered: with an environment proxy (`HTTPS_PROXY`, online only) the proxy resolves names, so
     /// a public name that the proxy resolves to a private address is its to refuse; literals and the
     /// names above are still refused here. Errors: as [`Network::client`].
-    pub fn public_client(&self, purpose: &str, options: ClientOptions, trusted: Option<&str>) -> Result<HttpClient, NetError> {
+    pub fn public_client(
+        &self,
+        purpose: &str,
+        options: ClientOptions,
+        trusted: Option<&str>,
+    ) -> Result<HttpClient, NetError> {
         let trusted = trusted.and_then(|t| reqwest::Url::parse(t).ok()).map(|u| u.origin());
         self.build(purpose, options, Some(PublicOnly { trusted }))
     }
@@ -131,7 +136,12 @@ impl Network {
     /// user agent; at most 10 redirects, each hop checked against offline mode (only this machine) and
     /// `public_only` when given; offline, no proxy and a resolver that answers only for this machine;
     /// online with `public_only`, a resolver that drops non-public addresses.
-    fn build(&self, purpose: &str, options: ClientOptions, public_only: Option<PublicOnly>) -> Result<HttpClient, NetError> {
+    fn build(
+        &self,
+        purpose: &str,
+        options: ClientOptions,
+        public_only: Option<PublicOnly>,
+    ) -> Result<HttpClient, NetError> {
         let mode = self.mode;
         let hops = public_only.clone();
         let mut builder = reqwest::Client::builder()
@@ -156,7 +166,8 @@ impl Network {
             (NetworkMode::Online, Some(guard)) => builder.dns_resolver(Arc::new(guard.clone())),
             (NetworkMode::Online, None) => builder,
         };
-        let inner = builder.build().map_err(|e| NetError::Client { purpose: purpose.to_string(), message: e.to_string() })?;
+        let inner =
+            builder.build().map_err(|e| NetError::Client { purpose: purpose.to_string(), message: e.to_string() })?;
         Ok(HttpClient { inner, mode, purpose: purpose.to_string(), public_only })
     }
 
@@ -284,9 +295,15 @@ impl PublicOnly {
             return None;
         }
         match url.host()? {
-            url::Host::Ipv4(ip) if !is_public_ip(IpAddr::V4(ip)) => Some(format!("{ip} is not a public internet address")),
-            url::Host::Ipv6(ip) if !is_public_ip(IpAddr::V6(ip)) => Some(format!("{ip} is not a public internet address")),
-            url::Host::Domain(name) if is_local_name(name) => Some(format!("{name} names this computer or the local network")),
+            url::Host::Ipv4(ip) if !is_public_ip(IpAddr::V4(ip)) => {
+                Some(format!("{ip} is not a public internet address"))
+            }
+            url::Host::Ipv6(ip) if !is_public_ip(IpAddr::V6(ip)) => {
+                Some(format!("{ip} is not a public internet address"))
+            }
+            url::Host::Domain(name) if is_local_name(name) => {
+                Some(format!("{name} names this computer or the local network"))
+            }
             _ => None,
         }
     }
@@ -321,14 +338,22 @@ impl reqwest::dns::Resolve for PublicOnly {
 
 /// `found` (what `name` resolved to) without the non-public addresses, unless `trusted`. Errors: none
 /// left (the message names the addresses refused).
-pub fn public_addresses(name: &str, found: Vec<SocketAddr>, trusted: bool) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+pub fn public_addresses(
+    name: &str,
+    found: Vec<SocketAddr>,
+    trusted: bool,
+) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
     if trusted {
         return Ok(found);
     }
     let (public, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = found.into_iter().partition(|a| is_public_ip(a.ip()));
     if public.is_empty() {
         let refused: Vec<String> = refused.iter().map(|a| a.ip().to_string()).collect();
-        return Err(format!("{name} resolves to {} — not a public internet address; refused", if refused.is_empty() { "nothing".into() } else { refused.join(", ") }).into());
+        return Err(format!(
+            "{name} resolves to {} — not a public internet address; refused",
+            if refused.is_empty() { "nothing".into() } else { refused.join(", ") }
+        )
+        .into());
     }
     Ok(public)
 }
@@ -342,8 +367,10 @@ impl reqwest::dns::Resolve for LocalhostOnly {
         let name = name.as_str().to_string();
         Box::pin(async move {
             if local {
-                let addrs: Vec<SocketAddr> =
-                    vec![SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0), SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 0)];
+                let addrs: Vec<SocketAddr> = vec![
+                    SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+                    SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 0),
+                ];
                 Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
             } else {
                 Err(format!("offline mode: {name} is not looked up").into())

@@ -81,7 +81,9 @@ pub fn set(secret: Secret, value: &str) -> Result<(), SecretError> {
         return delete(secret);
     }
     entry(secret)?.set_password(value).map_err(|e| match e {
-        keyring::Error::NoStorageAccess(inner) | keyring::Error::PlatformFailure(inner) => SecretError::Unavailable(inner.to_string(), secret.variable()),
+        keyring::Error::NoStorageAccess(inner) | keyring::Error::PlatformFailure(inner) => {
+            SecretError::Unavailable(inner.to_string(), secret.variable())
+        }
         other => SecretError::Store(secret.name(), other.to_string()),
     })
 }
@@ -110,14 +112,14 @@ pub fn is_stored(secret: Secret) -> Result<bool, SecretError> {
 pub mod test_session {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Child, Command, Stdio};
-    
+
     /// A session bus with an unlocked GNOME Keyring; both stop when this is dropped.
     pub struct KeyringSession {
         bus: Child,
         address: String,
         _home: tempfile::TempDir,
     }
-    
+
     impl KeyringSession {
         /// Starts `dbus-daemon --session` and an unlocked `gnome-keyring-daemon` on it, in a temporary home.
         ///
@@ -148,13 +150,13 @@ pub mod test_session {
             assert!(keyring.wait().unwrap().success(), "gnome-keyring-daemon --unlock failed");
             KeyringSession { bus, address, _home: home }
         }
-    
+
         /// The bus address, for `DBUS_SESSION_BUS_ADDRESS`.
         pub fn address(&self) -> &str {
             &self.address
         }
     }
-    
+
     impl Drop for KeyringSession {
         fn drop(&mut self) {
             // GNOME Keyring leaves when its session bus goes away.

@@ -44,7 +44,8 @@ impl EmbedderCache {
     ///
     /// Errors: `model_id` is neither (the message says how to configure it); missing model files.
     pub fn for_model_id(&self, model_id: &str) -> anyhow::Result<SharedEmbedder> {
-        if let Some(loaded) = self.loaded.lock().map_err(|_| anyhow::anyhow!("embedder cache poisoned"))?.get(model_id) {
+        if let Some(loaded) = self.loaded.lock().map_err(|_| anyhow::anyhow!("embedder cache poisoned"))?.get(model_id)
+        {
             return Ok(loaded.clone());
         }
         let config = match self.settings.config() {
@@ -88,7 +89,8 @@ impl EmbedderCache {
         if let Some(embedder) = loaded.get(&config.model_id) {
             return Ok(embedder.clone());
         }
-        let embedder = Embedder::new(&config).with_context(|| format!("loading embedding model {}", config.model_id))?;
+        let embedder =
+            Embedder::new(&config).with_context(|| format!("loading embedding model {}", config.model_id))?;
         let embedder = Arc::new(Mutex::new(embedder));
         loaded.insert(config.model_id.clone(), embedder.clone());
         Ok(embedder)

@@ -14,8 +14,8 @@ mod embedders;
 mod settings;
 mod web;
 pub use embedders::{EmbedderCache, SharedEmbedder};
-pub use settings::{EmbeddingSettings, Settings, SettingsError};
 pub use quarry_web::WebProblemSink;
+pub use settings::{EmbeddingSettings, Settings, SettingsError};
 pub use web::{web_source, WebSearchSettings};
 
 /// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
@@ -88,7 +88,11 @@ impl LlmSettings {
         if let Some(url) = &self.url {
             let model = self.model.clone().context("an OpenAI-compatible server needs a model name (--llm-model)")?;
             let mut config = quarry_llm::OpenAiConfig::new(url, &model);
-            config.api_key = self.api_key.clone().or_else(|| quarry_secrets::get(quarry_secrets::Secret::LlmApiKey).ok().flatten()).filter(|k| !k.is_empty());
+            config.api_key = self
+                .api_key
+                .clone()
+                .or_else(|| quarry_secrets::get(quarry_secrets::Secret::LlmApiKey).ok().flatten())
+                .filter(|k| !k.is_empty());
             return Ok(Arc::new(quarry_llm::OpenAiChat::new(config, &quarry_net::Network::new(self.network))?));
         }
         let mut config = match &self.model_file {
@@ -110,7 +114,11 @@ impl LlmSettings {
     /// `typed_key` when one was typed; otherwise the stored key only when the server URL is the one it
     /// was saved for (`saved_url`) — typing another URL and pressing Test must not send the stored key
     /// to that URL. `None` stored key use is expressed as an empty key (no key is sent).
-    pub fn for_connection_test(mut typed: LlmSettings, typed_key: Option<String>, saved_url: Option<&str>) -> LlmSettings {
+    pub fn for_connection_test(
+        mut typed: LlmSettings,
+        typed_key: Option<String>,
+        saved_url: Option<&str>,
+    ) -> LlmSettings {
         let normalise = |u: &str| u.trim().trim_end_matches('/').to_string();
         typed.api_key = match typed_key.filter(|k| !k.trim().is_empty()) {
             Some(key) => Some(key),
@@ -127,7 +135,12 @@ impl LlmSettings {
     pub async fn check(&self) -> anyhow::Result<(String, String)> {
         let settings = self.clone();
         let model = tokio::task::spawn_blocking(move || settings.load()).await??;
-        let request = quarry_core::ChatRequest::new("connection_check", "You are a connection check.", "Reply with the single word: ready", 8);
+        let request = quarry_core::ChatRequest::new(
+            "connection_check",
+            "You are a connection check.",
+            "Reply with the single word: ready",
+            8,
+        );
         let response = model.complete(&request, None).await?;
         Ok((model.describe(), response.text.trim().to_string()))
     }
@@ -144,9 +157,13 @@ pub async fn open_libraries(
     mode: SearchMode,
     embedders: Option<&Arc<EmbedderCache>>,
 ) -> anyhow::Result<Vec<SearchableLibrary>> {
-    let names: Vec<String> = if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
+    let names: Vec<String> =
+        if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
     if names.is_empty() {
-        anyhow::bail!("no libraries in {} (create one with `quarry library create NAME` and `quarry add`)", data.root().display());
+        anyhow::bail!(
+            "no libraries in {} (create one with `quarry library create NAME` and `quarry add`)",
+            data.root().display()
+        );
     }
     let mut libraries = Vec::new();
     for name in names {
@@ -161,7 +178,11 @@ pub async fn open_libraries(
         };
         let retriever = LibraryRetriever::new(library, embedder, mode)?;
         let description = retriever.describe().await;
-        libraries.push(SearchableLibrary { info: LibraryInfo { name, description }, retriever: Arc::new(retriever), always: false });
+        libraries.push(SearchableLibrary {
+            info: LibraryInfo { name, description },
+            retriever: Arc::new(retriever),
+            always: false,
+        });
     }
     Ok(libraries)
 }

@@ -114,7 +114,8 @@ impl Settings {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let text = toml::to_string_pretty(self).map_err(|e| SettingsError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+        let text = toml::to_string_pretty(self)
+            .map_err(|e| SettingsError::Format { path: path.to_path_buf(), message: e.to_string() })?;
         let partial = path.with_extension("toml.part");
         std::fs::write(&partial, text).map_err(io)?;
         std::fs::rename(&partial, path).map_err(io)

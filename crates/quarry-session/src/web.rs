@@ -75,16 +75,25 @@ pub fn web_source(
     let chunker = match &embedder {
         Some(model) => {
             let counter = model.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.token_counter();
-            quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::TokenCounter(counter), quarry_ingest::ChunkerConfig::default())
+            quarry_ingest::Chunker::new(
+                quarry_ingest::ChunkSizer::TokenCounter(counter),
+                quarry_ingest::ChunkerConfig::default(),
+            )
         }
-        None => quarry_ingest::Chunker::new(quarry_ingest::ChunkSizer::Characters, quarry_ingest::ChunkerConfig { max_size: 1500, overlap: 200 }),
+        None => quarry_ingest::Chunker::new(
+            quarry_ingest::ChunkSizer::Characters,
+            quarry_ingest::ChunkerConfig { max_size: 1500, overlap: 200 },
+        ),
     }
     .map_err(anyhow::Error::msg)?;
     let settings = quarry_web::WebSettings { pages_per_query: web.pages.max(1), ..quarry_web::WebSettings::default() };
     let name = provider.name();
     let retriever = quarry_web::WebRetriever::new(provider, &network, settings, chunker, embedder, problems)?;
     Ok(Some(SearchableLibrary {
-        info: LibraryInfo { name: quarry_web::WEB_LIBRARY.into(), description: format!("web pages found by {name} for this question") },
+        info: LibraryInfo {
+            name: quarry_web::WEB_LIBRARY.into(),
+            description: format!("web pages found by {name} for this question"),
+        },
         retriever: Arc::new(retriever),
         always: true,
     }))

@@ -92,29 +92,65 @@ impl IngestOptions {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum IngestEvent {
     /// Files found and how many must be read.
-    Scanned { files: usize, to_read: usize, unchanged: usize },
+    Scanned {
+        files: usize,
+        to_read: usize,
+        unchanged: usize,
+    },
     /// A path given that cannot be read (missing, permission denied).
-    Unreadable { path: String, error: String },
+    Unreadable {
+        path: String,
+        error: String,
+    },
     /// A document was parsed and chunked.
-    Read { path: String, format: String, pages: Option<u32>, chunks: usize },
+    Read {
+        path: String,
+        format: String,
+        pages: Option<u32>,
+        chunks: usize,
+    },
     /// A document was not added: its content is already in the library under another path.
-    Skipped { path: String, reason: String },
+    Skipped {
+        path: String,
+        reason: String,
+    },
     /// A document could not be read: `status` is the parse status (`failed`, `timeout`, `crashed`, …).
-    Failed { path: String, status: String, error: String },
+    Failed {
+        path: String,
+        status: String,
+        error: String,
+    },
     /// A file moved or was renamed: its documents now point at the new path (nothing re-embedded).
-    Moved { from: String, to: String },
+    Moved {
+        from: String,
+        to: String,
+    },
     /// A group of documents is committed: searchable from now on.
-    Indexed { documents: usize, chunks: usize },
+    Indexed {
+        documents: usize,
+        chunks: usize,
+    },
     /// Chunks embedded so far in this run / chunks known so far (grows as documents are read).
-    Embedding { done: usize, known: usize },
+    Embedding {
+        done: usize,
+        known: usize,
+    },
     /// A file given to the run is finished (all its documents read).
-    FileDone { path: String },
+    FileDone {
+        path: String,
+    },
     /// A document was removed (its file vanished or changed, or `quarry remove` took it out).
-    Removed { path: String },
+    Removed {
+        path: String,
+    },
     /// The first documents of a library made without a model decided its model (recorded in
     /// `library.toml`): `model_id`; `cjk_share` of the letters in the `sampled_chars` characters read
     /// that were CJK ideographs.
-    ModelChosen { model_id: String, cjk_share: f64, sampled_chars: u64 },
+    ModelChosen {
+        model_id: String,
+        cjk_share: f64,
+        sampled_chars: u64,
+    },
     Finished(IngestSummary),
 }
 
@@ -179,7 +215,8 @@ impl Library {
         on_event: &mut (dyn FnMut(IngestEvent) + Send),
     ) -> Result<IngestSummary, StoreError> {
         self.require_write()?;
-        let absolute: Vec<PathBuf> = paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
+        let absolute: Vec<PathBuf> =
+            paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
         let mut changed = false;
         for path in &absolute {
             if path.exists() && !self.manifest.sources.contains(path) {
@@ -223,11 +260,13 @@ impl Library {
     pub async fn remove(&mut self, paths: &[PathBuf]) -> Result<RemoveSummary, StoreError> {
         self.require_write()?;
         self.refresh_documents().await?;
-        let absolute: Vec<PathBuf> = paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
+        let absolute: Vec<PathBuf> =
+            paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
         let mut summary = RemoveSummary::default();
         let mut ids: Vec<String> = Vec::new();
         for path in &absolute {
-            let documents: Vec<&DocumentRecord> = self.documents().filter(|d| Path::new(&d.file_path).starts_with(path)).collect();
+            let documents: Vec<&DocumentRecord> =
+                self.documents().filter(|d| Path::new(&d.file_path).starts_with(path)).collect();
             let is_source = self.manifest.sources.iter().any(|s| s.starts_with(path));
             if documents.is_empty() && !is_source {
                 return Err(StoreError::Library(format!(
@@ -382,7 +421,10 @@ impl Library {
                         on_event(IngestEvent::Moved { from: old, to: file_path.clone() });
                         summary.moved += 1;
                     } else {
-                        on_event(IngestEvent::Skipped { path: file_path.clone(), reason: format!("same content as {old}") });
+                        on_event(IngestEvent::Skipped {
+                            path: file_path.clone(),
+                            reason: format!("same content as {old}"),
+                        });
                         summary.skipped += 1;
                     }
                     continue;
@@ -475,25 +517,41 @@ impl Library {
                 context: None,
             };
             let format = outcome.format.map(|f| f.to_string()).unwrap_or_else(|| "unknown".into());
-            let fallback_id = if top { planned.hash.clone() } else { blake3::hash(format!("{}\n{}", planned.hash, outcome.path).as_bytes()).to_hex().to_string() };
+            let fallback_id = if top {
+                planned.hash.clone()
+            } else {
+                blake3::hash(format!("{}\n{}", planned.hash, outcome.path).as_bytes()).to_hex().to_string()
+            };
             match (&outcome.status, &outcome.document) {
                 (Status::Ok, Some(document)) => {
                     let id = document.content_hash.clone();
                     if let Some(existing) = known_by_id.get(id.as_str()).filter(|d| d.state == DocumentState::Indexed) {
                         if replaced_origins.contains(&existing.origin_id) {
                             // An unchanged member of a changed archive: keep it, under the new archive.
-                            rehome.push((id.clone(), planned.hash.clone(), outcome.path.clone(), planned.input.display.clone()));
+                            rehome.push((
+                                id.clone(),
+                                planned.hash.clone(),
+                                outcome.path.clone(),
+                                planned.input.display.clone(),
+                            ));
                         } else {
-                            on_event(IngestEvent::Skipped { path: outcome.path.clone(), reason: format!("same content as {}", existing.path) });
+                            on_event(IngestEvent::Skipped {
+                                path: outcome.path.clone(),
+                                reason: format!("same content as {}", existing.path),
+                            });
                             summary.skipped += 1;
                         }
                     } else if !seen.insert(id.clone()) {
-                        on_event(IngestEvent::Skipped { path: outcome.path.clone(), reason: "same content as another file of this run".into() });
+                        on_event(IngestEvent::Skipped {
+                            path: outcome.path.clone(),
+                            reason: "same content as another file of this run".into(),
+                        });
                         summary.skipped += 1;
                     } else {
                         let mut row = record(id.clone(), &format, DocumentState::Pending);
                         row.byte_len = document.byte_len;
-                        row.context = self.manifest.chunking.document_context.then(|| quarry_ingest::document_context(document));
+                        row.context =
+                            self.manifest.chunking.document_context.then(|| quarry_ingest::document_context(document));
                         let chunks: Vec<ChunkRecord> = chunker
                             .chunk(document)
                             .into_iter()
@@ -512,7 +570,12 @@ impl Library {
                             })
                             .collect();
                         row.chunk_count = chunks.len() as u32;
-                        on_event(IngestEvent::Read { path: outcome.path.clone(), format: format.clone(), pages: outcome.pages, chunks: chunks.len() });
+                        on_event(IngestEvent::Read {
+                            path: outcome.path.clone(),
+                            format: format.clone(),
+                            pages: outcome.pages,
+                            chunks: chunks.len(),
+                        });
                         known_chunks += chunks.len();
                         summary.pages += u64::from(outcome.pages.unwrap_or(0));
                         batch.chunks += chunks.len();
@@ -525,7 +588,8 @@ impl Library {
                     batch.finals.push(record(id, &format, DocumentState::Indexed));
                 }
                 (status, _) => {
-                    let error = outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
+                    let error =
+                        outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
                     let mut row = record(fallback_id, &format, DocumentState::Failed);
                     row.error = Some(format!("{}: {error}", status.name()));
                     on_event(IngestEvent::Failed { path: outcome.path.clone(), status: status.name().into(), error });
@@ -537,17 +601,20 @@ impl Library {
                 on_event(IngestEvent::FileDone { path: outcome.path.clone() });
             }
             if batch.chunks >= options.batch_chunks.max(1) {
-                let (documents, chunks) = self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+                let (documents, chunks) =
+                    self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
                 summary.indexed += documents;
                 summary.chunks += chunks;
             }
         }
         let _ = parser.join();
-        let (documents, chunks) = self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+        let (documents, chunks) =
+            self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
         summary.indexed += documents;
         summary.chunks += chunks;
 
-        summary.cancelled = options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) && finished_inputs.len() < plan.len();
+        summary.cancelled =
+            options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) && finished_inputs.len() < plan.len();
         if summary.cancelled {
             for (old_origin, index) in &replaced_by {
                 if !finished_inputs.contains(index) {
@@ -597,8 +664,14 @@ impl Library {
             self.check_embedder(&model)?;
             ChunkSizer::TokenCounter(model.token_counter())
         };
-        Chunker::new(sizer, ChunkerConfig { max_size: self.manifest.chunking.max_tokens, overlap: self.manifest.chunking.overlap_tokens })
-            .map_err(StoreError::Library)
+        Chunker::new(
+            sizer,
+            ChunkerConfig {
+                max_size: self.manifest.chunking.max_tokens,
+                overlap: self.manifest.chunking.overlap_tokens,
+            },
+        )
+        .map_err(StoreError::Library)
     }
 
     /// Settles the model of an empty automatic library from a sample of `letters` letters with `cjk`
@@ -607,9 +680,15 @@ impl Library {
     /// automatic. When e5's files are not installed the library keeps its model, with a warning in the
     /// log. The vectors table is made for the library's dimension, so only a model of the same
     /// dimension is switched to (both built-in models give 384).
-    fn choose_model(&mut self, letters: u64, cjk: u64, current: &Arc<Mutex<Embedder>>) -> Result<Option<Arc<Mutex<Embedder>>>, StoreError> {
+    fn choose_model(
+        &mut self,
+        letters: u64,
+        cjk: u64,
+        current: &Arc<Mutex<Embedder>>,
+    ) -> Result<Option<Arc<Mutex<Embedder>>>, StoreError> {
         let mut chosen = None;
-        let current_id = current.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?.model_id().to_string();
+        let current_id =
+            current.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?.model_id().to_string();
         if mostly_cjk(letters, cjk) && current_id != quarry_index::MULTILINGUAL_E5_MODEL_ID {
             match quarry_index::EmbedderConfig::multilingual_e5().and_then(|config| Embedder::new(&config)) {
                 Ok(e5) if e5.dimension() == self.manifest.embedding.dimension => {
@@ -660,7 +739,11 @@ impl Library {
         let mut committed = (0, 0);
         if !taken.documents.is_empty() {
             // Each chunk is embedded and indexed with its document's context line before its text.
-            let texts: Vec<String> = taken.documents.iter().flat_map(|(d, c)| c.iter().map(|c| indexed_text(d.context.as_deref(), &c.text))).collect();
+            let texts: Vec<String> = taken
+                .documents
+                .iter()
+                .flat_map(|(d, c)| c.iter().map(|c| indexed_text(d.context.as_deref(), &c.text)))
+                .collect();
             let model = Arc::clone(embedder);
             let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
                 let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
@@ -672,12 +755,17 @@ impl Library {
             on_event(IngestEvent::Embedding { done: *embedded, known: known_chunks });
 
             let rows: Vec<DocumentRecord> = taken.documents.iter().map(|(d, _)| d.clone()).collect();
-            let contexts: HashMap<&str, &str> = rows.iter().filter_map(|d| Some((d.document_id.as_str(), d.context.as_deref()?))).collect();
+            let contexts: HashMap<&str, &str> =
+                rows.iter().filter_map(|d| Some((d.document_id.as_str(), d.context.as_deref()?))).collect();
             let chunks: Vec<ChunkRecord> = taken.documents.iter().flat_map(|(_, c)| c.iter().cloned()).collect();
             self.store.add_documents(&rows).await?;
             self.store.add_chunks(&chunks, &vectors).await?;
             for chunk in &chunks {
-                self.keyword.add(chunk.chunk_id, &chunk.document_id, &indexed_text(contexts.get(chunk.document_id.as_str()).copied(), &chunk.text))?;
+                self.keyword.add(
+                    chunk.chunk_id,
+                    &chunk.document_id,
+                    &indexed_text(contexts.get(chunk.document_id.as_str()).copied(), &chunk.text),
+                )?;
             }
             self.commit_keyword().await?;
             let ids: Vec<String> = rows.iter().map(|d| d.document_id.clone()).collect();

@@ -20,7 +20,10 @@ pub mod store;
 mod watch;
 
 pub use error::StoreError;
-pub use ingest::{hash_file, mostly_cjk, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS, VECTOR_INDEX_ROWS};
+pub use ingest::{
+    hash_file, mostly_cjk, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS,
+    VECTOR_INDEX_ROWS,
+};
 pub use library::{folder_size, Library, LibraryStatus, SearchHit, DEFAULT_DOCUMENT_PRIOR};
 pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
 pub use quarry_index::SearchMode;

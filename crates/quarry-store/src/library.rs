@@ -16,11 +16,11 @@
 //! Readers ([`Library::open_read`]) take no lock and change nothing: they only show chunks of `indexed`
 //! documents, so a search during an ingest sees whole documents only.
 
-use quarry_index::{DocumentScores, KeywordIndex};
 use crate::manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest, WriteLock};
 use crate::store::{ChunkRecord, DocumentRecord, DocumentState, Store};
 use crate::StoreError;
 use quarry_index::{embedder_covers, Embedder, HybridFusion, SearchMode};
+use quarry_index::{DocumentScores, KeywordIndex};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -138,7 +138,12 @@ async fn create_indexes(dir: &Path, dimension: usize) -> Result<(), StoreError> 
 impl Library {
     /// Creates library `name` for documents embedded with `embedding`, with empty tables and keyword
     /// index. Errors: bad name, the library exists, storage errors.
-    pub async fn create(data: &DataDir, name: &str, embedding: EmbeddingInfo, chunking: ChunkingInfo) -> Result<LibraryManifest, StoreError> {
+    pub async fn create(
+        data: &DataDir,
+        name: &str,
+        embedding: EmbeddingInfo,
+        chunking: ChunkingInfo,
+    ) -> Result<LibraryManifest, StoreError> {
         let manifest = data.create(name, embedding, chunking)?;
         let dir = data.existing(name)?;
         let _lock = WriteLock::acquire(&dir, name)?;
@@ -196,7 +201,16 @@ impl Library {
                 KeywordIndex::in_memory()?
             }
         };
-        let mut library = Library { dir, manifest, store, keyword, lock: None, documents: HashMap::new(), documents_version: 0, document_prior: DEFAULT_DOCUMENT_PRIOR };
+        let mut library = Library {
+            dir,
+            manifest,
+            store,
+            keyword,
+            lock: None,
+            documents: HashMap::new(),
+            documents_version: 0,
+            document_prior: DEFAULT_DOCUMENT_PRIOR,
+        };
         library.refresh_documents().await?;
         Ok(library)
     }
@@ -218,14 +232,25 @@ impl Library {
             Err(error) => {
                 match error {
                     // An index from before a change of the keyword analyzer: expected after an upgrade.
-                    quarry_index::IndexError::KeywordAnalyzerChanged(_) => tracing::info!("rebuilding the keyword index of {name:?}: {error}"),
+                    quarry_index::IndexError::KeywordAnalyzerChanged(_) => {
+                        tracing::info!("rebuilding the keyword index of {name:?}: {error}")
+                    }
                     _ => tracing::warn!("rebuilding the keyword index of {name:?}: {error}"),
                 }
                 std::fs::remove_dir_all(&tantivy_dir).map_err(|e| StoreError::io(&tantivy_dir, e))?;
                 KeywordIndex::open_or_create(&tantivy_dir)?
             }
         };
-        let mut library = Library { dir, manifest, store, keyword, lock: Some(lock), documents: HashMap::new(), documents_version: 0, document_prior: DEFAULT_DOCUMENT_PRIOR };
+        let mut library = Library {
+            dir,
+            manifest,
+            store,
+            keyword,
+            lock: Some(lock),
+            documents: HashMap::new(),
+            documents_version: 0,
+            document_prior: DEFAULT_DOCUMENT_PRIOR,
+        };
         library.repair().await?;
         library.refresh_documents().await?;
         Ok(library)
@@ -242,7 +267,11 @@ impl Library {
             .map(|d| d.document_id)
             .collect();
         if !pending.is_empty() {
-            tracing::info!("library {:?}: removing {} documents left pending by an interrupted run", self.manifest.name, pending.len());
+            tracing::info!(
+                "library {:?}: removing {} documents left pending by an interrupted run",
+                self.manifest.name,
+                pending.len()
+            );
             self.store.delete_chunks_of(&pending).await?;
             self.store.delete_documents(&pending).await?;
         }
@@ -254,7 +283,10 @@ impl Library {
             .map(|p| p.chunks_version);
         let rebuilt = mirrored != Some(version);
         if rebuilt {
-            tracing::info!("library {:?}: rebuilding the keyword index (mirrors {mirrored:?}, chunks at {version})", self.manifest.name);
+            tracing::info!(
+                "library {:?}: rebuilding the keyword index (mirrors {mirrored:?}, chunks at {version})",
+                self.manifest.name
+            );
             self.keyword.clear()?;
             let keyword = &mut self.keyword;
             self.store.scan_texts(|id, document, text| keyword.add(id, document, text).map_err(Into::into)).await?;
@@ -397,7 +429,11 @@ impl Library {
             for chunk in self.store.chunks_by_id(&ids).await? {
                 records.insert(chunk.chunk_id, chunk);
             }
-            bm25 = hits.into_iter().filter(|(id, _)| records.get(id).is_some_and(|c| self.visible(&c.document_id))).take(depth).collect();
+            bm25 = hits
+                .into_iter()
+                .filter(|(id, _)| records.get(id).is_some_and(|c| self.visible(&c.document_id)))
+                .take(depth)
+                .collect();
             if self.document_prior > 0.0 && !bm25.is_empty() {
                 let documents = self.keyword.document_scores(query)?;
                 bm25 = with_document_prior(&bm25, &records, &documents, self.document_prior);
@@ -405,7 +441,8 @@ impl Library {
         }
         let mut dense: Vec<(u64, f32)> = Vec::new();
         if use_dense {
-            let embedder = embedder.ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
+            let embedder = embedder
+                .ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
             let vector = {
                 let mut model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
                 self.check_embedder(&model)?;
@@ -450,7 +487,10 @@ impl Library {
     /// `chunk_id` (e.g. its document was removed since the answer was written).
     ///
     /// Errors: LanceDB I/O.
-    pub async fn chunk_in_context(&self, chunk_id: u64) -> Result<Option<(Option<String>, ChunkRecord, Option<String>)>, StoreError> {
+    pub async fn chunk_in_context(
+        &self,
+        chunk_id: u64,
+    ) -> Result<Option<(Option<String>, ChunkRecord, Option<String>)>, StoreError> {
         let Some(chunk) = self.store.chunks_by_id(&[chunk_id]).await?.into_iter().next() else {
             return Ok(None);
         };
@@ -459,7 +499,9 @@ impl Library {
             neighbours.push(crate::store::chunk_id(&chunk.document_id, chunk.chunk_index - 1));
         }
         let found = self.store.chunks_by_id(&neighbours).await?;
-        let text_at = |index: u32| found.iter().find(|c| c.chunk_index == index && c.document_id == chunk.document_id).map(|c| c.text.clone());
+        let text_at = |index: u32| {
+            found.iter().find(|c| c.chunk_index == index && c.document_id == chunk.document_id).map(|c| c.text.clone())
+        };
         let before = chunk.chunk_index.checked_sub(1).and_then(text_at);
         let after = text_at(chunk.chunk_index + 1);
         Ok(Some((before, chunk, after)))
@@ -534,7 +576,11 @@ impl Library {
         for table in [&self.store.documents, &self.store.chunks] {
             table.optimize(OptimizeAction::Compact { options: Default::default(), remap_options: None }).await?;
             table
-                .optimize(OptimizeAction::Prune { older_than, delete_unverified: Some(false), error_if_tagged_old_versions: None })
+                .optimize(OptimizeAction::Prune {
+                    older_than,
+                    delete_unverified: Some(false),
+                    error_if_tagged_old_versions: None,
+                })
                 .await?;
         }
         if crate::store::ensure_vector_index(&self.store, vector_index_rows).await? {
@@ -558,12 +604,23 @@ fn check_model(manifest: &LibraryManifest, model_id: &str) -> Result<(), StoreEr
 
 /// Bytes of every file below `dir` (symbolic links not followed; what cannot be read counts 0).
 pub fn folder_size(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
 /// score in `documents`, scaled over every scored document), best first; ties keep BM25's order.
-fn with_document_prior(bm25: &[(u64, f32)], records: &HashMap<u64, ChunkRecord>, documents: &DocumentScores, weight: f32) -> Vec<(u64, f32)> {
+fn with_document_prior(
+    bm25: &[(u64, f32)],
+    records: &HashMap<u64, ChunkRecord>,
+    documents: &DocumentScores,
+    weight: f32,
+) -> Vec<(u64, f32)> {
     let scale = |value: f32, lo: f32, hi: f32| if hi - lo > f32::EPSILON { (value - lo) / (hi - lo) } else { 0.0 };
     let (lo, hi) = bm25.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), h| (lo.min(h.1), hi.max(h.1)));
     let (doc_lo, doc_hi) = documents.range();
@@ -634,12 +691,20 @@ mod tests {
         let paths = |hits: Vec<SearchHit>| hits.into_iter().map(|h| h.path).collect::<Vec<_>>();
 
         let mut reader = Library::open_read(&data, "old").await.unwrap();
-        assert_eq!(paths(reader.search("Aschenbrödel", SearchMode::Bm25, 3, None).await.unwrap()), ["/docs/ballets.txt"], "an old index still answers");
+        assert_eq!(
+            paths(reader.search("Aschenbrödel", SearchMode::Bm25, 3, None).await.unwrap()),
+            ["/docs/ballets.txt"],
+            "an old index still answers"
+        );
         assert!(reader.search("Aschenbrodel", SearchMode::Bm25, 3, None).await.unwrap().is_empty(), "without folding");
         drop(reader);
 
         let mut writer = Library::open_write(&data, "old", "m").await.unwrap();
-        assert_eq!(paths(writer.search("Aschenbrodel", SearchMode::Bm25, 3, None).await.unwrap()), ["/docs/ballets.txt"], "rebuilt with folding");
+        assert_eq!(
+            paths(writer.search("Aschenbrodel", SearchMode::Bm25, 3, None).await.unwrap()),
+            ["/docs/ballets.txt"],
+            "rebuilt with folding"
+        );
         assert_eq!(writer.keyword().count_document("d1").unwrap(), 1, "every chunk is back");
     }
 }

@@ -88,7 +88,6 @@ pub struct LibraryManifest {
     pub excluded: Vec<PathBuf>,
 }
 
-
 pub(crate) const MANIFEST_FILE: &str = "library.toml";
 
 impl LibraryManifest {
@@ -127,11 +126,14 @@ impl DataDir {
     ///
     /// Errors: no home folder can be found for the platform default.
     pub fn resolve(explicit: Option<PathBuf>) -> Result<Self, StoreError> {
-        if let Some(root) = explicit.or_else(|| std::env::var_os("QUARRY_DATA_DIR").filter(|v| !v.is_empty()).map(PathBuf::from)) {
+        if let Some(root) =
+            explicit.or_else(|| std::env::var_os("QUARRY_DATA_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
+        {
             return Ok(DataDir { root });
         }
-        let dirs = directories::ProjectDirs::from("", "", "quarry")
-            .ok_or_else(|| StoreError::Library("no home folder found; pass --data-dir or set QUARRY_DATA_DIR".into()))?;
+        let dirs = directories::ProjectDirs::from("", "", "quarry").ok_or_else(|| {
+            StoreError::Library("no home folder found; pass --data-dir or set QUARRY_DATA_DIR".into())
+        })?;
         Ok(DataDir { root: dirs.data_dir().to_path_buf() })
     }
 
@@ -162,7 +164,11 @@ impl DataDir {
             return Ok(dir);
         }
         let names: Vec<String> = self.list()?.into_iter().map(|m| m.name).collect();
-        let known = if names.is_empty() { "there are none yet".to_string() } else { format!("there are: {}", names.join(", ")) };
+        let known = if names.is_empty() {
+            "there are none yet".to_string()
+        } else {
+            format!("there are: {}", names.join(", "))
+        };
         Err(StoreError::Library(format!(
             "no library named {name:?} in {} ({known}); create it with `quarry library create {name}`",
             self.root.display()
@@ -170,13 +176,25 @@ impl DataDir {
     }
 
     /// Creates library `name`. Errors: bad name; it exists already; the folder cannot be written.
-    pub fn create(&self, name: &str, embedding: EmbeddingInfo, chunking: ChunkingInfo) -> Result<LibraryManifest, StoreError> {
+    pub fn create(
+        &self,
+        name: &str,
+        embedding: EmbeddingInfo,
+        chunking: ChunkingInfo,
+    ) -> Result<LibraryManifest, StoreError> {
         let dir = self.library_dir(name)?;
         if dir.join(MANIFEST_FILE).exists() {
             return Err(StoreError::Library(format!("library {name:?} exists already in {}", self.root.display())));
         }
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
-        let manifest = LibraryManifest { name: name.to_string(), created_ms: now_ms(), embedding, chunking, sources: Vec::new(), excluded: Vec::new() };
+        let manifest = LibraryManifest {
+            name: name.to_string(),
+            created_ms: now_ms(),
+            embedding,
+            chunking,
+            sources: Vec::new(),
+            excluded: Vec::new(),
+        };
         manifest.save(&dir)?;
         Ok(manifest)
     }
@@ -189,10 +207,8 @@ impl DataDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(StoreError::io(&dir, e)),
         };
-        let mut out: Vec<LibraryManifest> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| LibraryManifest::load(&e.path()).ok())
-            .collect();
+        let mut out: Vec<LibraryManifest> =
+            entries.filter_map(Result::ok).filter_map(|e| LibraryManifest::load(&e.path()).ok()).collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }

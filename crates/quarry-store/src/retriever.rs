@@ -18,13 +18,24 @@ pub struct LibraryRetriever {
 impl LibraryRetriever {
     /// Wraps an open library. Errors: `dense`/`hybrid` without an embedder, or with one of another model
     /// than the library was built with.
-    pub fn new(library: Library, embedder: Option<Arc<Mutex<Embedder>>>, mode: SearchMode) -> Result<Self, crate::StoreError> {
+    pub fn new(
+        library: Library,
+        embedder: Option<Arc<Mutex<Embedder>>>,
+        mode: SearchMode,
+    ) -> Result<Self, crate::StoreError> {
         if mode != SearchMode::Bm25 {
-            let embedder = embedder.as_ref().ok_or_else(|| crate::StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
+            let embedder = embedder.as_ref().ok_or_else(|| {
+                crate::StoreError::Embedding("dense and hybrid search need the embedding model".into())
+            })?;
             let model = embedder.lock().map_err(|_| crate::StoreError::Embedding("embedder lock poisoned".into()))?;
             library.check_embedder(&model)?;
         }
-        Ok(LibraryRetriever { name: library.name().to_string(), library: tokio::sync::Mutex::new(library), embedder, mode })
+        Ok(LibraryRetriever {
+            name: library.name().to_string(),
+            library: tokio::sync::Mutex::new(library),
+            embedder,
+            mode,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -52,7 +63,10 @@ impl LibraryRetriever {
 impl Retriever for LibraryRetriever {
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
         let mut library = self.library.lock().await;
-        let hits = library.search(query, self.mode, k, self.embedder.as_ref()).await.map_err(|e| RetrievalError(format!("library {:?}: {e}", self.name)))?;
+        let hits = library
+            .search(query, self.mode, k, self.embedder.as_ref())
+            .await
+            .map_err(|e| RetrievalError(format!("library {:?}: {e}", self.name)))?;
         Ok(hits.iter().map(|h| h.passage(&self.name)).collect())
     }
 }

@@ -198,7 +198,8 @@ impl Store {
     pub async fn open(dir: &Path, dimension: usize, create: bool) -> Result<Store, StoreError> {
         let uri = dir.to_str().ok_or_else(|| StoreError::Store(format!("{} is not valid UTF-8", dir.display())))?;
         // Zero interval: every read checks for commits by other processes (a search during an ingest).
-        let db: Connection = lancedb::connect(uri).read_consistency_interval(std::time::Duration::ZERO).execute().await?;
+        let db: Connection =
+            lancedb::connect(uri).read_consistency_interval(std::time::Duration::ZERO).execute().await?;
         let names = db.table_names().execute().await?;
         let open_or_create = |name: &'static str, schema: SchemaRef| {
             let db = db.clone();
@@ -284,7 +285,13 @@ impl Store {
 
     /// Moves documents of `origin_id` from `old_file` to `new_file` (a renamed or moved file): rewrites
     /// `file_path` and the start of `path`, in one commit.
-    pub async fn rename_origin(&self, origin_id: &str, old_file: &str, new_file: &str, modified_ms: i64) -> Result<(), StoreError> {
+    pub async fn rename_origin(
+        &self,
+        origin_id: &str,
+        old_file: &str,
+        new_file: &str,
+        modified_ms: i64,
+    ) -> Result<(), StoreError> {
         self.documents
             .update()
             .only_if(format!("origin_id = {} AND file_path = {}", sql_string(origin_id), sql_string(old_file)))
@@ -298,7 +305,13 @@ impl Store {
 
     /// Moves one document to another origin and path (an unchanged member of a changed archive), in one
     /// commit.
-    pub async fn move_document(&self, document_id: &str, origin_id: &str, path: &str, file_path: &str) -> Result<(), StoreError> {
+    pub async fn move_document(
+        &self,
+        document_id: &str,
+        origin_id: &str,
+        path: &str,
+        file_path: &str,
+    ) -> Result<(), StoreError> {
         self.documents
             .update()
             .only_if(format!("document_id = {}", sql_string(document_id)))
@@ -382,10 +395,16 @@ impl Store {
     }
 
     /// [`Store::nearest`] with the search chosen by the caller (`quarry eval latency` compares them).
-    pub async fn nearest_by(&self, vector: &[f32], k: usize, search: VectorSearch) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
+    pub async fn nearest_by(
+        &self,
+        vector: &[f32],
+        k: usize,
+        search: VectorSearch,
+    ) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
         let mut columns: Vec<&str> = CHUNK_COLUMNS.to_vec();
         columns.push("_distance");
-        let mut query = self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k);
+        let mut query =
+            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k);
         match search {
             VectorSearch::Exact => query = query.bypass_vector_index(),
             VectorSearch::Ann { refine_factor: Some(factor) } => query = query.refine_factor(factor.max(1)),
@@ -432,13 +451,12 @@ impl Store {
     }
 
     /// Every (chunk id, document id, text), streamed in batches to `each` (rebuilding the keyword index).
-    pub async fn scan_texts(&self, mut each: impl FnMut(u64, &str, &str) -> Result<(), StoreError>) -> Result<(), StoreError> {
-        let mut stream = self
-            .chunks
-            .query()
-            .select(Select::columns(&["chunk_id", "document_id", "text"]))
-            .execute()
-            .await?;
+    pub async fn scan_texts(
+        &self,
+        mut each: impl FnMut(u64, &str, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut stream =
+            self.chunks.query().select(Select::columns(&["chunk_id", "document_id", "text"])).execute().await?;
         while let Some(batch) = stream.try_next().await? {
             let ids = column::<UInt64Array>(&batch, "chunk_id")?;
             let docs = column::<StringArray>(&batch, "document_id")?;
@@ -470,19 +488,32 @@ fn opt_str(array: &StringArray, i: usize) -> Option<String> {
 /// newer nullable columns (`documents.context`) the first time it is opened for writing, in one commit.
 async fn add_missing_columns(table: &Table, schema: &SchemaRef) -> Result<(), StoreError> {
     let stored = table.schema().await?;
-    let missing: Vec<Field> = schema.fields().iter().filter(|f| stored.field_with_name(f.name()).is_err()).map(|f| f.as_ref().clone()).collect();
+    let missing: Vec<Field> = schema
+        .fields()
+        .iter()
+        .filter(|f| stored.field_with_name(f.name()).is_err())
+        .map(|f| f.as_ref().clone())
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
     if let Some(required) = missing.iter().find(|f| !f.is_nullable()) {
-        return Err(StoreError::Store(format!("the library lacks the column {} and it cannot be added empty: re-create the library", required.name())));
+        return Err(StoreError::Store(format!(
+            "the library lacks the column {} and it cannot be added empty: re-create the library",
+            required.name()
+        )));
     }
-    table.add_columns().transform(lancedb::table::NewColumnTransform::AllNulls(Arc::new(Schema::new(missing)))).execute().await?;
+    table
+        .add_columns()
+        .transform(lancedb::table::NewColumnTransform::AllNulls(Arc::new(Schema::new(missing))))
+        .execute()
+        .await?;
     Ok(())
 }
 
 fn documents_to_batch(rows: &[DocumentRecord]) -> Result<RecordBatch, StoreError> {
-    let strings = |f: fn(&DocumentRecord) -> &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
+    let strings =
+        |f: fn(&DocumentRecord) -> &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
     let columns: Vec<ArrayRef> = vec![
         strings(|r| &r.document_id),
         strings(|r| &r.origin_id),
@@ -543,7 +574,11 @@ fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, Stor
 
 fn chunks_to_batch(chunks: &[ChunkRecord], vectors: &[Vec<f32>], dimension: usize) -> Result<RecordBatch, StoreError> {
     if vectors.len() != chunks.len() || vectors.iter().any(|v| v.len() != dimension) {
-        return Err(StoreError::Store(format!("{} chunks need {} vectors of {dimension} floats", chunks.len(), chunks.len())));
+        return Err(StoreError::Store(format!(
+            "{} chunks need {} vectors of {dimension} floats",
+            chunks.len(),
+            chunks.len()
+        )));
     }
     let mut headings = ListBuilder::new(StringBuilder::new());
     for chunk in chunks {
@@ -588,7 +623,11 @@ fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError
     let mut out = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
         let titles = headings.value(i);
-        let titles = titles.as_any().downcast_ref::<StringArray>().map(|a| a.iter().flatten().map(str::to_string).collect()).unwrap_or_default();
+        let titles = titles
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .map(|a| a.iter().flatten().map(str::to_string).collect())
+            .unwrap_or_default();
         out.push(ChunkRecord {
             chunk_id: chunk_id.value(i),
             document_id: document_id.value(i).to_string(),
@@ -691,7 +730,10 @@ mod tests {
     async fn rows_round_trip_and_nearest_uses_cosine() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("lance"), 3, true).await.unwrap();
-        store.add_documents(&[document("a", DocumentState::Pending), document("b", DocumentState::Indexed)]).await.unwrap();
+        store
+            .add_documents(&[document("a", DocumentState::Pending), document("b", DocumentState::Indexed)])
+            .await
+            .unwrap();
         let chunks = vec![chunk("a", 0, "alpha"), chunk("a", 1, "beta"), chunk("b", 0, "gamma")];
         let vectors = vec![vec![1.0, 0.0, 0.0], vec![0.0, 5.0, 0.0], vec![1.0, 1.0, 0.0]];
         store.add_chunks(&chunks, &vectors).await.unwrap();
@@ -715,7 +757,10 @@ mod tests {
         assert_eq!(store.count_chunks(None).await.unwrap(), 1);
         store.rename_origin("b", "/docs/b's file.pdf", "/new/b's file.pdf", 9).await.unwrap();
         let b = store.documents_where(Some("document_id = 'b'".into())).await.unwrap();
-        assert_eq!((b[0].path.as_str(), b[0].file_path.as_str(), b[0].modified_ms), ("/new/b's file.pdf", "/new/b's file.pdf", 9));
+        assert_eq!(
+            (b[0].path.as_str(), b[0].file_path.as_str(), b[0].modified_ms),
+            ("/new/b's file.pdf", "/new/b's file.pdf", 9)
+        );
         assert!(Store::open(&tmp.path().join("lance"), 4, false).await.is_err(), "another dimension is refused");
     }
 
@@ -744,15 +789,20 @@ mod tests {
         let dimension = 16;
         let store = Store::open(&tmp.path().join("lance"), dimension, true).await.unwrap();
         let rows = 3_000;
-        let chunks: Vec<ChunkRecord> = (0..rows).map(|i| chunk(&format!("d{}", i / 100), (i % 100) as u32, &format!("row {i}"))).collect();
+        let chunks: Vec<ChunkRecord> =
+            (0..rows).map(|i| chunk(&format!("d{}", i / 100), (i % 100) as u32, &format!("row {i}"))).collect();
         let vectors = spread_vectors(rows, dimension, 0x9e3779b97f4a7c15);
         store.add_chunks(&chunks, &vectors).await.unwrap();
 
         assert!(!ensure_vector_index(&store, rows + 1).await.unwrap(), "below the threshold: no index");
         assert!(store.chunks.list_indices().await.unwrap().is_empty());
         assert!(ensure_vector_index(&store, rows).await.unwrap());
-        let indexed: Vec<Vec<String>> = store.chunks.list_indices().await.unwrap().into_iter().map(|i| i.columns).collect();
-        assert!(indexed.contains(&vec!["vector".to_string()]) && indexed.contains(&vec!["chunk_id".to_string()]), "{indexed:?}");
+        let indexed: Vec<Vec<String>> =
+            store.chunks.list_indices().await.unwrap().into_iter().map(|i| i.columns).collect();
+        assert!(
+            indexed.contains(&vec!["vector".to_string()]) && indexed.contains(&vec!["chunk_id".to_string()]),
+            "{indexed:?}"
+        );
         assert!(store.has_vector_index().await.unwrap());
         assert!(ensure_vector_index(&store, rows).await.unwrap(), "a second call keeps what is there");
 

@@ -6,8 +6,8 @@
 use crate::ingest::{IngestEvent, IngestOptions};
 use crate::library::Library;
 use crate::StoreError;
-use quarry_index::Embedder;
 use notify::{RecursiveMode, Watcher};
+use quarry_index::Embedder;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,9 +17,13 @@ use std::time::Duration;
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum WatchEvent {
     /// Watching these paths now.
-    Watching { paths: Vec<String> },
+    Watching {
+        paths: Vec<String>,
+    },
     /// Changes seen; a sync starts.
-    Changed { paths: usize },
+    Changed {
+        paths: usize,
+    },
     Ingest(IngestEvent),
 }
 

@@ -21,14 +21,33 @@ pub struct Page {
 /// (the rest is not downloaded; `truncated` says so). Accepts HTML, XHTML and plain text.
 /// Errors: offline mode, unreachable, timeout ([`WebError::Timeout`] with `timeout_seconds`), an HTTP
 /// error status, or another content type ([`WebError::NotReadable`]).
-pub async fn fetch_page(client: &HttpClient, url: &str, max_bytes: usize, timeout_seconds: u64) -> Result<Page, WebError> {
+pub async fn fetch_page(
+    client: &HttpClient,
+    url: &str,
+    max_bytes: usize,
+    timeout_seconds: u64,
+) -> Result<Page, WebError> {
     let what = format!("page {url}");
-    let mut response = client.get(url)?.header("Accept", "text/html,application/xhtml+xml,text/plain;q=0.8").send().await.map_err(|e| WebError::transport(&what, &e, timeout_seconds))?;
+    let mut response = client
+        .get(url)?
+        .header("Accept", "text/html,application/xhtml+xml,text/plain;q=0.8")
+        .send()
+        .await
+        .map_err(|e| WebError::transport(&what, &e, timeout_seconds))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(WebError::Http { what, status: status.as_u16(), message: status.canonical_reason().unwrap_or("").to_string() });
+        return Err(WebError::Http {
+            what,
+            status: status.as_u16(),
+            message: status.canonical_reason().unwrap_or("").to_string(),
+        });
     }
-    let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("text/html").to_ascii_lowercase();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("text/html")
+        .to_ascii_lowercase();
     let is_html = content_type.contains("html") || content_type.contains("xml");
     if !is_html && !content_type.starts_with("text/plain") {
         return Err(WebError::NotReadable { url: url.to_string(), content_type });
@@ -64,7 +83,11 @@ fn decode(body: &[u8], content_type: &str) -> String {
 /// The value after `charset=` in `text`, if any.
 fn charset_in(text: &str) -> Option<String> {
     let at = text.find("charset=")? + "charset=".len();
-    let value: String = text[at..].trim_start_matches(['"', '\'']).chars().take_while(|c| c.is_ascii_alphanumeric() || "-_:".contains(*c)).collect();
+    let value: String = text[at..]
+        .trim_start_matches(['"', '\''])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || "-_:".contains(*c))
+        .collect();
     (!value.is_empty()).then_some(value)
 }
 
@@ -73,7 +96,10 @@ mod tests {
     #[test]
     fn charsets_come_from_the_header_then_the_meta_tag() {
         assert_eq!(super::charset_in("text/html; charset=windows-1255"), Some("windows-1255".into()));
-        assert_eq!(super::charset_in(r#"<meta http-equiv="content-type" content="text/html; charset=utf_8" />"#), Some("utf_8".into()));
+        assert_eq!(
+            super::charset_in(r#"<meta http-equiv="content-type" content="text/html; charset=utf_8" />"#),
+            Some("utf_8".into())
+        );
         let hebrew = encoding_rs::WINDOWS_1255.encode("<meta charset=\"windows-1255\"><p>שלום</p>").0;
         assert!(super::decode(&hebrew, "text/html").contains("שלום"));
     }

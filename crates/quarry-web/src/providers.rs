@@ -110,17 +110,22 @@ impl ProviderConfig {
         let base = match (&self.base_url, self.kind.default_base_url()) {
             (Some(url), _) => url.trim_end_matches('/').to_string(),
             (None, Some(url)) => url.to_string(),
-            (None, None) => return Err(WebError::Config { what, message: "give the SearXNG instance's URL (--web-url)".into() }),
+            (None, None) => {
+                return Err(WebError::Config { what, message: "give the SearXNG instance's URL (--web-url)".into() })
+            }
         };
         network.check(&what, &base)?;
         let key = match self.kind.key_variable() {
             None => None,
-            Some(variable) => match self.api_key.clone().or_else(|| std::env::var(variable).ok()).filter(|k| !k.trim().is_empty()) {
-                Some(key) => Some(key),
-                None => return Err(WebError::Config { what, message: format!("no API key: set {variable}") }),
-            },
+            Some(variable) => {
+                match self.api_key.clone().or_else(|| std::env::var(variable).ok()).filter(|k| !k.trim().is_empty()) {
+                    Some(key) => Some(key),
+                    None => return Err(WebError::Config { what, message: format!("no API key: set {variable}") }),
+                }
+            }
         };
-        let options = ClientOptions { connect_timeout: Duration::from_secs(10).min(self.timeout), timeout: self.timeout };
+        let options =
+            ClientOptions { connect_timeout: Duration::from_secs(10).min(self.timeout), timeout: self.timeout };
         let client = network.client(&what, options)?;
         let seconds = self.timeout.as_secs();
         Ok(Box::new(Service { kind: self.kind, base, client, what, seconds, key: key.unwrap_or_default() }))
@@ -138,11 +143,18 @@ async fn json_answer(what: &str, seconds: u64, request: reqwest::RequestBuilder)
     while let Some(piece) = response.chunk().await.map_err(|e| WebError::transport(what, &e, seconds))? {
         body.extend_from_slice(&piece);
         if body.len() > MAX_ANSWER_BYTES {
-            return Err(WebError::Malformed { what: what.into(), message: format!("answer larger than {} MiB", MAX_ANSWER_BYTES >> 20) });
+            return Err(WebError::Malformed {
+                what: what.into(),
+                message: format!("answer larger than {} MiB", MAX_ANSWER_BYTES >> 20),
+            });
         }
     }
     if status.as_u16() == 429 {
-        let retry_after = response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
         return Err(WebError::RateLimited { what: what.into(), retry_after });
     }
     if !status.is_success() {
@@ -157,7 +169,13 @@ async fn json_answer(what: &str, seconds: u64, request: reqwest::RequestBuilder)
 }
 
 /// The `results` array at `pointer`, each item's title, url and the snippet under `snippet_key`.
-fn results_at(what: &str, answer: &Value, pointer: &str, snippet_key: &str, count: usize) -> Result<Vec<WebResult>, WebError> {
+fn results_at(
+    what: &str,
+    answer: &Value,
+    pointer: &str,
+    snippet_key: &str,
+    count: usize,
+) -> Result<Vec<WebResult>, WebError> {
     let items = answer
         .pointer(pointer)
         .and_then(Value::as_array)
@@ -188,7 +206,13 @@ fn strip_tags(fragment: &str) -> String {
             _ => {}
         }
     }
-    out.replace("&amp;", "&").replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").trim().to_string()
+    out.replace("&amp;", "&")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .trim()
+        .to_string()
 }
 
 /// One provider: the service's kind and how to reach it (`key` is empty for SearXNG).
@@ -213,10 +237,18 @@ impl SearchProvider for Service {
 
     async fn search(&self, query: &str, count: usize) -> Result<Vec<WebResult>, WebError> {
         let (request, pointer, snippet) = match self.kind {
-            ProviderKind::Searxng => (self.client.get(&format!("{}/search", self.base))?.query(&[("q", query), ("format", "json")]), "/results", "content"),
+            ProviderKind::Searxng => (
+                self.client.get(&format!("{}/search", self.base))?.query(&[("q", query), ("format", "json")]),
+                "/results",
+                "content",
+            ),
             ProviderKind::Tavily => {
                 let body = serde_json::json!({ "query": query, "max_results": count, "search_depth": "basic" });
-                (self.client.post(&format!("{}/search", self.base))?.bearer_auth(&self.key).json(&body), "/results", "content")
+                (
+                    self.client.post(&format!("{}/search", self.base))?.bearer_auth(&self.key).json(&body),
+                    "/results",
+                    "content",
+                )
             }
             ProviderKind::Brave => {
                 let count_text = count.clamp(1, 20).to_string();

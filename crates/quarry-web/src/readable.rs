@@ -7,7 +7,11 @@ const MAX_ELEMENTS: usize = 30_000;
 /// (title, text) of `html`; `url` resolves relative links. The text has paragraphs separated by blank
 /// lines. Never fails: the worst case is the page's whole text.
 pub fn readable_text(html: &str, url: Option<&str>) -> (String, String) {
-    let config = dom_smoothie::Config { max_elements_to_parse: MAX_ELEMENTS, text_mode: dom_smoothie::TextMode::Formatted, ..Default::default() };
+    let config = dom_smoothie::Config {
+        max_elements_to_parse: MAX_ELEMENTS,
+        text_mode: dom_smoothie::TextMode::Formatted,
+        ..Default::default()
+    };
     let article = dom_smoothie::Readability::new(html, url, Some(config)).ok().and_then(|mut r| r.parse().ok());
     let title_of_page = page_title(html);
     if let Some(article) = article {

@@ -2,15 +2,15 @@
 
 use crate::fetch::{fetch_page, Page};
 use crate::providers::{SearchProvider, WebResult};
+use crate::WebError;
 use quarry_core::{Block, Format, Location, ParsedDocument, Passage, RetrievalError, Retriever};
 use quarry_index::{embedder_covers, Embedder, HybridFusion, KeywordIndex, VectorIndex};
 use quarry_ingest::Chunker;
-use crate::WebError;
 use quarry_net::{ClientOptions, HttpClient, Network};
-use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Receives every web problem (a failed search or page) as one line naming the provider or URL; the
 /// question goes on from whatever else was found.
@@ -78,7 +78,16 @@ impl WebRetriever {
         let timeout = Duration::from_secs(settings.page_timeout_seconds.max(1));
         let options = ClientOptions { connect_timeout: timeout.min(Duration::from_secs(10)), timeout };
         let pages = network.public_client("web pages", options, provider.base_url())?;
-        Ok(WebRetriever { provider, pages, settings, chunker, embedder, on_problem, pages_by_url: Default::default(), next_id: AtomicU64::new(1) })
+        Ok(WebRetriever {
+            provider,
+            pages,
+            settings,
+            chunker,
+            embedder,
+            on_problem,
+            pages_by_url: Default::default(),
+            next_id: AtomicU64::new(1),
+        })
     }
 
     /// The provider's name, for descriptions.
@@ -89,7 +98,11 @@ impl WebRetriever {
     /// The chunks of `result`'s page: fetched when it is among the first `pages_per_query`, otherwise
     /// (or when fetching fails) its snippet as one passage.
     fn passages_of(&self, result: &WebResult, page: Option<Page>) -> Vec<Passage> {
-        let title = page.as_ref().map(|p| p.title.clone()).filter(|t| !t.is_empty() && t != &result.url).unwrap_or_else(|| result.title.clone());
+        let title = page
+            .as_ref()
+            .map(|p| p.title.clone())
+            .filter(|t| !t.is_empty() && t != &result.url)
+            .unwrap_or_else(|| result.title.clone());
         let text = match &page {
             Some(page) if !page.text.trim().is_empty() => page.text.clone(),
             _ => result.snippet.clone(),
@@ -98,7 +111,11 @@ impl WebRetriever {
             return Vec::new();
         }
         let location = Location { heading_path: vec![title.clone()], ..Location::default() };
-        let blocks: Vec<Block> = text.split("\n\n").filter(|p| !p.trim().is_empty()).map(|p| Block { text: p.trim().to_string(), location: location.clone() }).collect();
+        let blocks: Vec<Block> = text
+            .split("\n\n")
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| Block { text: p.trim().to_string(), location: location.clone() })
+            .collect();
         let document = ParsedDocument {
             path: result.url.clone(),
             format: Format::Html,
@@ -111,30 +128,34 @@ impl WebRetriever {
         self.chunker
             .chunk(&document)
             .into_iter()
-            .map(|chunk| {
-                Passage {
-                    chunk_id: self.next_id.fetch_add(1, Ordering::Relaxed),
-                    library: WEB_LIBRARY.to_string(),
-                    document_id: result.url.clone(),
-                    path: result.url.clone(),
-                    page_start: None,
-                    page_end: None,
-                    sheet: None,
-                    heading_path: vec![title.clone()],
-                    text: chunk.text,
-                    context: String::new(),
-                    score: 0.0,
-                }
+            .map(|chunk| Passage {
+                chunk_id: self.next_id.fetch_add(1, Ordering::Relaxed),
+                library: WEB_LIBRARY.to_string(),
+                document_id: result.url.clone(),
+                path: result.url.clone(),
+                page_start: None,
+                page_end: None,
+                sheet: None,
+                heading_path: vec![title.clone()],
+                text: chunk.text,
+                context: String::new(),
+                score: 0.0,
             })
             .collect()
     }
 
     /// The page of `result`, or `None` (reported) when it cannot be fetched.
     async fn fetch(&self, result: &WebResult) -> Option<Page> {
-        match fetch_page(&self.pages, &result.url, self.settings.max_page_bytes, self.settings.page_timeout_seconds).await {
+        match fetch_page(&self.pages, &result.url, self.settings.max_page_bytes, self.settings.page_timeout_seconds)
+            .await
+        {
             Ok(page) => {
                 if page.truncated {
-                    (self.on_problem)(format!("page {} is larger than {} MiB: only its start was read", page.url, self.settings.max_page_bytes >> 20));
+                    (self.on_problem)(format!(
+                        "page {} is larger than {} MiB: only its start was read",
+                        page.url,
+                        self.settings.max_page_bytes >> 20
+                    ));
                 }
                 Some(page)
             }
@@ -159,7 +180,10 @@ impl WebRetriever {
     }
 
     fn covers(&self, query: &str) -> bool {
-        self.embedder.as_ref().and_then(|e| e.lock().ok().map(|m| embedder_covers(m.languages(), query))).unwrap_or(false)
+        self.embedder
+            .as_ref()
+            .and_then(|e| e.lock().ok().map(|m| embedder_covers(m.languages(), query)))
+            .unwrap_or(false)
     }
 }
 
@@ -200,7 +224,9 @@ impl Retriever for WebRetriever {
         }
         let mut keyword = KeywordIndex::in_memory().map_err(|e| RetrievalError(format!("web: {e}")))?;
         for (i, (passage, _)) in candidates.iter().enumerate() {
-            keyword.add(i as u64, &passage.document_id, &passage.text).map_err(|e| RetrievalError(format!("web: {e}")))?;
+            keyword
+                .add(i as u64, &passage.document_id, &passage.text)
+                .map_err(|e| RetrievalError(format!("web: {e}")))?;
         }
         keyword.commit().map_err(|e| RetrievalError(format!("web: {e}")))?;
         let bm25 = keyword.search(query, candidates.len()).map_err(|e| RetrievalError(format!("web: {e}")))?;
@@ -218,10 +244,6 @@ impl Retriever for WebRetriever {
             Some(dense) => HybridFusion::default().fuse(&bm25, &dense, candidates.len()),
             None => bm25,
         };
-        Ok(ranked
-            .into_iter()
-            .take(k)
-            .map(|(i, score)| Passage { score, ..candidates[i as usize].0.clone() })
-            .collect())
+        Ok(ranked.into_iter().take(k).map(|(i, score)| Passage { score, ..candidates[i as usize].0.clone() }).collect())
     }
 }

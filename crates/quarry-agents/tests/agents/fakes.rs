@@ -1,7 +1,9 @@
 //! Test doubles: a chat model that replays scripted outputs per step, and a retriever over a fixed set of
 //! passages that scores by shared words and records every query.
 
-use quarry_core::{ChatError, ChatModel, ChatRequest, ChatResponse, Passage, RetrievalError, Retriever, TokenSink, TokenUsage};
+use quarry_core::{
+    ChatError, ChatModel, ChatRequest, ChatResponse, Passage, RetrievalError, Retriever, TokenSink, TokenUsage,
+};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -63,7 +65,10 @@ impl ChatModel for ScriptedModel {
                         sink(piece);
                     }
                 }
-                Ok(ChatResponse { text: t, usage: TokenUsage { prompt_tokens: 100, completion_tokens: 10, cached_prompt_tokens: 0 } })
+                Ok(ChatResponse {
+                    text: t,
+                    usage: TokenUsage { prompt_tokens: 100, completion_tokens: 10, cached_prompt_tokens: 0 },
+                })
             }
             Some(Reply::Fail(message)) => Err(ChatError::Unreachable { endpoint: "fake".into(), message }),
             Some(Reply::Hang) => {
@@ -105,7 +110,14 @@ impl MemoryRetriever {
                 score: 0.0,
             })
             .collect();
-        MemoryRetriever { library: library.into(), passages, queries: Mutex::default(), fail_when: Mutex::default(), in_flight: AtomicUsize::new(0), max_in_flight: AtomicUsize::new(0) }
+        MemoryRetriever {
+            library: library.into(),
+            passages,
+            queries: Mutex::default(),
+            fail_when: Mutex::default(),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+        }
     }
 
     pub fn queries(&self) -> Vec<String> {
@@ -129,8 +141,12 @@ impl Retriever for MemoryRetriever {
         tokio::time::sleep(Duration::from_millis(30)).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         let q = words(query);
-        let mut scored: Vec<(usize, &Passage)> =
-            self.passages.iter().map(|p| (words(&p.text).iter().filter(|w| q.contains(w)).count(), p)).filter(|(s, _)| *s > 0).collect();
+        let mut scored: Vec<(usize, &Passage)> = self
+            .passages
+            .iter()
+            .map(|p| (words(&p.text).iter().filter(|w| q.contains(w)).count(), p))
+            .filter(|(s, _)| *s > 0)
+            .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.chunk_id.cmp(&b.1.chunk_id)));
         Ok(scored.into_iter().take(k).map(|(s, p)| Passage { score: s as f32, ..p.clone() }).collect())
     }

@@ -3,7 +3,8 @@
 
 use crate::fakes::{corpus, text, MemoryRetriever, Reply, ScriptedModel};
 use quarry_agents::{
-    ask, route, AgentConfig, AgentError, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, Run, SearchableLibrary,
+    ask, route, AgentConfig, AgentError, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, Run,
+    SearchableLibrary,
 };
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,10 @@ fn recorder() -> (EventSink, Arc<Mutex<Vec<AgentEvent>>>) {
 
 fn library(retriever: &Arc<MemoryRetriever>) -> SearchableLibrary {
     SearchableLibrary {
-        info: LibraryInfo { name: retriever.library.clone(), description: format!("documents of {}", retriever.library) },
+        info: LibraryInfo {
+            name: retriever.library.clone(),
+            description: format!("documents of {}", retriever.library),
+        },
         retriever: Arc::clone(retriever) as _,
         always: false,
     }
@@ -37,18 +41,31 @@ async fn run_agent(
 }
 
 fn degraded_steps(events: &[AgentEvent]) -> Vec<String> {
-    events.iter().filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None })
+        .collect()
 }
 
 fn streamed(events: &[AgentEvent]) -> String {
-    events.iter().filter_map(|e| if let AgentEvent::AnswerDelta { text } = e { Some(text.as_str()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| if let AgentEvent::AnswerDelta { text } = e { Some(text.as_str()) } else { None })
+        .collect()
 }
 
 #[tokio::test]
 async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
     let model = Arc::new(ScriptedModel::new().on("answer", text("Acme earned 4.2 billion dollars in 2023 [1].")));
     let retriever = Arc::new(corpus("work"));
-    let (answer, events) = run_agent("What was Acme Corporation revenue in 2023?", Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let (answer, events) = run_agent(
+        "What was Acme Corporation revenue in 2023?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        AgentConfig::default(),
+    )
+    .await;
     let answer = answer.unwrap();
     assert_eq!(model.steps(), vec!["answer"]);
     assert_eq!(retriever.queries(), vec!["What was Acme Corporation revenue in 2023?"]);
@@ -75,22 +92,48 @@ async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_an
     let retriever = Arc::new(corpus("work"));
     // Every passage goes to the judge here (none protected): this test is about judging.
     let config = AgentConfig { relevance_batch: 4, protected_question_hits: 0, ..AgentConfig::default() };
-    let (answer, events) = run_agent("Compare the 2023 revenue of Acme Corporation and Globex", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let (answer, events) = run_agent(
+        "Compare the 2023 revenue of Acme Corporation and Globex",
+        Some(AgentKind::Deep),
+        &model,
+        &[library(&retriever)],
+        config,
+    )
+    .await;
     let answer = answer.unwrap();
 
     // The question and ≤ 4 sub-queries, all searched at once; then the gap queries that are new (≤ 3 taken,
     // repeats dropped).
     assert_eq!(
         retriever.queries(),
-        vec!["Compare the 2023 revenue of Acme Corporation and Globex", "Acme Corporation revenue 2023", "Globex revenue 2023", "Acme founded", "Globex founded", "Who is the Globex chief executive", "a"]
+        vec![
+            "Compare the 2023 revenue of Acme Corporation and Globex",
+            "Acme Corporation revenue 2023",
+            "Globex revenue 2023",
+            "Acme founded",
+            "Globex founded",
+            "Who is the Globex chief executive",
+            "a"
+        ]
     );
     assert!(retriever.max_in_flight.load(Ordering::SeqCst) >= 2, "sub-queries are retrieved in parallel");
     // Seven distinct passages in round 1 (the question's words reach every page), judged 4 + 3; round 2
     // finds nothing new, so no judging and no second reflection: the search stops early.
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "relevance", "reflection", "answer"]);
-    let judged: Vec<_> = events.iter().filter_map(|e| if let AgentEvent::Judged { kept, rejected, .. } = e { Some((kept.len(), rejected.len())) } else { None }).collect();
+    let judged: Vec<_> = events
+        .iter()
+        .filter_map(|e| {
+            if let AgentEvent::Judged { kept, rejected, .. } = e {
+                Some((kept.len(), rejected.len()))
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(judged, vec![(2, 5), (0, 0)], "out-of-range passage numbers are ignored; nothing is judged twice");
-    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "no new relevant passages")));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "no new relevant passages")));
     assert_eq!((answer.retrieved, answer.kept, answer.queries.len()), (7, 2, 2));
     // The answer prompt holds only the kept passages, and each [n] resolves to one of them.
     let prompt = &model.prompts_of("answer")[0];
@@ -112,9 +155,20 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
     );
     let retriever = Arc::new(corpus("work"));
     let config = AgentConfig { max_rounds: 2, protected_question_hits: 0, ..AgentConfig::default() };
-    let (answer, events) = run_agent("Who founded Acme, and what became of it?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let (answer, events) = run_agent(
+        "Who founded Acme, and what became of it?",
+        Some(AgentKind::Deep),
+        &model,
+        &[library(&retriever)],
+        config,
+    )
+    .await;
     let answer = answer.unwrap();
-    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "no reflection after the last round");
+    assert_eq!(
+        model.steps(),
+        vec!["sub_queries", "relevance", "reflection", "relevance", "answer"],
+        "no reflection after the last round"
+    );
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "max rounds")));
     assert_eq!(answer.kept, 3);
 
@@ -126,7 +180,9 @@ async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
             .on("answer", text("Jane Miller [1].")),
     );
     let config = AgentConfig { protected_question_hits: 0, ..AgentConfig::default() };
-    let (answer, events) = run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], config).await;
+    let (answer, events) =
+        run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], config)
+            .await;
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "answer"]);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 1, reason } if reason == "no gaps left")));
     assert_eq!(answer.unwrap().citations[0].passage.citation(), "acme.pdf, p. 1");
@@ -146,13 +202,21 @@ async fn deep_search_searches_a_simple_question_alone_and_the_reflections_bridge
     );
     let retriever = Arc::new(corpus("work"));
     let config = AgentConfig { max_rounds: 3, protected_question_hits: 0, ..AgentConfig::default() };
-    let (answer, events) = run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let (answer, events) =
+        run_agent("Who founded Acme?", Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     assert!(answer.is_ok());
     assert!(degraded_steps(&events).is_empty(), "{:?}", degraded_steps(&events));
     assert_eq!(retriever.queries(), vec!["Who founded Acme?", "What happened in Dayton in 2023?"]);
-    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "relevance", "answer"], "a round that adds nothing ends the search");
+    assert_eq!(
+        model.steps(),
+        vec!["sub_queries", "relevance", "reflection", "relevance", "answer"],
+        "a round that adds nothing ends the search"
+    );
     let reflection = &model.prompts_of("reflection")[0];
-    assert!(reflection.contains("- Who founded Acme?") && reflection.contains("by Jane Miller in Dayton"), "{reflection}");
+    assert!(
+        reflection.contains("- Who founded Acme?") && reflection.contains("by Jane Miller in Dayton"),
+        "{reflection}"
+    );
     let reflected: Vec<_> = events.iter().filter(|e| matches!(e, AgentEvent::Reflected { .. })).collect();
     assert_eq!(
         reflected,
@@ -184,15 +248,31 @@ async fn deep_search_orders_the_kept_passages_by_a_search_for_the_question_and_t
     let retriever = Arc::new(corpus("work"));
     let config = AgentConfig { protected_question_hits: 1, ..AgentConfig::default() };
     let question = "What was the 2023 revenue of the company that acquired Globex?";
-    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config.clone()).await;
+    let (answer, events) =
+        run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config.clone()).await;
     let answer = answer.unwrap();
     assert_eq!(model.steps(), vec!["sub_queries", "relevance", "reflection", "answer"], "the ordering asks no model");
     let ordering = format!("{question} {fact}");
-    assert_eq!(retriever.queries()[2..], [ordering.as_str()], "one more search, after the rounds: {:?}", retriever.queries());
+    assert_eq!(
+        retriever.queries()[2..],
+        [ordering.as_str()],
+        "one more search, after the rounds: {:?}",
+        retriever.queries()
+    );
     // Turn by turn over the question's and the sub-query's rankings the order would be globex p. 2
     // (protected), weather, acme p. 3, acme p. 2, globex p. 1, acme p. 1.
     let order: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
-    assert_eq!(order, ["globex.pdf, p. 2", "acme.pdf, p. 2", "acme.pdf, p. 3", "weather.md, p. 1", "acme.pdf, p. 1", "globex.pdf, p. 1"]);
+    assert_eq!(
+        order,
+        [
+            "globex.pdf, p. 2",
+            "acme.pdf, p. 2",
+            "acme.pdf, p. 3",
+            "weather.md, p. 1",
+            "acme.pdf, p. 1",
+            "globex.pdf, p. 1"
+        ]
+    );
     assert!(events.contains(&AgentEvent::Ordered { query: ordering, kept: 6 }));
     assert!(model.prompts_of("answer")[0].contains("[2] acme.pdf, p. 2\nAcme Corporation revenue in 2023"));
 
@@ -202,7 +282,17 @@ async fn deep_search_orders_the_kept_passages_by_a_search_for_the_question_and_t
     *retriever.fail_when.lock().unwrap() = Some(fact.to_string());
     let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     let order: Vec<String> = answer.unwrap().sources.iter().map(|c| c.passage.citation()).collect();
-    assert_eq!(order, ["globex.pdf, p. 2", "weather.md, p. 1", "acme.pdf, p. 3", "acme.pdf, p. 2", "globex.pdf, p. 1", "acme.pdf, p. 1"]);
+    assert_eq!(
+        order,
+        [
+            "globex.pdf, p. 2",
+            "weather.md, p. 1",
+            "acme.pdf, p. 3",
+            "acme.pdf, p. 2",
+            "globex.pdf, p. 1",
+            "acme.pdf, p. 1"
+        ]
+    );
     assert_eq!(degraded_steps(&events), vec!["ordering"]);
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::Ordered { .. })));
 }
@@ -223,7 +313,8 @@ async fn deep_search_with_a_judge_that_keeps_nothing(
     );
     let retriever = Arc::new(corpus("work"));
     let config = AgentConfig { relevance_batch: 8, protected_question_hits: protected, ..AgentConfig::default() };
-    let (answer, events) = run_agent(REVENUE_QUESTION, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let (answer, events) =
+        run_agent(REVENUE_QUESTION, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
     (model, retriever, answer.unwrap(), events)
 }
 
@@ -248,7 +339,10 @@ async fn deep_search_keeps_the_questions_best_hits_without_judging_them() {
     let kept: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
     assert_eq!(kept, vec!["acme.pdf, p. 2", "acme.pdf, p. 3"]);
     let judged = &model.prompts_of("relevance")[0];
-    assert!(judged.contains("globex.pdf, p. 2") && !judged.contains("acme.pdf, p. 2") && !judged.contains("acme.pdf, p. 3"), "{judged}");
+    assert!(
+        judged.contains("globex.pdf, p. 2") && !judged.contains("acme.pdf, p. 2") && !judged.contains("acme.pdf, p. 3"),
+        "{judged}"
+    );
     assert!(degraded_steps(&events).is_empty(), "kept passages exist, so no fallback is needed");
     assert_eq!((answer.retrieved, answer.kept), (7, 2));
 }
@@ -264,7 +358,8 @@ async fn malformed_or_failed_structured_steps_degrade_and_the_question_is_still_
     );
     let retriever = Arc::new(corpus("work"));
     let question = "Acme Corporation revenue 2023?";
-    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let (answer, events) =
+        run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], AgentConfig::default()).await;
     let answer = answer.unwrap();
     assert_eq!(retriever.queries()[0], question, "no sub-queries: the question is the query");
     assert_eq!(degraded_steps(&events), vec!["sub_queries", "relevance", "reflection"]);
@@ -279,13 +374,27 @@ async fn malformed_or_failed_structured_steps_degrade_and_the_question_is_still_
             .on("reflection", Reply::Fail("HTTP 503".into()))
             .on("answer", text("Acme earned 4.2 billion [1].")),
     );
-    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    let (answer, events) = run_agent(
+        question,
+        Some(AgentKind::Deep),
+        &model,
+        &[library(&Arc::new(corpus("work")))],
+        AgentConfig::default(),
+    )
+    .await;
     assert!(answer.is_ok());
     assert_eq!(degraded_steps(&events), vec!["sub_queries", "relevance", "reflection"]);
 
     // The answer step cannot be skipped: its failure is the run's error, naming the step.
     let model = Arc::new(ScriptedModel::new().on("answer", Reply::Fail("HTTP 500".into())));
-    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    let (answer, _) = run_agent(
+        question,
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&Arc::new(corpus("work")))],
+        AgentConfig::default(),
+    )
+    .await;
     match answer {
         Err(AgentError::Model { step, .. }) => assert_eq!(step, "answer"),
         other => panic!("expected a model error, got {other:?}"),
@@ -307,32 +416,63 @@ async fn chain_of_rag_follows_up_one_query_at_a_time_until_enough() {
     let retriever = Arc::new(corpus("work"));
     let question = "Who is the chief executive of the company Acme Corporation acquired?";
     let ordering = format!("{question} Acme acquired Globex in 2019. Hank Scorpio.");
-    let (answer, events) = run_agent(question, Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let (answer, events) =
+        run_agent(question, Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
     let answer = answer.unwrap();
-    assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "enough", "follow_up", "intermediate_answer", "enough", "answer"]);
+    assert_eq!(
+        model.steps(),
+        vec!["follow_up", "intermediate_answer", "enough", "follow_up", "intermediate_answer", "enough", "answer"]
+    );
     assert_eq!(
         retriever.queries(),
         vec![question, "Which company did Acme Corporation acquire?", "Who is the chief executive of Globex?", &ordering],
         "the question is searched first; the follow-up loses its \"Search for\"; the intermediate answers order the passages"
     );
-    assert_eq!(answer.queries, vec![vec![question, "Which company did Acme Corporation acquire?"], vec!["Who is the chief executive of Globex?"]]);
+    assert_eq!(
+        answer.queries,
+        vec![
+            vec![question, "Which company did Acme Corporation acquire?"],
+            vec!["Who is the chief executive of Globex?"]
+        ]
+    );
     let supporting: Vec<Vec<String>> = events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::IntermediateAnswer { supporting, .. } => Some(supporting.iter().map(|p| p.citation.clone()).collect()),
+            AgentEvent::IntermediateAnswer { supporting, .. } => {
+                Some(supporting.iter().map(|p| p.citation.clone()).collect())
+            }
             _ => None,
         })
         .collect();
-    assert_eq!(supporting, vec![vec!["acme.pdf, p. 3"], vec!["globex.pdf, p. 1"]], "a step's supporting passages are the ones its answer cites");
+    assert_eq!(
+        supporting,
+        vec![vec!["acme.pdf, p. 3"], vec!["globex.pdf, p. 1"]],
+        "a step's supporting passages are the ones its answer cites"
+    );
     let second_follow_up = &model.prompts_of("follow_up")[1];
-    assert!(second_follow_up.contains("Answer: Acme acquired Globex in 2019.") && !second_follow_up.contains("[3]"), "the next query sees the earlier step, without its passage numbers");
-    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "enough to answer")));
+    assert!(
+        second_follow_up.contains("Answer: Acme acquired Globex in 2019.") && !second_follow_up.contains("[3]"),
+        "the next query sees the earlier step, without its passage numbers"
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Stopped { round: 2, reason } if reason == "enough to answer")));
     // The answer's passages: every search's hits — question [acme 3, acme 1, acme 2, globex 1, weather],
     // step 1 [acme 1, acme 2, acme 3], step 2 [globex 1, acme 3, globex 2, weather] — the question's
     // first three, then in the ordering search's order [acme 3, globex 1, acme 1, acme 2, globex 2,
     // weather].
     let sources: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
-    assert_eq!(sources, vec!["acme.pdf, p. 3", "acme.pdf, p. 1", "acme.pdf, p. 2", "globex.pdf, p. 1", "globex.pdf, p. 2", "weather.md, p. 1"]);
+    assert_eq!(
+        sources,
+        vec![
+            "acme.pdf, p. 3",
+            "acme.pdf, p. 1",
+            "acme.pdf, p. 2",
+            "globex.pdf, p. 1",
+            "globex.pdf, p. 2",
+            "weather.md, p. 1"
+        ]
+    );
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Ordered { query, kept: 6 } if *query == ordering)));
     let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
     assert_eq!(cited, vec!["acme.pdf, p. 3", "globex.pdf, p. 1"]);
@@ -350,9 +490,20 @@ async fn chain_of_rag_stops_on_a_repeated_follow_up_and_uses_the_question_when_t
             .on("answer", text("Jane Miller [1].")),
     );
     let retriever = Arc::new(corpus("work"));
-    let (answer, events) = run_agent("Who founded Acme Corporation?", Some(AgentKind::Chain), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let (answer, events) = run_agent(
+        "Who founded Acme Corporation?",
+        Some(AgentKind::Chain),
+        &model,
+        &[library(&retriever)],
+        AgentConfig::default(),
+    )
+    .await;
     assert_eq!(answer.unwrap().citations.len(), 1);
-    assert_eq!(retriever.queries(), vec!["Who founded Acme Corporation?"], "the first step works on the question's own hits, searched once");
+    assert_eq!(
+        retriever.queries(),
+        vec!["Who founded Acme Corporation?"],
+        "the first step works on the question's own hits, searched once"
+    );
     assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "enough", "follow_up", "answer"]);
     assert_eq!(degraded_steps(&events), vec!["follow_up", "enough"]);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { reason, .. } if reason.contains("repeats"))));
@@ -361,7 +512,8 @@ async fn chain_of_rag_stops_on_a_repeated_follow_up_and_uses_the_question_when_t
 #[tokio::test]
 async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over_all() {
     let work = Arc::new(corpus("work"));
-    let garden = Arc::new(MemoryRetriever::new("garden", &[("tomatoes.md", 1, "Tomatoes need gardening care and sun.")]));
+    let garden =
+        Arc::new(MemoryRetriever::new("garden", &[("tomatoes.md", 1, "Tomatoes need gardening care and sun.")]));
     let libraries = [library(&work), library(&garden)];
     let model = Arc::new(
         ScriptedModel::new()
@@ -373,13 +525,19 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     assert!(work.queries().is_empty() && garden.queries().len() == 1, "only the chosen library is searched");
     assert_eq!(model.steps(), vec!["router", "answer"]);
     let routed = events.iter().find(|e| matches!(e, AgentEvent::Routed { .. })).unwrap();
-    assert!(matches!(routed, AgentEvent::Routed { agent, libraries, .. } if agent == "naive" && libraries == &vec!["garden".to_string()]), "{routed:?}");
+    assert!(
+        matches!(routed, AgentEvent::Routed { agent, libraries, .. } if agent == "naive" && libraries == &vec!["garden".to_string()]),
+        "{routed:?}"
+    );
     let router_prompt = &model.calls.lock().unwrap()[0].1;
     assert!(router_prompt.contains("What do tomatoes need?"));
 
     // An always-searched source (the web, when turned on) is searched whatever the router picks, and the
     // router is not asked about it.
-    let web = Arc::new(MemoryRetriever::new("web", &[("tomatoes", 1, "Tomatoes need sun and water, says a gardening site.")]));
+    let web = Arc::new(MemoryRetriever::new(
+        "web",
+        &[("tomatoes", 1, "Tomatoes need sun and water, says a gardening site.")],
+    ));
     let mut with_web = libraries.to_vec();
     with_web.push(SearchableLibrary {
         info: LibraryInfo { name: "web".into(), description: "pages found by web search for this question".into() },
@@ -387,7 +545,9 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
         always: true,
     });
     let model = Arc::new(
-        ScriptedModel::new().on("router", text(r#"{"agent": "naive", "libraries": ["garden"]}"#)).on("answer", text("Sun [1].")),
+        ScriptedModel::new()
+            .on("router", text(r#"{"agent": "naive", "libraries": ["garden"]}"#))
+            .on("answer", text("Sun [1].")),
     );
     let (answer, _) = run_agent("What do tomatoes need?", None, &model, &with_web, AgentConfig::default()).await;
     assert_eq!(answer.unwrap().libraries, vec!["garden".to_string(), "web".to_string()]);
@@ -397,7 +557,13 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     // Unreadable routing: DeepSearch over every library, reported.
     let model = Arc::new(ScriptedModel::new().on("router", text("I'd go with whatever")));
     let (sink, events) = recorder();
-    let run = Run::new(Arc::clone(&model) as _, Arc::clone(&work) as _, AgentConfig::default(), sink, CancellationToken::new());
+    let run = Run::new(
+        Arc::clone(&model) as _,
+        Arc::clone(&work) as _,
+        AgentConfig::default(),
+        sink,
+        CancellationToken::new(),
+    );
     let infos: Vec<LibraryInfo> = libraries.iter().map(|l| l.info.clone()).collect();
     let chosen = route(&run, "anything", &infos).await.unwrap();
     assert_eq!((chosen.agent, chosen.libraries.len()), (AgentKind::Deep, 2));
@@ -406,14 +572,27 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
 
     // A last-number reply still routes (1-based index into naive, deep, chain).
     let model = Arc::new(ScriptedModel::new().on("router", text("3")));
-    let run = Run::new(Arc::clone(&model) as _, Arc::clone(&work) as _, AgentConfig::default(), quarry_agents::no_events(), CancellationToken::new());
+    let run = Run::new(
+        Arc::clone(&model) as _,
+        Arc::clone(&work) as _,
+        AgentConfig::default(),
+        quarry_agents::no_events(),
+        CancellationToken::new(),
+    );
     assert_eq!(route(&run, "anything", &infos[..1]).await.unwrap().agent, AgentKind::Chain);
 }
 
 #[tokio::test]
 async fn nothing_relevant_in_the_library_is_said_without_asking_the_model() {
     let model = Arc::new(ScriptedModel::new());
-    let (answer, _) = run_agent("quantum teleportation?", Some(AgentKind::Naive), &model, &[library(&Arc::new(corpus("work")))], AgentConfig::default()).await;
+    let (answer, _) = run_agent(
+        "quantum teleportation?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&Arc::new(corpus("work")))],
+        AgentConfig::default(),
+    )
+    .await;
     let answer = answer.unwrap();
     assert!(answer.nothing_found && answer.citations.is_empty());
     assert!(answer.markdown.contains("does not contain"));
@@ -429,7 +608,16 @@ async fn cancel_stops_within_the_model_call_in_progress() {
     let task = {
         let (model, cancel) = (Arc::clone(&model), cancel.clone());
         tokio::spawn(async move {
-            ask("Acme revenue 2023", Some(AgentKind::Naive), model as _, &libraries, AgentConfig::default(), quarry_agents::no_events(), cancel).await
+            ask(
+                "Acme revenue 2023",
+                Some(AgentKind::Naive),
+                model as _,
+                &libraries,
+                AgentConfig::default(),
+                quarry_agents::no_events(),
+                cancel,
+            )
+            .await
         })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -450,7 +638,10 @@ async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed(
     let script = || {
         Arc::new(
             ScriptedModel::new()
-                .on("sub_queries", text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#))
+                .on(
+                    "sub_queries",
+                    text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#),
+                )
                 .on("relevance", text(r#"{"relevant": [1, 2]}"#))
                 .on("reflection", text(r#"{"queries": ["Jane Miller Dayton biography"]}"#))
                 .on("answer", text("Acme earned 4.2 billion [1].")),
@@ -458,33 +649,54 @@ async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed(
     };
     let question = "Compare the 2023 revenue of Acme Corporation and Globex";
     let work = Arc::new(corpus("work"));
-    let web = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")]));
+    let web = Arc::new(MemoryRetriever::new(
+        "web",
+        &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")],
+    ));
     let libraries = |web: &Arc<MemoryRetriever>| {
         vec![
             library(&work),
             SearchableLibrary {
-                info: LibraryInfo { name: "web".into(), description: "pages found by web search for this question".into() },
+                info: LibraryInfo {
+                    name: "web".into(),
+                    description: "pages found by web search for this question".into(),
+                },
                 retriever: Arc::clone(web) as _,
                 always: true,
             },
         ]
     };
-    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web), AgentConfig::default()).await;
+    let (answer, events) =
+        run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web), AgentConfig::default()).await;
     let answer = answer.unwrap();
     let mut received = web.queries();
     received.dedup();
     assert_eq!(received, vec![question.to_string()], "the web saw only the typed question");
     let listed: Vec<(&str, bool)> = answer.web_queries.iter().map(|q| (q.query.as_str(), q.sent)).collect();
     assert_eq!(listed[0], (question, true));
-    assert!(listed.contains(&("Acme founded by Jane Miller in Dayton", false)) && listed.contains(&("Jane Miller Dayton biography", false)), "{listed:?}");
+    assert!(
+        listed.contains(&("Acme founded by Jane Miller in Dayton", false))
+            && listed.contains(&("Jane Miller Dayton biography", false)),
+        "{listed:?}"
+    );
     assert!(listed.iter().all(|(q, sent)| *sent == (*q == question)), "{listed:?}");
     let traced = events.iter().filter(|e| matches!(e, AgentEvent::WebQuery { sent: false, .. })).count();
     assert_eq!(traced, listed.iter().filter(|(_, sent)| !sent).count(), "each withheld query is in the trace once");
-    assert!(work.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()), "the libraries still get every query");
+    assert!(
+        work.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()),
+        "the libraries still get every query"
+    );
     let report = quarry_agents::render_report(&answer, &quarry_agents::ReportOptions::default());
-    assert!(report.contains("Web queries") && report.contains("withheld from web (written by the model): “Acme founded by Jane Miller in Dayton”"), "{report}");
+    assert!(
+        report.contains("Web queries")
+            && report.contains("withheld from web (written by the model): “Acme founded by Jane Miller in Dayton”"),
+        "{report}"
+    );
 
-    let web_all = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")]));
+    let web_all = Arc::new(MemoryRetriever::new(
+        "web",
+        &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")],
+    ));
     let config = AgentConfig { web_queries: quarry_agents::web_gate::WebQueryPolicy::All, ..AgentConfig::default() };
     let (answer, _) = run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web_all), config).await;
     assert!(web_all.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()));

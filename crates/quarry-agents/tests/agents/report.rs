@@ -25,7 +25,8 @@ fn passage(chunk_id: u64, path: &Path, page: Option<u32>, sheet: Option<&str>, t
 }
 
 /// Document text full of Markdown and HTML that must show literally.
-const HOSTILE: &str = "# Not a heading\n* not a list\n1. not ordered\n- not a bullet\n<script>alert('x')</script> & &amp; \
+const HOSTILE: &str =
+    "# Not a heading\n* not a list\n1. not ordered\n- not a bullet\n<script>alert('x')</script> & &amp; \
 [not a link](http://example.com) `code?` **bold?** _under_ |a|b| ~strike~ ![img](x.png)\n\n    not code\n=====";
 
 struct Parsed {
@@ -79,7 +80,8 @@ fn decode(url: &str) -> String {
 }
 
 fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
-    let sources: Vec<Citation> = sources.into_iter().enumerate().map(|(i, passage)| Citation { number: i + 1, passage }).collect();
+    let sources: Vec<Citation> =
+        sources.into_iter().enumerate().map(|(i, passage)| Citation { number: i + 1, passage }).collect();
     Answer {
         question: "Why did the *engine* fail? <b>now</b>".into(),
         agent: "deep".into(),
@@ -114,7 +116,13 @@ fn a_report_has_the_layout_quotes_exactly_and_links_open_the_cited_files() {
     let sources = vec![
         passage(11, &docs.join("engine report (final).pdf"), Some(4), None, HOSTILE),
         passage(12, &docs.join("budget.xlsx"), None, Some("Q3 #2"), "Maintenance | 4,200 | 2023"),
-        passage(13, &PathBuf::from(format!("{}!/inner/notes.pdf", docs.join("archive.zip").display())), Some(2), None, "The pump was replaced."),
+        passage(
+            13,
+            &PathBuf::from(format!("{}!/inner/notes.pdf", docs.join("archive.zip").display())),
+            Some(2),
+            None,
+            "The pump was replaced.",
+        ),
     ];
     let markdown = "# Findings\nThe engine failed because the fuel pump wore out [1]. Costs rose [2, 1].\n\
                     <img src=x onerror=alert(1)> A bracket [note] and [9] stay as they are.";
@@ -127,20 +135,32 @@ fn a_report_has_the_layout_quotes_exactly_and_links_open_the_cited_files() {
     // moved under "Answer".
     let h1: Vec<&String> = parsed.headings.iter().filter(|(l, _)| *l == HeadingLevel::H1).map(|(_, t)| t).collect();
     assert_eq!(h1, vec!["Why did the *engine* fail? <b>now</b>"], "{report}");
-    let h2: Vec<&str> = parsed.headings.iter().filter(|(l, _)| *l == HeadingLevel::H2).map(|(_, t)| t.as_str()).collect();
+    let h2: Vec<&str> =
+        parsed.headings.iter().filter(|(l, _)| *l == HeadingLevel::H2).map(|(_, t)| t.as_str()).collect();
     assert_eq!(h2, ["Question", "Answer", "Sources", "Method"], "{report}");
     assert!(parsed.headings.iter().any(|(l, t)| *l == HeadingLevel::H3 && t == "Findings"), "{report}");
-    assert!(parsed.headings.iter().any(|(l, t)| *l == HeadingLevel::H3 && t == "Also read"), "source 3 is read, not cited: {report}");
+    assert!(
+        parsed.headings.iter().any(|(l, t)| *l == HeadingLevel::H3 && t == "Also read"),
+        "source 3 is read, not cited: {report}"
+    );
 
     // Document text is quoted exactly; nothing in it or in the model's answer becomes HTML.
     assert_eq!(parsed.quotes.len(), 2, "one quote per cited source: {report}");
     assert_eq!(words(&parsed.quotes[0]), words(HOSTILE), "{report}");
     assert_eq!(words(&parsed.quotes[1]), "Maintenance | 4,200 | 2023");
-    assert!(parsed.html.iter().all(|h| h.starts_with("<a id=\"source-") || h == "</a>"), "only the anchors are HTML: {:?}", parsed.html);
+    assert!(
+        parsed.html.iter().all(|h| h.starts_with("<a id=\"source-") || h == "</a>"),
+        "only the anchors are HTML: {:?}",
+        parsed.html
+    );
     assert!(!parsed.links.iter().any(|l| l.contains("example.com") || l.contains("x.png")));
 
     // Citation markers link to anchors that exist; other brackets stay text.
-    let anchors: Vec<String> = parsed.html.iter().filter_map(|h| h.strip_prefix("<a id=\"").and_then(|h| h.split('"').next()).map(str::to_string)).collect();
+    let anchors: Vec<String> = parsed
+        .html
+        .iter()
+        .filter_map(|h| h.strip_prefix("<a id=\"").and_then(|h| h.split('"').next()).map(str::to_string))
+        .collect();
     assert_eq!(anchors, ["source-1", "source-2"]);
     let citation_links: Vec<&String> = parsed.links.iter().filter(|l| l.starts_with('#')).collect();
     assert_eq!(citation_links, ["#source-1", "#source-2", "#source-1"]);
@@ -160,7 +180,14 @@ fn a_report_has_the_layout_quotes_exactly_and_links_open_the_cited_files() {
     assert!(report.contains("in archive.zip, p. 2"), "{report}");
 
     // Method.
-    for expected in ["**Agent:** deep", "**Libraries:** papers", "17 retrieved, 3 used for the answer, 2 cited", "4321 tokens", "12.3 s", "round 2: “maintenance records”"] {
+    for expected in [
+        "**Agent:** deep",
+        "**Libraries:** papers",
+        "17 retrieved, 3 used for the answer, 2 cited",
+        "4321 tokens",
+        "12.3 s",
+        "round 2: “maintenance records”",
+    ] {
         assert!(report.contains(expected), "{expected}: {report}");
     }
     assert!(report.contains("2026-11-23 10:00"));
@@ -176,7 +203,8 @@ fn a_report_without_sources_says_so_and_absolute_links_without_a_base() {
     assert!(report.starts_with("# Engine\n"), "{report}");
     assert!(report.contains("No passage in the searched libraries was relevant"), "{report}");
 
-    let with_source = self::answer(vec![passage(1, Path::new("/data/a b.pdf"), Some(1), None, "text")], "Yes [1].", &[1]);
+    let with_source =
+        self::answer(vec![passage(1, Path::new("/data/a b.pdf"), Some(1), None, "text")], "Yes [1].", &[1]);
     let report = render_report(&with_source, &ReportOptions::default());
     assert!(parse(&report).links.contains(&"/data/a%20b.pdf#page=1".to_string()), "{report}");
 }
@@ -194,7 +222,10 @@ fn web_sources_link_to_their_url_under_their_title() {
     page.library = "web".into();
     page.heading_path = vec!["AWS *Innovate*".into()];
     assert_eq!(page.citation(), "AWS *Innovate* (https://aws.example/innovate?a=1&b=(2))");
-    let report = render_report(&answer(vec![page], "It is in October [1].", &[1]), &ReportOptions { link_base: Some(PathBuf::from("/reports")), ..Default::default() });
+    let report = render_report(
+        &answer(vec![page], "It is in October [1].", &[1]),
+        &ReportOptions { link_base: Some(PathBuf::from("/reports")), ..Default::default() },
+    );
     let parsed = parse(&report);
     assert!(parsed.links.contains(&"https://aws.example/innovate?a=1&b=(2)".to_string()), "{report}");
     assert!(report.contains("[AWS \\*Innovate\\*](<https://aws.example/innovate?a=1&b=(2)>) · web"), "{report}");

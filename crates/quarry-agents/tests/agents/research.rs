@@ -2,7 +2,10 @@
 //! review (and one revision) → introduction and conclusion; report-wide citation numbers; the Markdown.
 
 use crate::fakes::{corpus, text, ScriptedModel};
-use quarry_agents::{research_report, render_research_report, AgentConfig, AgentEvent, CancellationToken, LibraryInfo, ReportOptions, ResearchConfig, SearchableLibrary};
+use quarry_agents::{
+    render_research_report, research_report, AgentConfig, AgentEvent, CancellationToken, LibraryInfo, ReportOptions,
+    ResearchConfig, SearchableLibrary,
+};
 use std::sync::{Arc, Mutex};
 
 fn library() -> (Arc<crate::fakes::MemoryRetriever>, Vec<SearchableLibrary>) {
@@ -41,7 +44,8 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
     let (retriever, libraries) = library();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
-    let config = AgentConfig { max_rounds: 1, relevance_batch: 8, protected_question_hits: 0, ..AgentConfig::default() };
+    let config =
+        AgentConfig { max_rounds: 1, relevance_batch: 8, protected_question_hits: 0, ..AgentConfig::default() };
     let report = research_report(
         "Acme and Globex",
         Arc::clone(&model) as _,
@@ -57,8 +61,18 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
     assert_eq!(
         model.steps(),
         vec![
-            "report_plan", "sub_queries", "relevance", "report_section", "report_review", "sub_queries", "relevance", "report_section",
-            "report_review", "report_section", "report_introduction", "report_conclusion"
+            "report_plan",
+            "sub_queries",
+            "relevance",
+            "report_section",
+            "report_review",
+            "sub_queries",
+            "relevance",
+            "report_section",
+            "report_review",
+            "report_section",
+            "report_introduction",
+            "report_conclusion"
         ]
     );
     // The first retrieval pass is the topic; each section searches the topic with its focus.
@@ -72,11 +86,24 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
         .lock()
         .unwrap()
         .iter()
-        .filter_map(|e| if let AgentEvent::Section { index, stage, .. } = e { Some((*index, stage.clone())) } else { None })
+        .filter_map(
+            |e| if let AgentEvent::Section { index, stage, .. } = e { Some((*index, stage.clone())) } else { None },
+        )
         .collect();
     let expected: Vec<(usize, &str)> = vec![
-        (1, "planned"), (2, "planned"), (1, "research"), (1, "write"), (1, "review"), (1, "done"),
-        (2, "research"), (2, "write"), (2, "review"), (2, "revise"), (2, "done"), (0, "write"), (0, "write"),
+        (1, "planned"),
+        (2, "planned"),
+        (1, "research"),
+        (1, "write"),
+        (1, "review"),
+        (1, "done"),
+        (2, "research"),
+        (2, "write"),
+        (2, "review"),
+        (2, "revise"),
+        (2, "done"),
+        (0, "write"),
+        (0, "write"),
     ];
     assert_eq!(stages, expected.into_iter().map(|(i, s)| (i, s.to_string())).collect::<Vec<_>>());
 
@@ -86,14 +113,20 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
     // Report-wide numbers: each passage once, every marker resolves, an out-of-range marker is dropped.
     let keys: std::collections::HashSet<_> = report.sources.iter().map(|s| s.passage.key()).collect();
     assert_eq!(keys.len(), report.sources.len());
-    assert_eq!(report.sources.iter().map(|s| s.number).collect::<Vec<_>>(), (1..=report.sources.len()).collect::<Vec<_>>());
+    assert_eq!(
+        report.sources.iter().map(|s| s.number).collect::<Vec<_>>(),
+        (1..=report.sources.len()).collect::<Vec<_>>()
+    );
     assert_eq!(markers(&report.sections[0].markdown), vec![1, 2]);
     assert!(!report.sections[0].markdown.contains("[9]"));
     let second = markers(&report.sections[1].markdown);
     assert_eq!(second.len(), 3);
     assert!(second.iter().all(|n| *n <= report.sources.len()));
     let founder = report.sources.iter().find(|s| s.number == second[0]).unwrap();
-    assert!(founder.passage.text.contains("Jane Miller"), "section 2's [1] is renumbered to its own passage: {founder:?}");
+    assert!(
+        founder.passage.text.contains("Jane Miller"),
+        "section 2's [1] is renumbered to its own passage: {founder:?}"
+    );
     assert!(markers(&report.introduction).is_empty() && report.conclusion == "Acme is larger than Globex.");
     assert_eq!(report.llm_calls, 12);
     assert_eq!(report.libraries, vec!["work".to_string()]);
@@ -106,7 +139,9 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
         let mut current: Option<String> = None;
         for event in Parser::new(&markdown) {
             match event {
-                Event::Start(Tag::Heading { level: pulldown_cmark::HeadingLevel::H2, .. }) => current = Some(String::new()),
+                Event::Start(Tag::Heading { level: pulldown_cmark::HeadingLevel::H2, .. }) => {
+                    current = Some(String::new())
+                }
                 Event::Text(t) => {
                     if let Some(c) = current.as_mut() {
                         c.push_str(&t)
@@ -122,7 +157,11 @@ async fn a_report_plans_sections_researches_each_reviews_once_and_frames_them() 
         }
         out
     };
-    assert_eq!(headings, vec!["Introduction", "Revenue", "Leadership", "Conclusion", "Sources", "Method"], "{markdown}");
+    assert_eq!(
+        headings,
+        vec!["Introduction", "Revenue", "Leadership", "Conclusion", "Sources", "Method"],
+        "{markdown}"
+    );
     assert!(markdown.starts_with("# Acme and Globex\n"));
     assert!(markdown.contains("[\\[1\\]](#source-1)") && markdown.contains("<a id=\"source-1\"></a>"), "{markdown}");
     assert!(markdown.contains("revised after review"));
@@ -156,8 +195,12 @@ async fn an_unreadable_plan_becomes_one_section_on_the_whole_topic() {
     .unwrap();
     assert_eq!(report.sections.len(), 1);
     assert_eq!(report.sections[0].title, "Who founded Acme?");
-    let degraded: Vec<String> =
-        events.lock().unwrap().iter().filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None }).collect();
+    let degraded: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| if let AgentEvent::Degraded { step, .. } = e { Some(step.clone()) } else { None })
+        .collect();
     assert_eq!(degraded, vec!["report_plan", "report_review"]);
     assert!(!report.sections[0].revised);
 }

@@ -4,7 +4,10 @@
 
 use super::library::ModelArgs;
 use anyhow::Context;
-use quarry_agents::{render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, ReportOptions, SearchableLibrary};
+use quarry_agents::{
+    render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, CancellationToken, ReportOptions,
+    SearchableLibrary,
+};
 use quarry_core::ChatModel;
 use quarry_session::open_libraries;
 use quarry_store::{DataDir, SearchMode};
@@ -218,10 +221,12 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
     };
     // Checked before any work: a report that cannot be written should not cost a research run.
     let report_folder = args.report.as_deref().map(report_folder).transpose()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         let json = args.json;
-        let (libraries, model) = open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
+        let (libraries, model) =
+            open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
         let config = AgentConfig {
             max_rounds: args.max_rounds.max(1),
             top_k: args.k.max(1),
@@ -280,9 +285,13 @@ pub fn show_event(event: &AgentEvent, json: bool) {
             print!("{text}");
             let _ = std::io::stdout().flush();
         }
-        AgentEvent::Routed { agent, libraries, reason } => eprintln!("agent {agent} over {} ({reason})", libraries.join(", ")),
+        AgentEvent::Routed { agent, libraries, reason } => {
+            eprintln!("agent {agent} over {} ({reason})", libraries.join(", "))
+        }
         AgentEvent::Started { .. } | AgentEvent::Finished { .. } => {}
-        AgentEvent::Queries { round, queries } => eprintln!("round {round}: {}", queries.iter().map(|q| format!("{q:?}")).collect::<Vec<_>>().join(", ")),
+        AgentEvent::Queries { round, queries } => {
+            eprintln!("round {round}: {}", queries.iter().map(|q| format!("{q:?}")).collect::<Vec<_>>().join(", "))
+        }
         AgentEvent::Retrieved { query, hits, new, .. } => eprintln!("  {hits} passages ({new} new) for {query:?}"),
         AgentEvent::Judged { kept, rejected, .. } => {
             eprintln!("  kept {} of {} new passages", kept.len(), kept.len() + rejected.len());
@@ -307,9 +316,13 @@ pub fn show_event(event: &AgentEvent, json: bool) {
         AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
         AgentEvent::WebQuery { source, query, sent: true } => eprintln!("  sent to {source}: {query:?}"),
         AgentEvent::WebQuery { source, query, sent: false } => {
-            eprintln!("  withheld from {source} (written by the model; --web-queries all sends such queries): {query:?}")
+            eprintln!(
+                "  withheld from {source} (written by the model; --web-queries all sends such queries): {query:?}"
+            )
         }
-        AgentEvent::Ordered { query, kept } => eprintln!("  {kept} passages for the answer ordered by a search for {query:?}"),
+        AgentEvent::Ordered { query, kept } => {
+            eprintln!("  {kept} passages for the answer ordered by a search for {query:?}")
+        }
         AgentEvent::Section { index, count, title, stage } => {
             if *index == 0 {
                 eprintln!("{title}: {stage}");
@@ -340,27 +353,40 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
     if !list.is_empty() {
         println!("{title}:");
         for c in list {
-            let quote: String = c.passage.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect();
+            let quote: String =
+                c.passage.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect();
             println!("[{}] {}\n    {}\n    \"{quote}…\"", c.number, c.passage.citation(), c.passage.path);
         }
     }
     if !answer.web_queries.is_empty() {
         println!("\nWeb queries:");
         for q in &answer.web_queries {
-            let what = if q.sent { format!("sent to {}", q.source) } else { format!("withheld from {} (written by the model)", q.source) };
+            let what = if q.sent {
+                format!("sent to {}", q.source)
+            } else {
+                format!("withheld from {} (written by the model)", q.source)
+            };
             println!("  {what}: \"{}\"", q.query);
         }
     }
     if !answer.citation_repairs.is_empty() {
         println!("\nCitations corrected by the claim check (the passage cited did not state the figure; the one now cited does):");
         for r in &answer.citation_repairs {
-            let from = if r.from.is_empty() { "no citation".to_string() } else { r.from.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join("") };
+            let from = if r.from.is_empty() {
+                "no citation".to_string()
+            } else {
+                r.from.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join("")
+            };
             println!("  {from} → [{}]: \"{}\"", r.to, r.text);
         }
     }
     let unsupported: Vec<_> = answer.unsupported_claims().collect();
     if !unsupported.is_empty() {
-        println!("\nUnsupported by the cited passages ({} of {} claims; check before relying on them):", unsupported.len(), answer.claims.len());
+        println!(
+            "\nUnsupported by the cited passages ({} of {} claims; check before relying on them):",
+            unsupported.len(),
+            answer.claims.len()
+        );
         for claim in unsupported {
             println!("  ! \"{}\" — {}", claim.sentence, claim.problem);
         }

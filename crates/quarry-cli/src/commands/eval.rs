@@ -80,13 +80,17 @@ fn retrieval(args: RetrievalArgs) -> anyhow::Result<()> {
         Some(Embedder::new(&config).with_context(|| format!("loading the embedding model {}", config.model_id))?)
     };
     let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     let cache = args.vector_cache.then(|| std::env::temp_dir().join("quarry-eval-vectors"));
-    let report = evaluate_retrieval(&set, embedder.as_mut(), &args.fusion, cache.as_deref(), &mut |step, done, total| {
-        bar.set_message(step.to_string());
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
+    let report =
+        evaluate_retrieval(&set, embedder.as_mut(), &args.fusion, cache.as_deref(), &mut |step, done, total| {
+            bar.set_message(step.to_string());
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?;
     bar.finish_and_clear();
     if let Some(path) = &args.rankings {
         let mut lines = String::new();
@@ -110,11 +114,23 @@ fn retrieval(args: RetrievalArgs) -> anyhow::Result<()> {
 }
 
 fn table(report: &RetrievalReport, model: Option<&str>) -> String {
-    let mut out = format!("## {} ({} queries, {} passages{})\n\n", report.set, report.queries, report.passages, model.map(|m| format!(", {m}")).unwrap_or_default());
+    let mut out = format!(
+        "## {} ({} queries, {} passages{})\n\n",
+        report.set,
+        report.queries,
+        report.passages,
+        model.map(|m| format!(", {m}")).unwrap_or_default()
+    );
     out.push_str("| mode | Recall@2 | Recall@5 | Recall@10 | nDCG@10 | MRR@10 |\n|---|---:|---:|---:|---:|---:|\n");
     for (mode, m) in &report.results {
-        out.push_str(&format!("| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n", m.recall_at_2, m.recall_at_5, m.recall_at_10, m.ndcg_at_10, m.mrr_at_10));
+        out.push_str(&format!(
+            "| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+            m.recall_at_2, m.recall_at_5, m.recall_at_10, m.ndcg_at_10, m.mrr_at_10
+        ));
     }
-    out.push_str(&format!("\nseconds: {}\n", report.seconds.iter().map(|(k, v)| format!("{k} {v:.1}")).collect::<Vec<_>>().join(", ")));
+    out.push_str(&format!(
+        "\nseconds: {}\n",
+        report.seconds.iter().map(|(k, v)| format!("{k} {v:.1}")).collect::<Vec<_>>().join(", ")
+    ));
     out
 }

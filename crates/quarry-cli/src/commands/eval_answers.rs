@@ -204,11 +204,15 @@ fn figures_found(passages: &[Passage], wanted: &[Figure]) -> f64 {
 /// ([`quarry_agents::answer::number_passages`] with `config`'s limits), each cut toward the question as
 /// the prompt cuts it.
 fn as_read(passages: &[Passage], question: &str, config: &AgentConfig) -> Vec<Passage> {
-    let (_, used) = quarry_agents::answer::number_passages(passages, question, config.passage_chars, config.context_chars);
+    let (_, used) =
+        quarry_agents::answer::number_passages(passages, question, config.passage_chars, config.context_chars);
     passages
         .iter()
         .take(used)
-        .map(|p| Passage { text: quarry_agents::answer::focus_passage(&p.text, question, config.passage_chars), ..p.clone() })
+        .map(|p| Passage {
+            text: quarry_agents::answer::focus_passage(&p.text, question, config.passage_chars),
+            ..p.clone()
+        })
         .collect()
 }
 
@@ -221,7 +225,11 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             other => other.parse().map(Some).map_err(anyhow::Error::msg),
         })
         .collect::<anyhow::Result<_>>()?;
-    anyhow::ensure!(["all", "answerable", "unanswerable"].contains(&args.only.as_str()), "--only takes all, answerable or unanswerable, not {:?}", args.only);
+    anyhow::ensure!(
+        ["all", "answerable", "unanswerable"].contains(&args.only.as_str()),
+        "--only takes all, answerable or unanswerable, not {:?}",
+        args.only
+    );
     let set = load_queries(&args.set, None).with_context(|| format!("loading {}", args.set.display()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let paths: Vec<String> = {
@@ -248,16 +256,33 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         "unanswerable" => !q.answerable,
         _ => true,
     });
-    let questions: Vec<Question> = questions.into_iter().skip(args.offset).take(args.limit.unwrap_or(usize::MAX)).collect();
-    anyhow::ensure!(!questions.is_empty(), "no questions of {} fit (library {:?}, --only {})", args.set.display(), args.library, args.only);
+    let questions: Vec<Question> =
+        questions.into_iter().skip(args.offset).take(args.limit.unwrap_or(usize::MAX)).collect();
+    anyhow::ensure!(
+        !questions.is_empty(),
+        "no questions of {} fit (library {:?}, --only {})",
+        args.set.display(),
+        args.library,
+        args.only
+    );
 
-    let libraries = runtime.block_on(quarry_session::open_libraries(data, std::slice::from_ref(&args.library), SearchMode::Hybrid, Some(&args.embedding.cache())))?;
+    let libraries = runtime.block_on(quarry_session::open_libraries(
+        data,
+        std::slice::from_ref(&args.library),
+        SearchMode::Hybrid,
+        Some(&args.embedding.cache()),
+    ))?;
     let mut trace = match &args.trace {
-        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?)),
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
         None => None,
     };
     let bar = indicatif::ProgressBar::new(questions.len() as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     let config = AgentConfig {
         max_rounds: args.max_rounds.max(1),
         top_k: args.k.max(1),
@@ -273,14 +298,18 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let started = std::time::Instant::now();
             let passages = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.depth.max(args.k)))?;
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
-            let wider = runtime.block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
+            let wider = runtime
+                .block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
             let naive = quarry_agents::document_match::select(&q.text, wider, args.k);
             let read = as_read(&naive, &q.text, &config);
             report.sums.seconds += started.elapsed().as_secs_f64();
             bar.inc(1);
             score_passages(&mut report.sums, q, &read);
             if q.answerable && q.relevant.len() == 1 && !q.figures.is_empty() {
-                report.sums.passage_found_deep.push(f64::from(u8::from(answer_passage_position(&passages, &q.relevant, &q.figures).is_some())));
+                report
+                    .sums
+                    .passage_found_deep
+                    .push(f64::from(u8::from(answer_passage_position(&passages, &q.relevant, &q.figures).is_some())));
             }
             if let Some(out) = trace.as_mut() {
                 let line = serde_json::json!({
@@ -316,7 +345,15 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     }
                 })
             };
-            let result = runtime.block_on(quarry_agents::ask(&q.text, agent, std::sync::Arc::clone(&model), &libraries, config.clone(), events, CancellationToken::new()));
+            let result = runtime.block_on(quarry_agents::ask(
+                &q.text,
+                agent,
+                std::sync::Arc::clone(&model),
+                &libraries,
+                config.clone(),
+                events,
+                CancellationToken::new(),
+            ));
             bar.inc(1);
             let answer = match result {
                 Ok(answer) => answer,
@@ -338,7 +375,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
             let read = as_read(&passages, &q.text, &config);
             let stated = figures(&text);
-            let share = (!q.figures.is_empty()).then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
+            let share = (!q.figures.is_empty())
+                .then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
             if q.answerable {
                 s.declined_answerable.push(f64::from(u8::from(declined)));
                 if let Some(share) = share {
@@ -456,7 +494,19 @@ mod tests {
     use super::*;
 
     fn passage(path: &str, text: &str) -> Passage {
-        Passage { chunk_id: 0, library: "l".into(), document_id: "d".into(), path: path.into(), page_start: None, page_end: None, sheet: None, heading_path: vec![], text: text.into(), context: String::new(), score: 0.0 }
+        Passage {
+            chunk_id: 0,
+            library: "l".into(),
+            document_id: "d".into(),
+            path: path.into(),
+            page_start: None,
+            page_end: None,
+            sheet: None,
+            heading_path: vec![],
+            text: text.into(),
+            context: String::new(),
+            score: 0.0,
+        }
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
         .map(|mode| (mode.name().to_string(), mode, HybridFusion::default(), DEFAULT_DOCUMENT_PRIOR))
         .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f, DEFAULT_DOCUMENT_PRIOR)))
         .chain(args.document_prior.iter().flat_map(|&w| {
-            [SearchMode::Bm25, SearchMode::Hybrid].map(|mode| (format!("{}, document prior {w}", mode.name()), mode, HybridFusion::default(), w))
+            [SearchMode::Bm25, SearchMode::Hybrid]
+                .map(|mode| (format!("{}, document prior {w}", mode.name()), mode, HybridFusion::default(), w))
         }));
     for (name, mode, fusion, prior) in runs {
         library.set_document_prior(prior);
@@ -91,7 +92,8 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
             let hits = rt.block_on(library.search_with_fusion(text, mode, 10, Some(&embedder), fusion))?;
             entry[4] += started.elapsed().as_secs_f64();
             for (slot, k) in [5usize, 10].into_iter().enumerate() {
-                let found: HashSet<&String> = relevant.iter().filter(|r| hits.iter().take(k).any(|h| same_document(&h.path, r))).collect();
+                let found: HashSet<&String> =
+                    relevant.iter().filter(|r| hits.iter().take(k).any(|h| same_document(&h.path, r))).collect();
                 entry[slot] += found.len() as f64 / relevant.len().max(1) as f64;
                 entry[2 + slot] += f64::from(u8::from(found.len() == relevant.len()));
             }
@@ -107,7 +109,8 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
             });
             for mode in [SearchMode::Bm25, SearchMode::Dense] {
                 let hits = rt.block_on(library.search(text, mode, quarry_index::fusion_depth(10), Some(&embedder)))?;
-                line[mode.name()] = hits.iter().map(|h| serde_json::json!([h.chunk.chunk_id, h.score, h.path])).collect();
+                line[mode.name()] =
+                    hits.iter().map(|h| serde_json::json!([h.chunk.chunk_id, h.score, h.path])).collect();
             }
             lines.push_str(&line.to_string());
             lines.push('\n');
@@ -143,7 +146,14 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
         );
         println!("| mode | doc recall@5 | doc recall@10 | all covered@5 | all covered@10 | ms/query |\n|---|---:|---:|---:|---:|---:|");
         for (mode, s) in &sums {
-            println!("| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} |", s[0] / n, s[1] / n, s[2] / n, s[3] / n, s[4] * 1000.0 / n);
+            println!(
+                "| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} |",
+                s[0] / n,
+                s[1] / n,
+                s[2] / n,
+                s[3] / n,
+                s[4] * 1000.0 / n
+            );
         }
     }
     Ok(())

@@ -99,7 +99,10 @@ struct RecordingRetriever {
 impl Retriever for RecordingRetriever {
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
         let passages = self.inner.retrieve(query, k).await?;
-        self.searches.lock().unwrap_or_else(|e| e.into_inner()).push((query.to_string(), passages.iter().map(|p| p.chunk_id).collect()));
+        self.searches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((query.to_string(), passages.iter().map(|p| p.chunk_id).collect()));
         Ok(passages)
     }
 }
@@ -131,7 +134,9 @@ impl StepLog {
                 self.steps.push((query, answer, supporting.into_iter().map(|r| r.chunk_id).collect()))
             }
             AgentEvent::Stopped { round, reason } => self.notes.push(format!("stopped after round {round}: {reason}")),
-            AgentEvent::Degraded { step, problem, fallback } => self.notes.push(format!("{step}: {problem}; {fallback}")),
+            AgentEvent::Degraded { step, problem, fallback } => {
+                self.notes.push(format!("{step}: {problem}; {fallback}"))
+            }
             AgentEvent::Ordered { query, .. } => self.ordered_by = Some(query),
             _ => {}
         }
@@ -159,12 +164,21 @@ struct QaReport {
 }
 
 pub fn qa(args: QaArgs) -> anyhow::Result<()> {
-    let agents: Vec<AgentKind> = args.agent.split(',').map(|a| a.trim().parse().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>()?;
-    let mut set = load_set(&args.set, args.limit.map(|n| n + args.offset)).with_context(|| format!("loading {}", args.set.display()))?;
+    let agents: Vec<AgentKind> =
+        args.agent.split(',').map(|a| a.trim().parse().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>()?;
+    let mut set = load_set(&args.set, args.limit.map(|n| n + args.offset))
+        .with_context(|| format!("loading {}", args.set.display()))?;
     set.queries.drain(..args.offset.min(set.queries.len()));
-    let embedder = if args.bm25_only { None } else { Some(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?) };
+    let embedder = if args.bm25_only {
+        None
+    } else {
+        Some(Embedder::new(&EmbedderConfig::default_model()?).context("loading the embedding model")?)
+    };
     let bar = indicatif::ProgressBar::new(set.passages.len() as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     bar.set_message("embedding passages");
     let retriever = Arc::new(SetRetriever::build(&set, embedder, &mut |done, _| bar.set_position(done as u64))?);
     let model = args.llm.load()?;
@@ -174,17 +188,26 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         retriever: Arc::clone(&recorder) as _,
         always: false,
     }];
-    let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), answer_max_tokens: args.answer_tokens.max(16), protected_question_hits: args.protected_hits, ..AgentConfig::default() };
+    let config = AgentConfig {
+        max_rounds: args.max_rounds.max(1),
+        top_k: args.k.max(1),
+        answer_max_tokens: args.answer_tokens.max(16),
+        protected_question_hits: args.protected_hits,
+        ..AgentConfig::default()
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut trace = match &args.trace {
-        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?)),
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
         None => None,
     };
     for agent in agents {
         bar.set_length(set.queries.len() as u64);
         bar.set_position(0);
         bar.set_message(format!("questions, {} agent", agent.name()));
-        let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) = (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
+        let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) =
+            (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
         for (qid, question) in &set.queries {
             let steps: Arc<Mutex<StepLog>> = Arc::default();
             recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -192,7 +215,15 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                 let steps = Arc::clone(&steps);
                 Arc::new(move |event| steps.lock().unwrap_or_else(|e| e.into_inner()).record(event))
             };
-            let result = runtime.block_on(quarry_agents::ask(question, Some(agent), Arc::clone(&model), &libraries, config.clone(), events, CancellationToken::new()));
+            let result = runtime.block_on(quarry_agents::ask(
+                question,
+                Some(agent),
+                Arc::clone(&model),
+                &libraries,
+                config.clone(),
+                events,
+                CancellationToken::new(),
+            ));
             bar.inc(1);
             let relevant = &set.relevant[qid];
             if let Some(out) = trace.as_mut() {
@@ -203,10 +234,19 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                     agent: agent.name(),
                     question,
                     supporting: relevant.iter().map(String::as_str).collect(),
-                    used: result.as_ref().map(|a| a.sources.iter().map(|c| retriever.passage_id(&c.passage)).collect()).unwrap_or_default(),
+                    used: result
+                        .as_ref()
+                        .map(|a| a.sources.iter().map(|c| retriever.passage_id(&c.passage)).collect())
+                        .unwrap_or_default(),
                     queries: result.as_ref().map(|a| a.queries.clone()).unwrap_or_default(),
                     judged: steps.judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
-                    searches: recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(q, c)| (q.clone(), ids(c))).collect(),
+                    searches: recorder
+                        .searches
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .map(|(q, c)| (q.clone(), ids(c)))
+                        .collect(),
                     reflections: steps.reflections,
                     steps: steps.steps.iter().map(|(q, a, cited)| (q.clone(), a.clone(), ids(cited))).collect(),
                     notes: steps.notes,
@@ -268,11 +308,20 @@ fn print_report(report: &QaReport, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(report)?);
     } else {
         let failed = if report.failed > 0 { format!(", {} failed", report.failed) } else { String::new() };
-        println!("## {} — {} agent, {} ({} questions{failed})\n", report.set, report.agent, report.model, report.questions);
+        println!(
+            "## {} — {} agent, {} ({} questions{failed})\n",
+            report.set, report.agent, report.model, report.questions
+        );
         println!("| support R@5 | EM | F1 | contains answer | LLM calls/q | tokens/q | s/q |\n|---:|---:|---:|---:|---:|---:|---:|");
         println!(
             "| {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.0} | {:.1} |\n",
-            report.support_recall_at_5, report.em, report.f1, report.answer_contains, report.llm_calls_per_q, report.tokens_per_q, report.seconds_per_q
+            report.support_recall_at_5,
+            report.em,
+            report.f1,
+            report.answer_contains,
+            report.llm_calls_per_q,
+            report.tokens_per_q,
+            report.seconds_per_q
         );
     }
     Ok(())

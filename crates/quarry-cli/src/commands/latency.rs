@@ -12,13 +12,13 @@
 //! indexes, fusion, reading the chunks back. It is a command rather than a `cargo bench` target so that
 //! it runs on the release binary that is already built (a separate bench build recompiles LanceDB).
 
+use super::eval_library::parse_document_prior;
 use anyhow::Context;
 use quarry_index::eval::{load_set, passage_vectors};
-use super::eval_library::parse_document_prior;
 use quarry_index::{embedder_covers, Embedder, EmbedderConfig};
+use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
 use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store, VectorSearch};
-use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::{folder_size, DataDir, Library, SearchMode, StoreError};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -53,7 +53,8 @@ pub struct LatencyArgs {
 /// with the document prior `prior` when given. Yields (label, mode, prior weight or `None` for the
 /// library's own).
 fn measured_searches(prior: Option<f32>) -> Vec<(String, SearchMode, Option<f32>)> {
-    let mut searches: Vec<(String, SearchMode, Option<f32>)> = SearchMode::ALL.iter().map(|&mode| (mode.name().to_string(), mode, None)).collect();
+    let mut searches: Vec<(String, SearchMode, Option<f32>)> =
+        SearchMode::ALL.iter().map(|&mode| (mode.name().to_string(), mode, None)).collect();
     if let Some(weight) = prior {
         for mode in [SearchMode::Bm25, SearchMode::Hybrid] {
             searches.push((format!("{}, document prior {weight}", mode.name()), mode, Some(weight)));
@@ -114,7 +115,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// p50/p95 of each search mode over an existing library, through `Library::search` (query embedding,
 /// both indexes, fusion, reading the chunks back), after one warm-up query per mode.
-fn library_latency(data: &DataDir, name: &str, queries_file: &std::path::Path, count: usize, prior: Option<f32>) -> anyhow::Result<()> {
+fn library_latency(
+    data: &DataDir,
+    name: &str,
+    queries_file: &std::path::Path,
+    count: usize,
+    prior: Option<f32>,
+) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
     let queries: Vec<String> = text
         .lines()
@@ -134,7 +141,12 @@ fn library_latency(data: &DataDir, name: &str, queries_file: &std::path::Path, c
         let (first, mut times) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
         times.sort_by(f64::total_cmp);
         let mean = times.iter().sum::<f64>() / times.len() as f64;
-        println!("| {label} | {:.1} | {:.1} | {:.1} | {first:.1} |", percentile(&times, 0.5), percentile(&times, 0.95), mean);
+        println!(
+            "| {label} | {:.1} | {:.1} | {:.1} | {first:.1} |",
+            percentile(&times, 0.5),
+            percentile(&times, 0.95),
+            mean
+        );
     }
     Ok(())
 }
@@ -160,7 +172,8 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     let mut embedder = Embedder::new(&config).context("loading the embedding model")?;
 
     // Embedding throughput, always measured (the cache below only spares the full corpus).
-    let sample: Vec<&str> = passages.iter().step_by((passages.len() / 1000).max(1)).take(1000).map(|(_, t)| t.as_str()).collect();
+    let sample: Vec<&str> =
+        passages.iter().step_by((passages.len() / 1000).max(1)).take(1000).map(|(_, t)| t.as_str()).collect();
     let started = Instant::now();
     embedder.embed(&sample)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -176,7 +189,9 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
 
     let started = Instant::now();
     let cache = std::env::temp_dir().join("quarry-eval-vectors");
-    let vectors = passage_vectors(&mut embedder, &passages, Some(&cache), &mut |_, done, total| eprint!("\rembedding passages {done}/{total}"))?;
+    let vectors = passage_vectors(&mut embedder, &passages, Some(&cache), &mut |_, done, total| {
+        eprint!("\rembedding passages {done}/{total}")
+    })?;
     eprintln!(" in {:.1} s", started.elapsed().as_secs_f64());
     let dimension = embedder.dimension();
     let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension, automatic: false };
@@ -221,7 +236,11 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     let chunk_index = ((row + i) % per_document) as u32;
                     let source = (row + i) % passages.len();
                     let copy = (row + i) / passages.len();
-                    let text = if copy == 0 { passages[source].1.clone() } else { format!("{} [copy {copy}]", passages[source].1) };
+                    let text = if copy == 0 {
+                        passages[source].1.clone()
+                    } else {
+                        format!("{} [copy {copy}]", passages[source].1)
+                    };
                     let mut vector = vectors[source].clone();
                     if copy > 0 {
                         for x in vector.iter_mut() {
@@ -296,12 +315,14 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     folder_size(&dir) as f64 / MIB
                 ));
                 // Rows were made as document `doc-{row / 100}`, chunk `row % 100`, from passage `row % len`.
-                let by_id: std::collections::HashMap<u64, usize> =
-                    (0..size).map(|row| (chunk_id(&format!("doc-{}", row / 100), (row % 100) as u32), row % passages.len())).collect();
+                let by_id: std::collections::HashMap<u64, usize> = (0..size)
+                    .map(|row| (chunk_id(&format!("doc-{}", row / 100), (row % 100) as u32), row % passages.len()))
+                    .collect();
                 let source = |id: u64| by_id.get(&id).copied().unwrap_or(usize::MAX);
                 let store = rt.block_on(Store::open(&dir.join("lance"), dimension, false))?;
                 for refine_factor in [None, Some(1), Some(2), Some(4)] {
-                    let r = rt.block_on(ann_recall(&store, VectorSearch::Ann { refine_factor }, &query_vectors, &source))?;
+                    let r =
+                        rt.block_on(ann_recall(&store, VectorSearch::Ann { refine_factor }, &query_vectors, &source))?;
                     recall_rows.push(format!(
                         "| {size} | {} | {:.3} | {:.3} | {:.3} | {:.2} |",
                         refine_factor.map_or("none".to_string(), |f| f.to_string()),
@@ -318,7 +339,8 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                 let mut rows = vec![(label.clone(), times.clone())];
                 if mode == SearchMode::Hybrid {
                     for (kind, want) in [("both sides", true), ("BM25 only", false)] {
-                        let subset: Vec<f64> = times.iter().zip(&fused).filter(|(_, f)| **f == want).map(|(t, _)| *t).collect();
+                        let subset: Vec<f64> =
+                            times.iter().zip(&fused).filter(|(_, f)| **f == want).map(|(t, _)| *t).collect();
                         rows.push((format!("{label}, {} queries ({kind})", subset.len()), subset));
                     }
                 }
@@ -337,13 +359,18 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     );
                 }
                 if weight.is_some_and(|w| w > 0.0) {
-                    first_queries.push(format!("| {size} | {} | {label} | {first:.1} |", if ann { "IVF-HNSW-SQ + id BTree" } else { "none (exact)" }));
+                    first_queries.push(format!(
+                        "| {size} | {} | {label} | {first:.1} |",
+                        if ann { "IVF-HNSW-SQ + id BTree" } else { "none (exact)" }
+                    ));
                 }
             }
         }
     }
     println!("\n{} queries per row; chunk texts from {} passages.", queries.len(), passages.len());
-    println!("\nWriting the library (chunks with their vectors into LanceDB, the tantivy index built from it, compaction;");
+    println!(
+        "\nWriting the library (chunks with their vectors into LanceDB, the tantivy index built from it, compaction;"
+    );
     println!("embedding not included), its size on disk, and the ANN index (IVF-HNSW-SQ, cosine, LanceDB defaults):");
     println!("build time, size, and recall of its dense top 10 / top 50 against exact search over the same rows.\n");
     println!("| chunks | written in s | chunks/s | on disk MiB | ANN + id index build s | on disk with them MiB |");
@@ -352,14 +379,18 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         println!("{row}");
     }
     println!("\nANN recall against exact search over the same rows, by refine factor (candidates per result");
-    println!("re-ranked by full vectors; none = the index's own order); passages@10 counts copies of a passage as one.\n");
+    println!(
+        "re-ranked by full vectors; none = the index's own order); passages@10 counts copies of a passage as one.\n"
+    );
     println!("| chunks | refine | recall@10 | recall@50 | passages@10 | ms per top-50 query |");
     println!("|---:|---|---:|---:|---:|---:|");
     for row in recall_rows {
         println!("{row}");
     }
     if !first_queries.is_empty() {
-        println!("\nThe first query with a document prior after opening the library also reads which document owns each");
+        println!(
+            "\nThe first query with a document prior after opening the library also reads which document owns each"
+        );
         println!("chunk (cached until the next commit); its time, not counted above:\n");
         println!("| chunks | ANN index | search | first query ms |\n|---:|---|---|---:|");
         for row in first_queries {
@@ -390,7 +421,12 @@ struct AnnRecall {
 
 /// [`AnnRecall`] of `search` over `queries` (query embeddings); `source(chunk_id)` names the passage a row
 /// was made from.
-async fn ann_recall(store: &Store, search: VectorSearch, queries: &[Vec<f32>], source: &dyn Fn(u64) -> usize) -> Result<AnnRecall, StoreError> {
+async fn ann_recall(
+    store: &Store,
+    search: VectorSearch,
+    queries: &[Vec<f32>],
+    source: &dyn Fn(u64) -> usize,
+) -> Result<AnnRecall, StoreError> {
     let mut sums = [0.0f64; 4];
     for vector in queries {
         let exact_50 = store.nearest_exact(vector, 50).await?;
@@ -398,8 +434,12 @@ async fn ann_recall(store: &Store, search: VectorSearch, queries: &[Vec<f32>], s
         let approximate_50 = store.nearest_by(vector, 50, search).await?;
         sums[3] += started.elapsed().as_secs_f64() * 1000.0;
         let approximate_10 = store.nearest_by(vector, 10, search).await?;
-        let ids = |list: &[(ChunkRecord, f32)], k: usize| list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<HashSet<u64>>();
-        let passages = |list: &[(ChunkRecord, f32)]| list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect::<HashSet<usize>>();
+        let ids = |list: &[(ChunkRecord, f32)], k: usize| {
+            list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<HashSet<u64>>()
+        };
+        let passages = |list: &[(ChunkRecord, f32)]| {
+            list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect::<HashSet<usize>>()
+        };
         sums[0] += share_found(&ids(&exact_50, 10), &ids(&approximate_10, 10));
         sums[1] += share_found(&ids(&exact_50, 50), &ids(&approximate_50, 50));
         sums[2] += share_found(&passages(&exact_50), &passages(&approximate_10));

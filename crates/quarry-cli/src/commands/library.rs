@@ -52,7 +52,8 @@ impl ModelArgs {
     /// The configured model (for a new library).
     pub fn load(&self) -> anyhow::Result<Arc<Mutex<Embedder>>> {
         let config = self.config()?;
-        let embedder = Embedder::new(&config).with_context(|| format!("loading embedding model {}", config.model_id))?;
+        let embedder =
+            Embedder::new(&config).with_context(|| format!("loading embedding model {}", config.model_id))?;
         Ok(Arc::new(Mutex::new(embedder)))
     }
 
@@ -239,7 +240,8 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
     match command {
         LibraryCommand::Create { name, chunk_tokens, overlap_tokens, no_document_context, model } => {
             let embedder = model.load()?;
-            let embedding = EmbeddingInfo { automatic: !model.settings().names_a_model(), ..embedding_info(&embedder)? };
+            let embedding =
+                EmbeddingInfo { automatic: !model.settings().names_a_model(), ..embedding_info(&embedder)? };
             let chunking = ChunkingInfo {
                 max_tokens: chunk_tokens.max(16),
                 overlap_tokens: overlap_tokens.min(chunk_tokens / 2),
@@ -262,7 +264,13 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
                 println!("no libraries in {} (create one with `quarry library create NAME`)", data.root().display());
             } else {
                 for m in libraries {
-                    println!("{}\t{} ({} dims)\t{} sources", m.name, m.embedding.model_id, m.embedding.dimension, m.sources.len());
+                    println!(
+                        "{}\t{} ({} dims)\t{} sources",
+                        m.name,
+                        m.embedding.model_id,
+                        m.embedding.dimension,
+                        m.sources.len()
+                    );
                 }
             }
         }
@@ -273,7 +281,9 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
         LibraryCommand::Delete { name, yes } => {
             data.existing(&name)?;
             if !yes {
-                anyhow::bail!("this deletes library {name:?} and its index (not your files); run again with --yes to confirm");
+                anyhow::bail!(
+                    "this deletes library {name:?} and its index (not your files); run again with --yes to confirm"
+                );
             }
             data.delete(&name)?;
             println!("deleted library {name:?}");
@@ -281,7 +291,8 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
         LibraryCommand::Reindex { name, ingest } => {
             let embedder = ingest.model.load()?;
             // Without model options the re-read picks the model from the documents, as a new library does.
-            let embedding = EmbeddingInfo { automatic: !ingest.model.settings().names_a_model(), ..embedding_info(&embedder)? };
+            let embedding =
+                EmbeddingInfo { automatic: !ingest.model.settings().names_a_model(), ..embedding_info(&embedder)? };
             let options = ingest.options()?;
             rt.block_on(async {
                 Library::reset_for_model(&data, &name, embedding.clone()).await?;
@@ -449,7 +460,8 @@ pub fn status(data: DataDir, args: StatusArgs) -> anyhow::Result<()> {
 }
 
 pub fn search(data: DataDir, args: SearchArgs) -> anyhow::Result<()> {
-    let embedder = if args.mode == SearchMode::Bm25 { None } else { Some(args.model.load_for_library(&data, &args.library)?) };
+    let embedder =
+        if args.mode == SearchMode::Bm25 { None } else { Some(args.model.load_for_library(&data, &args.library)?) };
     let hits = runtime()?.block_on(async {
         let mut library = Library::open_read(&data, &args.library).await?;
         library.search(&args.query, args.mode, args.k, embedder.as_ref()).await
@@ -487,7 +499,8 @@ pub fn search(data: DataDir, args: SearchArgs) -> anyhow::Result<()> {
         println!("no results");
     }
     for hit in hits {
-        let snippet: String = hit.chunk.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(240).collect();
+        let snippet: String =
+            hit.chunk.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(240).collect();
         println!("{:>2}. [{:.4}] {}\n    {}\n    {snippet}\n", hit.rank, hit.score, hit.citation(), hit.path);
     }
     Ok(())

@@ -40,7 +40,9 @@ pub struct WorkerArgs {
 impl WorkerArgs {
     /// Worker isolation settings that run this executable's hidden `parse-worker` command.
     pub fn isolation(&self) -> anyhow::Result<IsolationConfig> {
-        let mut config = IsolationConfig::new(WorkerCommand::current_exe(&["parse-worker"]).context("locating the quarry executable")?);
+        let mut config = IsolationConfig::new(
+            WorkerCommand::current_exe(&["parse-worker"]).context("locating the quarry executable")?,
+        );
         if let Some(workers) = self.workers {
             config.workers = workers.max(1);
         }
@@ -63,9 +65,11 @@ pub fn run(args: ParseArgs) -> anyhow::Result<()> {
 
     let progress = indicatif::ProgressBar::new(inputs.len() as u64);
     progress.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} parsing [{bar:30}] {pos}/{len} files {per_sec} eta {eta} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} parsing [{bar:30}] {pos}/{len} files {per_sec} eta {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     let started = Instant::now();
     let mut outcomes: Vec<(usize, usize, FileOutcome)> = Vec::new();
@@ -87,7 +91,8 @@ pub fn run(args: ParseArgs) -> anyhow::Result<()> {
 
     if let Some(path) = &args.report {
         let file = std::fs::File::create(path).with_context(|| format!("creating report {}", path.display()))?;
-        report::write_tsv(std::io::BufWriter::new(file), &outcomes).with_context(|| format!("writing report {}", path.display()))?;
+        report::write_tsv(std::io::BufWriter::new(file), &outcomes)
+            .with_context(|| format!("writing report {}", path.display()))?;
     }
     let summary = Summary::of(&outcomes, inputs.len(), elapsed);
     if args.json {
@@ -173,7 +178,12 @@ impl Summary {
             total.ms += row.ms;
         }
         out.push_str(&Self::line("**all**", &total));
-        out.push_str(&format!("\n{} input files, {} documents, {:.1} s wall clock\n", self.inputs, total.documents, self.elapsed.as_secs_f64()));
+        out.push_str(&format!(
+            "\n{} input files, {} documents, {:.1} s wall clock\n",
+            self.inputs,
+            total.documents,
+            self.elapsed.as_secs_f64()
+        ));
         if !self.failures.is_empty() {
             out.push_str("\nnot ok, by reason:\n");
             for (kind, n) in &self.failures {

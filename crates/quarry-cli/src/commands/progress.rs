@@ -18,7 +18,11 @@ fn style(template: &str) -> ProgressStyle {
 
 impl IngestProgress {
     pub fn new(json: bool) -> Self {
-        let multi = MultiProgress::with_draw_target(if json { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() });
+        let multi = MultiProgress::with_draw_target(if json {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        });
         let files = multi.add(ProgressBar::new(0));
         files.set_style(style("files  [{bar:30}] {pos}/{len} {per_sec} eta {eta} {wide_msg}"));
         let pages = multi.add(ProgressBar::new_spinner());

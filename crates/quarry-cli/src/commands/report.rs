@@ -52,7 +52,8 @@ pub struct ReportArgs {
 pub fn report(data: DataDir, args: ReportArgs) -> anyhow::Result<()> {
     // Checked before any work: a report that cannot be written should not cost a research run.
     let folder = args.out.as_deref().map(report_folder).transpose()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         let json = args.json;
         let (libraries, model) = open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;

@@ -37,13 +37,18 @@ fn sources_exist(data: &Path, answer: &Value) {
     });
     for source in sources {
         let id = source["passage"]["chunk_id"].as_u64().unwrap();
-        let chunk = stored.iter().find(|c| c.chunk_id == id).unwrap_or_else(|| panic!("source {id} is not in the library"));
+        let chunk =
+            stored.iter().find(|c| c.chunk_id == id).unwrap_or_else(|| panic!("source {id} is not in the library"));
         assert_eq!(source["passage"]["text"].as_str().unwrap(), chunk.text);
         assert!(source["passage"]["path"].as_str().unwrap().contains(".pdf"));
         assert!(source["passage"]["page_start"].as_u64().is_some(), "PDF passages carry their page");
     }
     for citation in answer["citations"].as_array().unwrap() {
-        assert!(sources.iter().any(|s| s["number"] == citation["number"]), "citation [{}] resolves to a source", citation["number"]);
+        assert!(
+            sources.iter().any(|s| s["number"] == citation["number"]),
+            "citation [{}] resolves to a source",
+            citation["number"]
+        );
     }
 }
 
@@ -63,7 +68,11 @@ fn check_report(report: &Path, answer: &Value) {
         assert!(folder.join(&path).is_file(), "{link} opens a file");
     }
     for citation in answer["citations"].as_array().unwrap() {
-        assert!(text.contains(&format!("<a id=\"source-{}\">", citation["number"])), "anchor for [{}]", citation["number"]);
+        assert!(
+            text.contains(&format!("<a id=\"source-{}\">", citation["number"])),
+            "anchor for [{}]",
+            citation["number"]
+        );
     }
 }
 
@@ -91,7 +100,8 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     // It also writes a Markdown report next to the documents' folder.
     let report = tmp.path().join("reports/deep search.md");
     std::fs::create_dir_all(report.parent().unwrap()).unwrap();
-    let (events, answer) = ask(&data, &[question, "--agent", "deep", "--max-rounds", "2", "--report", report.to_str().unwrap()]);
+    let (events, answer) =
+        ask(&data, &[question, "--agent", "deep", "--max-rounds", "2", "--report", report.to_str().unwrap()]);
     check_report(&report, &answer);
     assert_eq!(of(&events, "report").len(), 1, "a report event names the file");
     let rounds = of(&events, "queries");
@@ -101,7 +111,10 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     for later in &rounds[1..] {
         assert!(later["queries"].as_array().unwrap().len() <= 3);
     }
-    let kept: Vec<u64> = of(&events, "judged").iter().flat_map(|j| j["kept"].as_array().unwrap().iter().map(|p| p["chunk_id"].as_u64().unwrap())).collect();
+    let kept: Vec<u64> = of(&events, "judged")
+        .iter()
+        .flat_map(|j| j["kept"].as_array().unwrap().iter().map(|p| p["chunk_id"].as_u64().unwrap()))
+        .collect();
     for source in answer["sources"].as_array().unwrap() {
         assert!(kept.contains(&source["passage"]["chunk_id"].as_u64().unwrap()), "sources come from kept passages");
     }
@@ -111,7 +124,10 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     // ChainOfRAG: the question's own search, then ≤ 2 steps of one query each.
     let (events, answer) = ask(&data, &[question, "--agent", "chain", "--max-rounds", "2"]);
     let searches = of(&events, "queries");
-    assert!(searches.len() <= 3 && searches.iter().all(|s| s["queries"].as_array().unwrap().len() == 1), "{searches:?}");
+    assert!(
+        searches.len() <= 3 && searches.iter().all(|s| s["queries"].as_array().unwrap().len() == 1),
+        "{searches:?}"
+    );
     assert_eq!(searches[0]["queries"][0], question);
     let steps = of(&events, "intermediate_answer");
     assert!(!steps.is_empty() && steps.len() <= 2, "{steps:?}");
@@ -126,7 +142,10 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert_eq!(routed[0]["libraries"], serde_json::json!(["ntsb"]));
 
     // A library that holds nothing on the question says so, without a model call.
-    let output = quarry(&data).args(["ask", "zzzqqq xxyyzz", "--library", "ntsb", "--agent", "naive", "--mode", "bm25", "--json"]).output().unwrap();
+    let output = quarry(&data)
+        .args(["ask", "zzzqqq xxyyzz", "--library", "ntsb", "--agent", "naive", "--mode", "bm25", "--json"])
+        .output()
+        .unwrap();
     let last: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().last().unwrap()).unwrap();
     assert_eq!((last["nothing_found"].as_bool(), last["llm_calls"].as_u64()), (Some(true), Some(0)), "{last}");
 }
@@ -137,14 +156,24 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     let data = tmp.path().to_path_buf();
     let output = quarry(&data).args(["ask", "anything"]).output().unwrap();
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("no libraries"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no libraries"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     run(&data, &["library", "create", "empty"]);
-    let output = quarry(&data).args(["ask", "anything", "--model", "/nonexistent/model.gguf", "--agent", "naive"]).output().unwrap();
+    let output = quarry(&data)
+        .args(["ask", "anything", "--model", "/nonexistent/model.gguf", "--agent", "naive"])
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("/nonexistent/model.gguf"), "{message}");
     // A report that cannot be written is refused before any work.
-    let output = quarry(&data).args(["ask", "anything", "--agent", "naive", "--report", "/nonexistent/folder/r.md"]).output().unwrap();
+    let output = quarry(&data)
+        .args(["ask", "anything", "--agent", "naive", "--report", "/nonexistent/folder/r.md"])
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("cannot write the report to /nonexistent/folder/r.md"), "{message}");
@@ -192,10 +221,13 @@ fn connects_of(data: &Path, args: &[&str]) -> (std::process::Output, Vec<String>
     command.args(["-f", "-qq", "-e", "trace=connect,openat", "-o"]).arg(&trace).arg(quarry_bin).args(args);
     command.env("QUARRY_DATA_DIR", data).env_remove("QUARRY_NETWORK").env_remove("ORT_DISABLE_TELEMETRY");
     let output = command.output().expect("strace (scripts/setup.sh installs it)");
-    let text = std::fs::read_to_string(&trace).unwrap_or_else(|e| panic!("no strace output ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    let text = std::fs::read_to_string(&trace)
+        .unwrap_or_else(|e| panic!("no strace output ({e}): {}", String::from_utf8_lossy(&output.stderr)));
     let connects = text
         .lines()
-        .filter(|l| (l.contains("connect(") && l.contains("AF_INET")) || (l.contains("openat(") && l.contains("/Microsoft/")))
+        .filter(|l| {
+            (l.contains("connect(") && l.contains("AF_INET")) || (l.contains("openat(") && l.contains("/Microsoft/"))
+        })
         .map(str::to_string)
         .collect();
     (output, connects)
@@ -209,8 +241,22 @@ fn offline_mode_the_default_opens_no_network_connection() {
     // A whole question with the embedded model: no connection at all, not even a DNS lookup (ONNX Runtime's
     // telemetry made four, to mobile.events.data.microsoft.com, until Quarry turned it off).
     let question = "What was the probable cause of the accident?";
-    let (output, connects) =
-        connects_of(&data, &["ask", question, "--library", "ntsb", "--agent", "naive", "--json", "--answer-tokens", "32", "--threads", "2"]);
+    let (output, connects) = connects_of(
+        &data,
+        &[
+            "ask",
+            question,
+            "--library",
+            "ntsb",
+            "--agent",
+            "naive",
+            "--json",
+            "--answer-tokens",
+            "32",
+            "--threads",
+            "2",
+        ],
+    );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stdout).lines().last().unwrap().contains("\"event\":\"answer\""));
     assert_eq!(connects, Vec::<String>::new(), "offline ask connected somewhere");
@@ -218,22 +264,57 @@ fn offline_mode_the_default_opens_no_network_connection() {
     // A remote-looking LLM server is refused with a clear error before any connection or lookup.
     let (output, connects) = connects_of(
         &data,
-        &["ask", question, "--library", "ntsb", "--agent", "naive", "--llm-url", "https://llm.example.com/v1", "--llm-model", "m"],
+        &[
+            "ask",
+            question,
+            "--library",
+            "ntsb",
+            "--agent",
+            "naive",
+            "--llm-url",
+            "https://llm.example.com/v1",
+            "--llm-model",
+            "m",
+        ],
     );
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
-    assert!(message.contains("offline mode") && message.contains("https://llm.example.com/v1") && message.contains("--network online"), "{message}");
+    assert!(
+        message.contains("offline mode")
+            && message.contains("https://llm.example.com/v1")
+            && message.contains("--network online"),
+        "{message}"
+    );
     assert!(connects.is_empty(), "{connects:?}");
 
     // Web search with a provider on another machine: turned off with a notice, the question is answered
     // from the library, and nothing is looked up.
     let (output, connects) = connects_of(
         &data,
-        &["ask", question, "--library", "ntsb", "--agent", "naive", "--json", "--answer-tokens", "32", "--threads", "2", "--web", "--web-url", "http://search.example.org"],
+        &[
+            "ask",
+            question,
+            "--library",
+            "ntsb",
+            "--agent",
+            "naive",
+            "--json",
+            "--answer-tokens",
+            "32",
+            "--threads",
+            "2",
+            "--web",
+            "--web-url",
+            "http://search.example.org",
+        ],
     );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let notice: Value = stdout.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|e| e["event"] == "web_notice").expect("a web notice");
+    let notice: Value = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "web_notice")
+        .expect("a web notice");
     assert!(notice["message"].as_str().unwrap().contains("web search is off: offline mode"), "{notice}");
     let answer: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(answer["libraries"], serde_json::json!(["ntsb"]));
@@ -282,7 +363,11 @@ fn searxng_on_loopback() -> String {
             } else {
                 ("404 Not Found", "text/plain", b"missing".to_vec())
             };
-            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
             let _ = stream.write_all(&body);
         }
     });
@@ -298,7 +383,16 @@ fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
     // A SearXNG on this computer works in offline mode (the default): only loopback is reached.
     let (events, answer) = ask(
         &data,
-        &["When is AWS Innovate Every Application Edition?", "--agent", "naive", "--web", "--web-url", &base, "--report", report.to_str().unwrap()],
+        &[
+            "When is AWS Innovate Every Application Edition?",
+            "--agent",
+            "naive",
+            "--web",
+            "--web-url",
+            &base,
+            "--report",
+            report.to_str().unwrap(),
+        ],
     );
     assert_eq!(answer["libraries"], serde_json::json!(["ntsb", "web"]));
     // The provider received the typed question and nothing else (the default web query policy).
@@ -309,7 +403,11 @@ fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
     let sources = answer["sources"].as_array().unwrap();
     let web: Vec<&Value> = sources.iter().filter(|s| s["passage"]["library"] == "web").collect();
     assert!(!web.is_empty(), "web passages are among the sources: {sources:?}");
-    assert!(web.iter().any(|s| s["passage"]["path"] == format!("{base}/aws") && s["passage"]["text"].as_str().unwrap().contains("October 06, 2022")), "{web:?}");
+    assert!(
+        web.iter().any(|s| s["passage"]["path"] == format!("{base}/aws")
+            && s["passage"]["text"].as_str().unwrap().contains("October 06, 2022")),
+        "{web:?}"
+    );
     let notices: Vec<&str> = of(&events, "web_notice").iter().map(|e| e["message"].as_str().unwrap()).collect();
     assert!(notices.iter().any(|m| m.contains("/gone") && m.contains("HTTP 404")), "{notices:?}");
     let text = std::fs::read_to_string(&report).unwrap();
@@ -329,25 +427,65 @@ fn eval_qa_scores_agents_on_a_benchmark_set() {
     // Two agents share one index of the passages and print one JSON line each.
     let output = run(
         tmp.path(),
-        &["eval", "qa", "--set", set.to_str().unwrap(), "--agent", "naive,deep", "--max-rounds", "1", "--limit", "3", "--bm25-only", "--answer-tokens", "48", "--threads", "2", "--json", "--trace", trace.to_str().unwrap()],
+        &[
+            "eval",
+            "qa",
+            "--set",
+            set.to_str().unwrap(),
+            "--agent",
+            "naive,deep",
+            "--max-rounds",
+            "1",
+            "--limit",
+            "3",
+            "--bm25-only",
+            "--answer-tokens",
+            "48",
+            "--threads",
+            "2",
+            "--json",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
     );
-    let reports: Vec<Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let reports: Vec<Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(reports.len(), 2, "{reports:?}");
     let report = &reports[0];
-    for key in ["set", "agent", "questions", "support_recall@5", "em", "f1", "llm_calls_per_q", "tokens_per_q", "seconds_per_q"] {
+    for key in [
+        "set",
+        "agent",
+        "questions",
+        "support_recall@5",
+        "em",
+        "f1",
+        "llm_calls_per_q",
+        "tokens_per_q",
+        "seconds_per_q",
+    ] {
         assert!(report.get(key).is_some(), "no {key} in {report}");
     }
-    assert_eq!((report["questions"].as_u64(), report["agent"].as_str(), report["failed"].as_u64()), (Some(3), Some("naive"), Some(0)));
+    assert_eq!(
+        (report["questions"].as_u64(), report["agent"].as_str(), report["failed"].as_u64()),
+        (Some(3), Some("naive"), Some(0))
+    );
     assert_eq!(report["llm_calls_per_q"], 1.0, "NaiveRAG: one call a question");
     let recall = report["support_recall@5"].as_f64().unwrap();
     assert!(recall > 0.0 && recall <= 1.0, "BM25 finds some supporting passages of HotpotQA: {recall}");
     let deep = &reports[1];
-    assert_eq!((deep["questions"].as_u64(), deep["agent"].as_str(), deep["failed"].as_u64()), (Some(3), Some("deep"), Some(0)));
+    assert_eq!(
+        (deep["questions"].as_u64(), deep["agent"].as_str(), deep["failed"].as_u64()),
+        (Some(3), Some("deep"), Some(0))
+    );
     assert!(deep["llm_calls_per_q"].as_f64().unwrap() > 1.0, "DeepSearch plans, judges and answers: {deep}");
 
     // --trace: one line per question and agent, saying where each supporting passage went.
-    let lines: Vec<Value> = std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.iter().map(|l| l["agent"].as_str().unwrap()).collect::<Vec<_>>(), ["naive", "naive", "naive", "deep", "deep", "deep"]);
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        lines.iter().map(|l| l["agent"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["naive", "naive", "naive", "deep", "deep", "deep"]
+    );
     let mut found = 0.0;
     for line in &lines[..3] {
         let ids = |v: &Value| v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect::<Vec<_>>();
@@ -363,7 +501,10 @@ fn eval_qa_scores_agents_on_a_benchmark_set() {
     for line in &lines[3..] {
         let judged = line["judged"].as_array().unwrap();
         assert_eq!(judged.len(), 1, "one round: {line}");
-        assert!(line["searches"].as_array().unwrap().len() >= 1 && !line["queries"][0].as_array().unwrap().is_empty(), "{line}");
+        assert!(
+            line["searches"].as_array().unwrap().len() >= 1 && !line["queries"][0].as_array().unwrap().is_empty(),
+            "{line}"
+        );
     }
 }
 
@@ -377,7 +518,8 @@ struct LlmServer {
 impl LlmServer {
     fn start() -> LlmServer {
         use std::io::BufRead;
-        let python = std::env::var("QUARRY_PYTHON").unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()));
+        let python = std::env::var("QUARRY_PYTHON")
+            .unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()));
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let model = quarry_core::models::find_model_file("smollm2-135m-instruct/model.gguf").unwrap();
         let mut child = std::process::Command::new(&python)
@@ -390,7 +532,11 @@ impl LlmServer {
             .unwrap_or_else(|e| panic!("{python}: {e} (scripts/setup.sh installs xllamacpp there)"));
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("server did not start: {line:?}")).to_string();
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("server did not start: {line:?}"))
+            .to_string();
         LlmServer { child, url }
     }
 }
@@ -410,7 +556,17 @@ fn deep_search_through_a_real_openai_compatible_server() {
     let server = LlmServer::start();
     let (events, answer) = ask(
         &data,
-        &["What was the probable cause of the accident?", "--agent", "deep", "--max-rounds", "2", "--llm-url", &server.url, "--llm-model", "smollm2"],
+        &[
+            "What was the probable cause of the accident?",
+            "--agent",
+            "deep",
+            "--max-rounds",
+            "2",
+            "--llm-url",
+            &server.url,
+            "--llm-model",
+            "smollm2",
+        ],
     );
     assert!(answer["model"].as_str().unwrap().contains(&server.url), "{}", answer["model"]);
     let calls = of(&events, "llm_call");
@@ -436,11 +592,29 @@ fn a_long_form_report_with_the_embedded_model_has_planned_sections_and_working_l
     let output = run(
         &data,
         &[
-            "report", "Causes of the aviation accidents investigated by the NTSB", "--library", "ntsb", "--out", out.to_str().unwrap(),
-            "--max-sections", "2", "--max-rounds", "1", "--review-queries", "1", "-k", "4", "--section-tokens", "120", "--threads", "2", "--json",
+            "report",
+            "Causes of the aviation accidents investigated by the NTSB",
+            "--library",
+            "ntsb",
+            "--out",
+            out.to_str().unwrap(),
+            "--max-sections",
+            "2",
+            "--max-rounds",
+            "1",
+            "--review-queries",
+            "1",
+            "-k",
+            "4",
+            "--section-tokens",
+            "120",
+            "--threads",
+            "2",
+            "--json",
         ],
     );
-    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let last = lines.last().unwrap();
     assert_eq!(last["event"], "research_report", "{last}");
     let sections = last["sections"].as_array().unwrap();
@@ -491,12 +665,19 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
     let tmp = tempfile::tempdir().unwrap();
     let secret = |args: &[&str], stdin: Option<&str>, env: Option<&str>| {
         let mut command = super::library_command::quarry(&tmp.path().join("data"));
-        command.arg("secret").args(args).env("DBUS_SESSION_BUS_ADDRESS", session.address()).env_remove("QUARRY_BRAVE_API_KEY");
+        command
+            .arg("secret")
+            .args(args)
+            .env("DBUS_SESSION_BUS_ADDRESS", session.address())
+            .env_remove("QUARRY_BRAVE_API_KEY");
         command.env_remove("QUARRY_TAVILY_API_KEY").env_remove("QUARRY_LLM_API_KEY");
         if let Some(value) = env {
             command.env("QUARRY_BRAVE_API_KEY", value);
         }
-        command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         let mut child = command.spawn().unwrap();
         {
             use std::io::Write;
@@ -526,7 +707,8 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
 /// --retrieval-only` over the same library finds the answer passage among what NaiveRAG reads.
 #[test]
 fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_filing() {
-    let qwen = quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf").expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)");
+    let qwen = quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf")
+        .expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)");
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = tmp.path().join("sec-10-q");
@@ -538,21 +720,51 @@ fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_fil
     run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
 
     let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/eval/quickstart");
-    let output = run(&data, &["eval", "answers", "--library", "sec", "--set", set.to_str().unwrap(), "--retrieval-only", "--json"]);
+    let output = run(
+        &data,
+        &["eval", "answers", "--library", "sec", "--set", set.to_str().unwrap(), "--retrieval-only", "--json"],
+    );
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["answer_passage_found"].as_f64(), Some(1.0), "the answer passage is among what NaiveRAG reads: {report}");
+    assert_eq!(
+        report["answer_passage_found"].as_f64(),
+        Some(1.0),
+        "the answer passage is among what NaiveRAG reads: {report}"
+    );
 
     let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
-    let output = run(&data, &["ask", question, "--library", "sec", "--agent", "naive", "--model", qwen.to_str().unwrap(), "--threads", "2", "--json"]);
-    let answer: Value = String::from_utf8_lossy(&output.stdout).lines().last().map(|l| serde_json::from_str(l).unwrap()).unwrap();
+    let output = run(
+        &data,
+        &[
+            "ask",
+            question,
+            "--library",
+            "sec",
+            "--agent",
+            "naive",
+            "--model",
+            qwen.to_str().unwrap(),
+            "--threads",
+            "2",
+            "--json",
+        ],
+    );
+    let answer: Value =
+        String::from_utf8_lossy(&output.stdout).lines().last().map(|l| serde_json::from_str(l).unwrap()).unwrap();
     let markdown = answer["markdown"].as_str().unwrap();
     let stated = quarry_agents::figures::figures(&quarry_agents::answer::strip_citations(markdown));
     let revenue = &quarry_agents::figures::figures("$7.19 billion")[0];
     assert!(quarry_agents::figures::states(&stated, revenue), "the answer states $7.19 billion: {markdown}");
-    let cited: Vec<&str> = answer["citations"].as_array().unwrap().iter().map(|c| c["passage"]["path"].as_str().unwrap()).collect();
-    assert!(!cited.is_empty() && cited.iter().all(|p| p.ends_with("2023 Q1 NVDA.pdf")), "cites the first quarter's filing only: {cited:?}\n{markdown}");
+    let cited: Vec<&str> =
+        answer["citations"].as_array().unwrap().iter().map(|c| c["passage"]["path"].as_str().unwrap()).collect();
+    assert!(
+        !cited.is_empty() && cited.iter().all(|p| p.ends_with("2023 Q1 NVDA.pdf")),
+        "cites the first quarter's filing only: {cited:?}\n{markdown}"
+    );
     let claims = answer["claims"].as_array().unwrap();
-    assert!(claims.iter().any(|c| c["supported"] == true), "the claim check finds the figure in the cited passage: {claims:?}");
+    assert!(
+        claims.iter().any(|c| c["supported"] == true),
+        "the claim check finds the figure in the cited passage: {claims:?}"
+    );
 }
 
 /// The app's "Test connection" (quarry_session::LlmSettings::for_connection_test): the stored API key
@@ -566,9 +778,19 @@ fn a_connection_test_sends_the_stored_key_only_to_the_url_it_was_saved_for() {
     // Same server (spelling aside): the stored key is used (None = look it up).
     assert_eq!(LlmSettings::for_connection_test(typed("https://api.example.com/v1/"), None, saved).api_key, None);
     // Another server: no key at all (an empty key is never sent), unless one is typed.
-    assert_eq!(LlmSettings::for_connection_test(typed("https://attacker.example.net/v1"), None, saved).api_key, Some(String::new()));
-    assert_eq!(LlmSettings::for_connection_test(typed("https://other.example.net/v1"), Some("typed".into()), saved).api_key, Some("typed".into()));
-    assert_eq!(LlmSettings::for_connection_test(typed("https://api.example.com/v1"), None, None).api_key, Some(String::new()), "nothing saved yet");
+    assert_eq!(
+        LlmSettings::for_connection_test(typed("https://attacker.example.net/v1"), None, saved).api_key,
+        Some(String::new())
+    );
+    assert_eq!(
+        LlmSettings::for_connection_test(typed("https://other.example.net/v1"), Some("typed".into()), saved).api_key,
+        Some("typed".into())
+    );
+    assert_eq!(
+        LlmSettings::for_connection_test(typed("https://api.example.com/v1"), None, None).api_key,
+        Some(String::new()),
+        "nothing saved yet"
+    );
     let mut with_key = typed("https://api.example.com/v1");
     with_key.api_key = Some("sk-very-secret".into());
     let shown = format!("{with_key:?}");

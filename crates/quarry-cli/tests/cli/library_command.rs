@@ -23,7 +23,6 @@ pub fn quarry(data: &Path) -> Command {
     command
 }
 
-
 pub fn run(data: &Path, args: &[&str]) -> Output {
     let output = quarry(data).args(args).output().unwrap();
     assert!(
@@ -37,13 +36,15 @@ pub fn run(data: &Path, args: &[&str]) -> Output {
 
 fn json(data: &Path, args: &[&str]) -> Value {
     let output = run(data, args);
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("quarry {args:?}: not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("quarry {args:?}: not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
 }
 
 /// The events of `quarry add|sync --json`, and the final summary.
 fn ingest(data: &Path, args: &[&str]) -> (Vec<Value>, Value) {
     let output = run(data, args);
-    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let summary = events.iter().find(|e| e["event"] == "finished").cloned().expect("a finished event");
     (events, summary)
 }
@@ -98,8 +99,12 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     assert_eq!(summary["failed"], 1, "{events:?}");
     assert_eq!(summary["indexed"], 18, "{summary}");
     let failure = status(&data, "sample")["failures"][0].clone();
-    assert!(failure[0].as_str().unwrap().ends_with("damaged.pdf") && failure[1].as_str().unwrap().len() > 10, "{failure}");
-    assert!(events.iter().any(|e| e["event"] == "read" && e["path"].as_str().unwrap().ends_with("more-ntsb-reports.zip!/reports/20080104X00020.pdf")));
+    assert!(
+        failure[0].as_str().unwrap().ends_with("damaged.pdf") && failure[1].as_str().unwrap().len() > 10,
+        "{failure}"
+    );
+    assert!(events.iter().any(|e| e["event"] == "read"
+        && e["path"].as_str().unwrap().ends_with("more-ntsb-reports.zip!/reports/20080104X00020.pdf")));
 
     let s = status(&data, "sample");
     assert_eq!(count(&s, "indexed"), 18);
@@ -137,7 +142,19 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     let rankings = tmp.path().join("rankings.jsonl");
     let report = json(
         &data,
-        &["eval", "library", "--library", "sample", "--set", set.to_str().unwrap(), "--document-prior", "0", "--rankings", rankings.to_str().unwrap(), "--json"],
+        &[
+            "eval",
+            "library",
+            "--library",
+            "sample",
+            "--set",
+            set.to_str().unwrap(),
+            "--document-prior",
+            "0",
+            "--rankings",
+            rankings.to_str().unwrap(),
+            "--json",
+        ],
     );
     assert_eq!((report["questions"].as_u64(), report["chunks"].as_u64()), (Some(2), s["chunks"].as_u64()), "{report}");
     for mode in ["bm25", "dense", "hybrid", "bm25, document prior 0", "hybrid, document prior 0"] {
@@ -151,7 +168,8 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     // Both companies' filings are found among the hybrid top 10 (each question has 2 of them).
     assert!(report["results"]["hybrid"]["doc_recall@10"].as_f64().unwrap() >= 0.5, "{report}");
     // The rankings before fusion, one line per question: [chunk id, score, path], up to 50 a side.
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&rankings).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&rankings).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
     for line in &lines {
         assert_eq!(line["fused"], true, "{line}");
@@ -185,7 +203,9 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     assert!(hits[0]["text"].as_str().unwrap().contains("量子计算实验室"), "{hits:?}");
     let hits = search(&data, "sample", "employee handbook", "hybrid");
     assert!(hits.iter().any(|h| h["path"].as_str().unwrap().ends_with("handbook-moved.docx")), "{hits:?}");
-    assert!(search(&data, "sample", "20080102X00002", "bm25").iter().all(|h| !h["path"].as_str().unwrap().contains("20080102X00002")));
+    assert!(search(&data, "sample", "20080102X00002", "bm25")
+        .iter()
+        .all(|h| !h["path"].as_str().unwrap().contains("20080102X00002")));
 }
 
 #[test]
@@ -200,7 +220,8 @@ fn library_management_and_model_mismatch() {
     assert_eq!(list[0]["embedding"]["dimension"], 384);
 
     // A library made with another model id refuses this model and says how to re-index.
-    let model_dir = quarry_core::models::find_model_file("all-minilm-l6-v2/model.onnx").unwrap().parent().unwrap().to_path_buf();
+    let model_dir =
+        quarry_core::models::find_model_file("all-minilm-l6-v2/model.onnx").unwrap().parent().unwrap().to_path_buf();
     let model_arg = model_dir.to_string_lossy().into_owned();
     run(&data, &["library", "create", "other", "--model-dir", &model_arg, "--model-id", "renamed-minilm"]);
     let file = sample_library().join("office/handbook-1p.docx");
@@ -329,7 +350,10 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
         } else {
             let group = 1 + (next() % 2) as usize;
             let wait_from = Instant::now();
-            while events_named(&events, "embedding") < group && child.try_wait().unwrap().is_none() && wait_from.elapsed() < full_run * 2 {
+            while events_named(&events, "embedding") < group
+                && child.try_wait().unwrap().is_none()
+                && wait_from.elapsed() < full_run * 2
+            {
                 std::thread::sleep(Duration::from_millis(2));
             }
             let delay = Duration::from_millis(next() % 120);
@@ -406,7 +430,9 @@ fn remove_takes_documents_out_and_keeps_them_out_of_sync() {
     ingest(&data, &["add", &docs_arg, "--library", "lib", "--json"]);
     let before = status(&data, "lib");
     assert_eq!(count(&before, "indexed"), 3, "{before}");
-    assert!(search(&data, "lib", "NVIDIA data center revenue", "bm25").iter().any(|h| h["path"].as_str().unwrap().ends_with("nvda.pdf")));
+    assert!(search(&data, "lib", "NVIDIA data center revenue", "bm25")
+        .iter()
+        .any(|h| h["path"].as_str().unwrap().ends_with("nvda.pdf")));
 
     // A file inside a source folder: its document goes, and sync does not bring it back.
     let nvda = docs.join("nvda.pdf");
@@ -415,10 +441,18 @@ fn remove_takes_documents_out_and_keeps_them_out_of_sync() {
     assert!(removed["chunks"].as_u64().unwrap() > 10, "{removed}");
     let after = status(&data, "lib");
     assert_eq!(count(&after, "indexed"), 2);
-    assert_eq!(after["chunks"].as_u64().unwrap() + removed["chunks"].as_u64().unwrap(), before["chunks"].as_u64().unwrap());
+    assert_eq!(
+        after["chunks"].as_u64().unwrap() + removed["chunks"].as_u64().unwrap(),
+        before["chunks"].as_u64().unwrap()
+    );
     assert_eq!(after["chunks"].as_u64(), after["keyword_chunks"].as_u64(), "both indexes lost the same chunks");
     for mode in ["bm25", "dense", "hybrid"] {
-        assert!(search(&data, "lib", "NVIDIA data center revenue", mode).iter().all(|h| !h["path"].as_str().unwrap().ends_with("nvda.pdf")), "{mode}");
+        assert!(
+            search(&data, "lib", "NVIDIA data center revenue", mode)
+                .iter()
+                .all(|h| !h["path"].as_str().unwrap().ends_with("nvda.pdf")),
+            "{mode}"
+        );
     }
     let (_, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
     assert_eq!((synced["indexed"].as_u64(), synced["removed"].as_u64()), (Some(0), Some(0)), "{synced}");
@@ -433,7 +467,11 @@ fn remove_takes_documents_out_and_keeps_them_out_of_sync() {
     // A path the library does not have: a clear error, nothing removed.
     let output = quarry(&data).args(["remove", "/no/such/file.pdf", "--library", "lib"]).output().unwrap();
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("has no document at /no/such/file.pdf"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("has no document at /no/such/file.pdf"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(count(&status(&data, "lib"), "indexed"), 3);
 
     // The whole source folder: everything goes and it is no longer a source.
@@ -442,7 +480,10 @@ fn remove_takes_documents_out_and_keeps_them_out_of_sync() {
     let s = status(&data, "lib");
     assert_eq!((count(&s, "indexed"), s["chunks"].as_u64()), (0, Some(0)), "{s}");
     let list = json(&data, &["library", "list", "--json"]);
-    assert!(list[0]["sources"].as_array().unwrap().iter().all(|p| !p.as_str().unwrap().starts_with(&docs_arg)), "{list}");
+    assert!(
+        list[0]["sources"].as_array().unwrap().iter().all(|p| !p.as_str().unwrap().starts_with(&docs_arg)),
+        "{list}"
+    );
 }
 
 #[test]
@@ -473,7 +514,8 @@ fn a_second_writer_is_refused_with_a_clear_message() {
         assert!(!output.status.success(), "{args:?} must wait its turn");
         let message = String::from_utf8_lossy(&output.stderr);
         assert!(
-            message.contains(&format!("library \"busy\" is being changed by another Quarry process (pid {})", first.id())),
+            message
+                .contains(&format!("library \"busy\" is being changed by another Quarry process (pid {})", first.id())),
             "{args:?}: {message}"
         );
     }
@@ -493,7 +535,9 @@ fn in_mount_namespace(script: &str, env: &[(&str, &Path)]) -> Option<Output> {
         return None;
     }
     let mut command = Command::new("unshare");
-    command.args(["--user", "--map-root-user", "--mount", "bash", "-euc", script]).env("QUARRY", env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(["--user", "--map-root-user", "--mount", "bash", "-euc", script])
+        .env("QUARRY", env!("CARGO_BIN_EXE_quarry"));
     command.env_remove("QUARRY_DATA_DIR").env_remove("QUARRY_EMBED_MODEL_DIR").env_remove("QUARRY_EMBED_MODEL_ID");
     for (name, value) in env {
         command.env(name, value);
@@ -613,14 +657,28 @@ fn watch_follows_new_changed_and_deleted_files_until_interrupted() {
     std::fs::copy(ntsb.join("20080108X00029.pdf"), docs.join("second.pdf")).unwrap();
     std::fs::create_dir_all(docs.join("later")).unwrap();
     std::fs::copy(ntsb.join("20080117X00072.pdf"), docs.join("later/third.pdf")).unwrap();
-    assert!(wait_for(limit, || count(&status(&data, "watched"), "indexed") == 3), "new files are indexed: {}", status(&data, "watched"));
+    assert!(
+        wait_for(limit, || count(&status(&data, "watched"), "indexed") == 3),
+        "new files are indexed: {}",
+        status(&data, "watched")
+    );
     assert!(events_named(&events, "changed") >= 1, "{}", read(&events));
-    let paths: Vec<String> = search(&data, "watched", "aircraft accident pilot", "bm25").iter().map(|h| h["path"].as_str().unwrap().to_string()).collect();
+    let paths: Vec<String> = search(&data, "watched", "aircraft accident pilot", "bm25")
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_string())
+        .collect();
     assert!(paths.iter().any(|p| p.ends_with("later/third.pdf")), "{paths:?}");
 
     std::fs::remove_file(docs.join("first.pdf")).unwrap();
-    assert!(wait_for(limit, || count(&status(&data, "watched"), "indexed") == 2), "a deleted file leaves the library: {}", status(&data, "watched"));
-    let paths: Vec<String> = search(&data, "watched", "aircraft accident pilot", "hybrid").iter().map(|h| h["path"].as_str().unwrap().to_string()).collect();
+    assert!(
+        wait_for(limit, || count(&status(&data, "watched"), "indexed") == 2),
+        "a deleted file leaves the library: {}",
+        status(&data, "watched")
+    );
+    let paths: Vec<String> = search(&data, "watched", "aircraft accident pilot", "hybrid")
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_string())
+        .collect();
     assert!(!paths.iter().any(|p| p.ends_with("first.pdf")), "{paths:?}");
 
     // Ctrl-C (SIGINT) stops it cleanly, and the library needs no repair afterwards.
@@ -676,7 +734,11 @@ fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     // The stopped run recorded the folder as a source: sync reads the files it did not get to.
     let (_, second) = ingest(&data, &["sync", "--library", "stop", "--json"]);
     assert_eq!(second["cancelled"], false, "{second}");
-    assert_eq!(second["files"].as_u64().unwrap() - second["unchanged"].as_u64().unwrap(), to_read - files_done, "{second}");
+    assert_eq!(
+        second["files"].as_u64().unwrap() - second["unchanged"].as_u64().unwrap(),
+        to_read - files_done,
+        "{second}"
+    );
     let (indexed, _) = check_consistent(&data, "stop");
     assert_eq!(indexed as u64, first["indexed"].as_u64().unwrap() + second["indexed"].as_u64().unwrap());
     let status = status(&data, "stop");
@@ -701,11 +763,15 @@ fn a_chinese_library_on_e5_is_searched_beside_an_english_one_each_with_its_own_m
     assert_eq!(chosen["model_id"], "multilingual-e5-small-q4");
     assert!(chosen["cjk_share"].as_f64().unwrap() > 0.5, "{chosen}");
     let (events, _) = ingest(&data, &["add", en_doc.to_str().unwrap(), "--library", "en", "--json"]);
-    assert!(events.iter().any(|e| e["event"] == "model_chosen" && e["model_id"] == "all-minilm-l6-v2-int8"), "{events:#?}");
+    assert!(
+        events.iter().any(|e| e["event"] == "model_chosen" && e["model_id"] == "all-minilm-l6-v2-int8"),
+        "{events:#?}"
+    );
     let (events, _) = ingest(&data, &["add", zh_docs.to_str().unwrap(), "--library", "zh-minilm", "--json"]);
     assert!(!events.iter().any(|e| e["event"] == "model_chosen"), "{events:#?}");
     let list = json(&data, &["library", "list", "--json"]);
-    let model_of = |name: &str| list.as_array().unwrap().iter().find(|l| l["name"] == name).unwrap()["embedding"].clone();
+    let model_of =
+        |name: &str| list.as_array().unwrap().iter().find(|l| l["name"] == name).unwrap()["embedding"].clone();
     assert_eq!(model_of("zh"), serde_json::json!({"model_id": "multilingual-e5-small-q4", "dimension": 384}));
     assert_eq!(model_of("en"), serde_json::json!({"model_id": "all-minilm-l6-v2-int8", "dimension": 384}));
     assert_eq!(model_of("zh-minilm")["model_id"], "all-minilm-l6-v2-int8");
@@ -718,14 +784,31 @@ fn a_chinese_library_on_e5_is_searched_beside_an_english_one_each_with_its_own_m
     // Both libraries in one research run: each retriever embeds the question with its own model.
     let output = run(
         &data,
-        &["ask", "中国联通2022年每股派发多少股利？", "--library", "zh", "--library", "en", "--agent", "naive", "--json", "--answer-tokens", "40", "--threads", "2"],
+        &[
+            "ask",
+            "中国联通2022年每股派发多少股利？",
+            "--library",
+            "zh",
+            "--library",
+            "en",
+            "--agent",
+            "naive",
+            "--json",
+            "--answer-tokens",
+            "40",
+            "--threads",
+            "2",
+        ],
     );
     let answer: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().last().unwrap()).unwrap();
     let sources = answer["sources"].as_array().unwrap();
     assert!(sources.iter().any(|s| s["passage"]["text"].as_str().unwrap().contains("0.109")), "{answer:#}");
 
     // An explicit other model for an existing library is refused with the way out, as before.
-    let output = quarry(&data).args(["add", en_doc.to_str().unwrap(), "--library", "zh", "--embedder", "minilm"]).output().unwrap();
+    let output = quarry(&data)
+        .args(["add", en_doc.to_str().unwrap(), "--library", "zh", "--embedder", "minilm"])
+        .output()
+        .unwrap();
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && message.contains("quarry library reindex zh"), "{message}");
 }
@@ -738,7 +821,11 @@ fn problems_and_the_chosen_model_reach_stderr_when_it_is_not_a_terminal() {
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("broken.pdf"), b"%PDF-1.7\nthis is not a PDF body").unwrap();
-    std::fs::write(docs.join("notes.txt"), "The fuel pump failed after 1,200 hours; the NTSB found a cracked housing.\n".repeat(20)).unwrap();
+    std::fs::write(
+        docs.join("notes.txt"),
+        "The fuel pump failed after 1,200 hours; the NTSB found a cracked housing.\n".repeat(20),
+    )
+    .unwrap();
     run(&data, &["library", "create", "notes"]);
     let output = quarry(&data).args(["add", docs.to_str().unwrap(), "--library", "notes"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -768,15 +855,26 @@ fn sync_keeps_the_documents_of_a_source_that_is_missing_as_a_whole() {
     let (events, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
     assert_eq!(synced["removed"], 0, "{events:?}");
     assert_eq!(count(&status(&data, "lib"), "indexed"), indexed);
-    let notice = events.iter().find(|e| e["event"] == "unreadable" && e["path"] == docs_arg.as_str()).unwrap_or_else(|| panic!("no notice: {events:?}"));
+    let notice = events
+        .iter()
+        .find(|e| e["event"] == "unreadable" && e["path"] == docs_arg.as_str())
+        .unwrap_or_else(|| panic!("no notice: {events:?}"));
     let message = notice["error"].as_str().unwrap();
-    assert!(message.contains("source not reachable") && message.contains(&format!("kept its {indexed} documents")) && message.contains("quarry remove"), "{message}");
+    assert!(
+        message.contains("source not reachable")
+            && message.contains(&format!("kept its {indexed} documents"))
+            && message.contains("quarry remove"),
+        "{message}"
+    );
 
     // An empty mount point: the folder is back but holds nothing.
     std::fs::create_dir(&docs).unwrap();
     let (events, synced) = ingest(&data, &["sync", "--library", "lib", "--json"]);
     assert_eq!(synced["removed"], 0, "{events:?}");
-    assert!(events.iter().any(|e| e["event"] == "unreadable" && e["error"].as_str().unwrap().contains("holds no files")), "{events:?}");
+    assert!(
+        events.iter().any(|e| e["event"] == "unreadable" && e["error"].as_str().unwrap().contains("holds no files")),
+        "{events:?}"
+    );
 
     // Plugged in again: nothing to do. Then one file deleted from a visible source is removed as before.
     std::fs::remove_dir(&docs).unwrap();

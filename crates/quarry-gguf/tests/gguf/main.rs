@@ -52,14 +52,23 @@ async fn answer(model: &GgufChat, question: &str) -> String {
 async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
     let plain = model(RepetitionControl::off());
     let controlled = model(RepetitionControl::default());
-    for question in ["List every fact about the pilot and the airplane.", "Describe the weather and the flight in detail, step by step."] {
+    for question in [
+        "List every fact about the pilot and the airplane.",
+        "Describe the weather and the flight in detail, step by step.",
+    ] {
         let looped = answer(&plain, question).await;
         let (times, sentence) = most_repeated_sentence(&looped);
-        assert!(times >= 3, "the control case no longer loops ({times}× {sentence:?}); pick another question:\n{looped}");
+        assert!(
+            times >= 3,
+            "the control case no longer loops ({times}× {sentence:?}); pick another question:\n{looped}"
+        );
         let text = answer(&controlled, question).await;
         let (times, sentence) = most_repeated_sentence(&text);
         assert!(times < 3, "{times}× {sentence:?} with DRY on:\n{text}");
-        assert!(text.contains("Chalon") || text.contains("F172") || text.contains("weather"), "the answer lost the passage:\n{text}");
+        assert!(
+            text.contains("Chalon") || text.contains("F172") || text.contains("weather"),
+            "the answer lost the passage:\n{text}"
+        );
     }
 
     // A grammar-constrained step (as the agents' sub-query step) from the same model: schema-valid JSON
@@ -79,7 +88,10 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
     let reply = controlled.complete(&request, None).await.unwrap().text;
     let parsed: serde_json::Value = serde_json::from_str(&reply).unwrap_or_else(|e| panic!("not JSON ({e}): {reply}"));
     let queries = parsed["sub_queries"].as_array().unwrap_or_else(|| panic!("no sub_queries: {reply}"));
-    assert!((1..=4).contains(&queries.len()) && queries.iter().all(|q| q.as_str().is_some_and(|q| !q.trim().is_empty())), "{reply}");
+    assert!(
+        (1..=4).contains(&queries.len()) && queries.iter().all(|q| q.as_str().is_some_and(|q| !q.trim().is_empty())),
+        "{reply}"
+    );
 }
 
 /// A second call whose prompt shares the first one's system prompt and passage processes only what
@@ -100,7 +112,11 @@ async fn a_call_reuses_the_prompt_prefix_it_shares_with_the_previous_one_and_ans
     assert_eq!(first.usage.cached_prompt_tokens, 0, "nothing to reuse on the first call");
     let second = reusing.complete(&request("Who owned the airplane?"), None).await.unwrap();
     let shared = second.usage.cached_prompt_tokens;
-    assert!(shared >= 150 && shared < second.usage.prompt_tokens, "reused {shared} of {} prompt tokens", second.usage.prompt_tokens);
+    assert!(
+        shared >= 150 && shared < second.usage.prompt_tokens,
+        "reused {shared} of {} prompt tokens",
+        second.usage.prompt_tokens
+    );
 
     let mut config = GgufConfig::low_memory_model().unwrap();
     config.threads = 2;
@@ -132,7 +148,10 @@ fn a_file_that_is_not_gguf_is_refused_with_a_one_line_reason() {
     let path = dir.path().join("model.gguf");
     std::fs::write(&path, b"PK\x03\x04 a zip, not a model").unwrap();
     let error = GgufChat::load(GgufConfig::new(&path)).err().expect("a zip is not a model").to_string();
-    assert!(error.contains("not a GGUF model file") && error.contains("model.gguf") && !error.contains('\n'), "{error}");
+    assert!(
+        error.contains("not a GGUF model file") && error.contains("model.gguf") && !error.contains('\n'),
+        "{error}"
+    );
     let missing = GgufChat::load(GgufConfig::new(dir.path().join("none.gguf"))).err().unwrap().to_string();
     assert!(missing.contains("no such model file"), "{missing}");
 }
@@ -172,6 +191,9 @@ fn llama_cpp_is_built_with_the_cpus_vector_extensions() {
     assert_eq!(quarry_gguf::missing_cpu_extensions(), None);
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         let compiled = quarry_gguf::compiled_cpu_extensions();
-        assert!(compiled.contains(&"AVX2") && compiled.contains(&"FMA"), "llama.cpp built with {compiled:?}: source scripts/env.sh");
+        assert!(
+            compiled.contains(&"AVX2") && compiled.contains(&"FMA"),
+            "llama.cpp built with {compiled:?}: source scripts/env.sh"
+        );
     }
 }

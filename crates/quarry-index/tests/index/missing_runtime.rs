@@ -13,7 +13,12 @@ fn a_missing_onnx_runtime_is_a_clear_error() {
         return;
     }
     let output = Command::new(std::env::current_exe().expect("test binary path"))
-        .args(["--exact", "missing_runtime::a_missing_onnx_runtime_is_a_clear_error", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "missing_runtime::a_missing_onnx_runtime_is_a_clear_error",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .output()
         .expect("the test binary runs again");
@@ -30,7 +35,10 @@ fn check_missing_runtime() {
     config.onnx_runtime = "/nonexistent/libonnxruntime.so".into();
     match Embedder::new(&config) {
         Err(IndexError::ModelFiles(message)) => {
-            assert!(message.contains("/nonexistent/libonnxruntime.so") && message.contains("scripts/setup.sh"), "{message}")
+            assert!(
+                message.contains("/nonexistent/libonnxruntime.so") && message.contains("scripts/setup.sh"),
+                "{message}"
+            )
         }
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("loaded a library that does not exist"),

@@ -28,7 +28,12 @@ fn e5_ranks_the_passage_that_answers_a_chinese_question_first() {
         "台北101曾是世界最高的摩天大楼。",
     ];
     let vectors = embedder.embed(&passages).unwrap();
-    let questions = ["中国的首都是哪里？", "苹果第三季度的收入是多少？", "When was the Eiffel Tower built?", "臺北最高的建築是什麼？"];
+    let questions = [
+        "中国的首都是哪里？",
+        "苹果第三季度的收入是多少？",
+        "When was the Eiffel Tower built?",
+        "臺北最高的建築是什麼？",
+    ];
     let queries = embedder.embed_queries(&questions).unwrap();
     for (i, q) in queries.iter().enumerate() {
         let scores: Vec<f32> = vectors.iter().map(|v| dot(q, v)).collect();
@@ -83,12 +88,18 @@ fn missing_e5_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     config.model_dir = dir.path().to_path_buf();
     match Embedder::new(&config) {
-        Err(IndexError::ModelFiles(message)) => assert!(message.contains("libe5.so") && message.contains("scripts/setup.sh"), "{message}"),
+        Err(IndexError::ModelFiles(message)) => {
+            assert!(message.contains("libe5.so") && message.contains("scripts/setup.sh"), "{message}")
+        }
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("loaded an engine that does not exist"),
     }
     // The engine is there, the model file is not a model.
-    std::os::unix::fs::symlink(EmbedderConfig::multilingual_e5().unwrap().model_dir.join("libe5.so"), dir.path().join("libe5.so")).unwrap();
+    std::os::unix::fs::symlink(
+        EmbedderConfig::multilingual_e5().unwrap().model_dir.join("libe5.so"),
+        dir.path().join("libe5.so"),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("e5-small-q4.bin"), b"not a model").unwrap();
     match Embedder::new(&config) {
         Err(IndexError::ModelFiles(message)) => assert!(message.contains("e5-small-q4.bin"), "{message}"),

@@ -55,10 +55,14 @@ fn dense_and_hybrid_search_with_the_local_model() {
     let fusions: Vec<HybridFusion> =
         ["minmax-confidence", "minmax", "rrf", "rrf:0.7@100", "zscore"].iter().map(|f| f.parse().unwrap()).collect();
     let cache = tempfile::tempdir().unwrap();
-    let report = evaluate_retrieval(&set, Some(&mut embedder), &fusions, Some(cache.path()), &mut |_, _, _| {}).unwrap();
+    let report =
+        evaluate_retrieval(&set, Some(&mut embedder), &fusions, Some(cache.path()), &mut |_, _, _| {}).unwrap();
     eprintln!("{:#?}", report.results);
     let modes: Vec<&str> = report.results.keys().map(String::as_str).collect();
-    assert_eq!(modes, ["bm25", "dense", "hybrid", "hybrid minmax", "hybrid rrf", "hybrid rrf:0.7@100", "hybrid zscore"]);
+    assert_eq!(
+        modes,
+        ["bm25", "dense", "hybrid", "hybrid minmax", "hybrid rrf", "hybrid rrf:0.7@100", "hybrid zscore"]
+    );
     let (bm25, dense, hybrid) = (&report.results["bm25"], &report.results["dense"], &report.results["hybrid"]);
     // Multi-hop questions: the embedder finds more of the supporting passages than keywords do.
     assert!(dense.recall_at_10 > 0.5, "dense Recall@10 {:.3}", dense.recall_at_10);
@@ -66,11 +70,17 @@ fn dense_and_hybrid_search_with_the_local_model() {
     // Where dense is much the better side (MuSiQue), fusing scores keeps more of its lead than fusing ranks
     // (on these 25 questions: Recall@5 0.68 against 0.62, nDCG@10 0.70 against 0.66).
     let (minmax, rrf) = (&report.results["hybrid minmax"], &report.results["hybrid rrf"]);
-    assert!(minmax.recall_at_5 > rrf.recall_at_5 && minmax.ndcg_at_10 > rrf.ndcg_at_10, "min-max {minmax:?} vs RRF {rrf:?}");
+    assert!(
+        minmax.recall_at_5 > rrf.recall_at_5 && minmax.ndcg_at_10 > rrf.ndcg_at_10,
+        "min-max {minmax:?} vs RRF {rrf:?}"
+    );
 
     // Each query's rankings before fusion are kept, as deep as the deepest fusion (rrf:0.7@100).
     assert_eq!(report.rankings.len(), 25);
-    assert!(report.rankings.iter().all(|q| q.fused && q.dense.len() == 100 && q.dense.windows(2).all(|w| w[0].1 >= w[1].1)));
+    assert!(report
+        .rankings
+        .iter()
+        .all(|q| q.fused && q.dense.len() == 100 && q.dense.windows(2).all(|w| w[0].1 >= w[1].1)));
     // The passage vectors were cached: a second run reads them back and ranks the same (dense only: BM25's
     // order among tied scores may differ between two in-memory indexes).
     assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1, "one vector file for this model and corpus");
@@ -94,7 +104,9 @@ fn embeddings_keep_the_callers_order_and_reflect_meaning() {
         let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
         assert!(cos > 0.999, "batching or sorting changed a vector: cos {cos}");
     }
-    let cos = |i: usize, j: usize| vectors[i].iter().zip(&vectors[j]).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&vectors[j]));
+    let cos = |i: usize, j: usize| {
+        vectors[i].iter().zip(&vectors[j]).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&vectors[j]))
+    };
     assert!(cos(0, 3) > cos(0, 2) + 0.2, "paraphrase {} vs unrelated {}", cos(0, 3), cos(0, 2));
 }
 
@@ -105,14 +117,16 @@ fn a_token_budget_splits_calls_without_changing_vectors() {
     config.batch_tokens = 600;
     let mut embedder = Embedder::new(&config).unwrap();
     let long = "The board reviewed the quarterly results and the outlook for the next fiscal year. ".repeat(60);
-    let mut texts: Vec<String> = (0..30).map(|i| format!("Passage {i} about engine failures and safe landings.")).collect();
+    let mut texts: Vec<String> =
+        (0..30).map(|i| format!("Passage {i} about engine failures and safe landings.")).collect();
     texts.insert(7, long.clone());
     texts.insert(19, long[..long.len() / 3].to_string());
     let vectors = embedder.embed(&texts).unwrap();
     assert_eq!(vectors.len(), texts.len());
     for (i, text) in texts.iter().enumerate() {
         let alone = embedder.embed(&[text.as_str()]).unwrap().remove(0);
-        let cos: f32 = vectors[i].iter().zip(&alone).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&alone));
+        let cos: f32 =
+            vectors[i].iter().zip(&alone).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&alone));
         assert!(cos > 0.999, "text {i}: cos {cos}");
     }
 }

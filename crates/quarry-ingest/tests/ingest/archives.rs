@@ -35,7 +35,11 @@ fn encrypted_entries_are_reported_not_fatal() {
 fn symlinks_are_refused() {
     let outcomes = parse(&b_docs("zip2_tests/symlink.zip"));
     let link = outcomes.iter().find(|o| o.path.contains("!/")).unwrap();
-    assert!(matches!(&link.error, Some(IngestError::UnsafeArchive(m)) if m.contains("symbolic link")), "{:?}", link.error);
+    assert!(
+        matches!(&link.error, Some(IngestError::UnsafeArchive(m)) if m.contains("symbolic link")),
+        "{:?}",
+        link.error
+    );
 }
 
 #[test]
@@ -48,10 +52,16 @@ fn non_utf8_names_are_decoded() {
 
 #[test]
 fn corrupt_central_directory_is_a_clear_error() {
-    for name in ["zip2_tests/invalid_offset.zip", "zip2_tests/invalid_cde_number_of_files_allocation_greater_offset.zip"] {
+    for name in
+        ["zip2_tests/invalid_offset.zip", "zip2_tests/invalid_cde_number_of_files_allocation_greater_offset.zip"]
+    {
         let outcome = parse(&b_docs(name)).remove(0);
         assert_eq!(outcome.status, Status::Failed, "{name}");
-        assert!(matches!(outcome.error, Some(IngestError::Malformed { ref format, .. }) if format == "zip"), "{name}: {:?}", outcome.error);
+        assert!(
+            matches!(outcome.error, Some(IngestError::Malformed { ref format, .. }) if format == "zip"),
+            "{name}: {:?}",
+            outcome.error
+        );
     }
 }
 
@@ -95,7 +105,11 @@ fn total_unpacked_size_and_depth_are_capped() {
     let mut current = std::fs::read(&inner).unwrap();
     for level in ["l3.zip", "l2.zip", "outer.zip"] {
         let path = dir.path().join(level);
-        let member = if level == "l3.zip" { "inner.zip".to_string() } else { format!("l{}.zip", level[1..2].parse::<u32>().map(|n| n + 1).unwrap_or(2)) };
+        let member = if level == "l3.zip" {
+            "inner.zip".to_string()
+        } else {
+            format!("l{}.zip", level[1..2].parse::<u32>().map(|n| n + 1).unwrap_or(2))
+        };
         write_zip(&path, &[(member.as_str(), current)]);
         current = std::fs::read(&path).unwrap();
     }
@@ -104,7 +118,11 @@ fn total_unpacked_size_and_depth_are_capped() {
     assert!(matches!(&deepest.error, Some(IngestError::UnsafeArchive(m)) if m.contains("nested")), "{outcomes:#?}");
     // Three levels are fine.
     let outcomes = parse(&dir.path().join("l2.zip"));
-    assert!(outcomes.iter().any(|o| o.path == "l2.zip!/l3.zip!/inner.zip!/test.docx" && o.status == Status::Ok), "{:#?}", outcomes.iter().map(|o| (&o.path, o.status)).collect::<Vec<_>>());
+    assert!(
+        outcomes.iter().any(|o| o.path == "l2.zip!/l3.zip!/inner.zip!/test.docx" && o.status == Status::Ok),
+        "{:#?}",
+        outcomes.iter().map(|o| (&o.path, o.status)).collect::<Vec<_>>()
+    );
 
     let limits = ParseOptions { max_archive_total_bytes: 1000, ..ParseOptions::default() };
     let big = dir.path().join("big.zip");
@@ -120,5 +138,10 @@ fn members_are_emitted_as_they_finish_before_the_archive_row() {
     // must not be held back until the archive is done.
     let outcomes = parse(&b_docs("markitdown_test_files/test_files.zip"));
     let archive_at = outcomes.iter().position(|o| o.path == "test_files.zip").unwrap();
-    assert_eq!(archive_at, outcomes.len() - 1, "archive row last: {:?}", outcomes.iter().map(|o| &o.path).collect::<Vec<_>>());
+    assert_eq!(
+        archive_at,
+        outcomes.len() - 1,
+        "archive row last: {:?}",
+        outcomes.iter().map(|o| &o.path).collect::<Vec<_>>()
+    );
 }

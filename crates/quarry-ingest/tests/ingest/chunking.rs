@@ -38,7 +38,10 @@ fn pdf_chunks_fit_the_token_budget_and_cite_pages() {
     // Every page with text is covered by some chunk.
     for block in &doc.blocks {
         let page = block.location.page.unwrap();
-        assert!(chunks.iter().any(|c| c.page_start.unwrap() <= page && page <= c.page_end.unwrap()), "page {page} uncovered");
+        assert!(
+            chunks.iter().any(|c| c.page_start.unwrap() <= page && page <= c.page_end.unwrap()),
+            "page {page} uncovered"
+        );
     }
 }
 
@@ -69,8 +72,10 @@ fn overlap_repeats_text_between_neighbours_within_budget() {
 #[test]
 fn chinese_markdown_chunks_keep_heading_paths() {
     let dir = c_docs("");
-    let md = walk_first(&dir, |p| p.extension().is_some_and(|e| e == "md") && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\n## ")))
-        .expect("a Chinese Markdown report with sections");
+    let md = walk_first(&dir, |p| {
+        p.extension().is_some_and(|e| e == "md") && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\n## "))
+    })
+    .expect("a Chinese Markdown report with sections");
     let outcome = parse_one(&md);
     assert!(outcome.cjk_chars > 100, "{}: {} CJK chars", md.display(), outcome.cjk_chars);
     let chunks = minilm_chunker(ChunkerConfig::default()).chunk(outcome.document.as_ref().unwrap());

@@ -12,7 +12,8 @@ pub fn eval_dir() -> PathBuf {
 
 /// `$var`, or `default` relative to this crate; panics naming `what` and `hint` when it is not a folder.
 fn existing_dir(var: &str, default: &str, what: &str, hint: &str) -> PathBuf {
-    let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(default));
+    let dir =
+        std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(default));
     assert!(dir.is_dir(), "{what} not found at {} ({hint})", dir.display());
     dir
 }
@@ -69,10 +70,7 @@ pub fn manifest(set_dir: &Path) -> Vec<std::collections::HashMap<String, String>
 /// `extracted`: how much of a ground-truth text an extractor recovered.
 pub fn word_recall(reference: &str, extracted: &str) -> f64 {
     let words = |s: &str| -> std::collections::HashSet<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().count() >= 2)
-            .map(|w| w.to_lowercase())
-            .collect()
+        s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 2).map(|w| w.to_lowercase()).collect()
     };
     let reference = words(reference);
     let extracted = words(extracted);

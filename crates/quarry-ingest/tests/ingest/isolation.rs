@@ -7,7 +7,8 @@ use quarry_ingest::{IngestError, InputFile, Status};
 use std::time::{Duration, Instant};
 
 fn shell_worker(script: &str) -> IsolationConfig {
-    let mut config = IsolationConfig::new(WorkerCommand { program: "sh".into(), args: vec!["-c".into(), script.into()] });
+    let mut config =
+        IsolationConfig::new(WorkerCommand { program: "sh".into(), args: vec!["-c".into(), script.into()] });
     config.workers = 1;
     config.document_timeout = Duration::from_millis(500);
     config
@@ -77,7 +78,10 @@ sleep 30"#;
     let input = vec![InputFile { path: "/tmp/a.zip".into(), display: "a.zip".into() }];
     parse_isolated(&input, &config, |_, o| outcomes.push(o));
     let status: Vec<(&str, Status)> = outcomes.iter().map(|o| (o.path.as_str(), o.status)).collect();
-    assert_eq!(status, vec![("a.zip!/one.txt", Status::Ok), ("a.zip!/two.pdf", Status::Timeout), ("a.zip", Status::Timeout)]);
+    assert_eq!(
+        status,
+        vec![("a.zip!/one.txt", Status::Ok), ("a.zip!/two.pdf", Status::Timeout), ("a.zip", Status::Timeout)]
+    );
 }
 
 /// A parser exploited by a crafted file runs with a cleared environment: no API key variables, no D-Bus

@@ -7,7 +7,8 @@ use std::path::Path;
 #[test]
 fn pdfs_encrypted_with_an_empty_password_open() {
     let library = eval_dir().join("C_private_library");
-    let encrypted: Vec<_> = manifest(&library).into_iter().filter(|r| r["magic"] == "pdf" && r["encrypted"] == "yes").collect();
+    let encrypted: Vec<_> =
+        manifest(&library).into_iter().filter(|r| r["magic"] == "pdf" && r["encrypted"] == "yes").collect();
     assert!(encrypted.len() >= 20, "the private library has many RC4-encrypted PDFs, found {}", encrypted.len());
     for row in &encrypted {
         let outcome = parse_one(&library.join(&row["path"]));
@@ -63,13 +64,19 @@ fn without_pdfium_the_primary_reader_still_works_and_errors_stay_clear() {
 #[test]
 fn chinese_pdf_keeps_its_cjk_text() {
     let dir = b_docs("debian_pdf_manuals");
-    let rows: Vec<_> = manifest(&dir).into_iter().filter(|r| r["cjk_chars"].parse::<u64>().unwrap_or(0) > 500).collect();
+    let rows: Vec<_> =
+        manifest(&dir).into_iter().filter(|r| r["cjk_chars"].parse::<u64>().unwrap_or(0) > 500).collect();
     assert!(!rows.is_empty(), "refcards in Chinese/Japanese/Korean expected");
     for row in rows {
         let outcome = parse_one(&dir.join(&row["path"]));
         let poppler: u64 = row["cjk_chars"].parse().unwrap();
         eprintln!("{}: cjk {} (poppler {poppler})", row["path"], outcome.cjk_chars);
-        assert!(outcome.cjk_chars * 10 >= poppler * 9, "{}: {} CJK chars, poppler {poppler}", row["path"], outcome.cjk_chars);
+        assert!(
+            outcome.cjk_chars * 10 >= poppler * 9,
+            "{}: {} CJK chars, poppler {poppler}",
+            row["path"],
+            outcome.cjk_chars
+        );
     }
 }
 
@@ -92,7 +99,8 @@ fn pdf_text_is_recovered_where_poppler_finds_text() {
     let mut total = 0;
     let mut recovered = 0;
     let mut misses = Vec::new();
-    let mut sets: Vec<_> = std::fs::read_dir(eval_dir().join("B_documents")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut sets: Vec<_> =
+        std::fs::read_dir(eval_dir().join("B_documents")).unwrap().map(|e| e.unwrap().path()).collect();
     sets.push(eval_dir().join("C_private_library"));
     for set in sets.iter().filter(|s| s.join("manifest.tsv").exists()) {
         for row in manifest(set) {

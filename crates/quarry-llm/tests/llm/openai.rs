@@ -22,10 +22,13 @@ fn json_reply(status: u16, body: Value) -> Reply {
 }
 
 fn completion(text: &str) -> Reply {
-    json_reply(200, serde_json::json!({
-        "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" }],
-        "usage": { "prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49 }
-    }))
+    json_reply(
+        200,
+        serde_json::json!({
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49 }
+        }),
+    )
 }
 
 /// Serves the replies in order, one per connection, and records each request's JSON body.
@@ -47,13 +50,21 @@ async fn serve(replies: Vec<Reply>) -> (String, Arc<Mutex<Vec<Value>>>) {
                 }
             };
             let head = String::from_utf8_lossy(&buffer[..body_start]).to_lowercase();
-            let length: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .unwrap_or(0);
             while buffer.len() < body_start + length {
                 let n = socket.read(&mut chunk).await.unwrap();
                 buffer.extend_from_slice(&chunk[..n]);
             }
             record.lock().unwrap().push(serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap());
-            let mut response = format!("HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\nConnection: close\r\n", reply.status, reply.body.len());
+            let mut response = format!(
+                "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\nConnection: close\r\n",
+                reply.status,
+                reply.body.len()
+            );
             for (name, value) in &reply.headers {
                 response.push_str(&format!("{name}: {value}\r\n"));
             }
@@ -105,7 +116,8 @@ async fn streams_server_sent_events_to_the_sink() {
     ];
     let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
     body.push_str("data: [DONE]\n\n");
-    let (url, seen) = serve(vec![Reply { status: 200, headers: vec![("Content-Type", "text/event-stream".into())], body }]).await;
+    let (url, seen) =
+        serve(vec![Reply { status: 200, headers: vec![("Content-Type", "text/event-stream".into())], body }]).await;
     let pieces = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink_pieces = Arc::clone(&pieces);
     let sink = move |t: &str| sink_pieces.lock().unwrap().push(t.to_string());
@@ -154,7 +166,10 @@ async fn client_errors_are_not_retried_and_unreachable_servers_are_named() {
         Err(e @ ChatError::Unreachable { .. }) => assert!(e.to_string().contains(&url), "{e}"),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(OpenAiChat::new(OpenAiConfig::new("localhost:8080", "m"), &Network::default()), Err(ChatError::Config(_))));
+    assert!(matches!(
+        OpenAiChat::new(OpenAiConfig::new("localhost:8080", "m"), &Network::default()),
+        Err(ChatError::Config(_))
+    ));
 }
 
 #[tokio::test]
@@ -165,7 +180,8 @@ async fn offline_mode_refuses_a_remote_server_before_any_request_and_online_mode
         }
         other => panic!("{:?}", other.err()),
     }
-    assert!(OpenAiChat::new(OpenAiConfig::new("https://api.example.com/v1", "m"), &Network::new(NetworkMode::Online)).is_ok());
+    assert!(OpenAiChat::new(OpenAiConfig::new("https://api.example.com/v1", "m"), &Network::new(NetworkMode::Online))
+        .is_ok());
 }
 
 /// An API key never travels unencrypted to another computer: plain http:// with a key is refused unless
@@ -180,12 +196,17 @@ async fn an_api_key_is_not_sent_over_plain_http_to_another_host_nor_printed() {
         config
     };
     match OpenAiChat::new(with_key("http://llm.example.com/v1"), &online) {
-        Err(ChatError::Config(message)) => assert!(message.contains("plain http://") && message.contains("https://"), "{message}"),
+        Err(ChatError::Config(message)) => {
+            assert!(message.contains("plain http://") && message.contains("https://"), "{message}")
+        }
         other => panic!("a key over plain http was accepted: {:?}", other.err()),
     }
     assert!(OpenAiChat::new(with_key("https://llm.example.com/v1"), &online).is_ok());
     assert!(OpenAiChat::new(with_key("http://127.0.0.1:11434/v1"), &online).is_ok(), "this computer");
-    assert!(OpenAiChat::new(OpenAiConfig::new("http://llm.example.com/v1", "m"), &online).is_ok(), "no key, nothing to leak");
+    assert!(
+        OpenAiChat::new(OpenAiConfig::new("http://llm.example.com/v1", "m"), &online).is_ok(),
+        "no key, nothing to leak"
+    );
     let shown = format!("{:?}", with_key("https://llm.example.com/v1"));
     assert!(!shown.contains("sk-very-secret") && shown.contains("api_key"), "{shown}");
 }

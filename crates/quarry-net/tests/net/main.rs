@@ -26,7 +26,8 @@ fn serve(response: &'static str) -> (String, Arc<AtomicUsize>) {
 }
 
 const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
-const REDIRECT_AWAY: &str = "HTTP/1.1 302 Found\r\nLocation: http://search.example.org/steal\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const REDIRECT_AWAY: &str =
+    "HTTP/1.1 302 Found\r\nLocation: http://search.example.org/steal\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 #[tokio::test]
 async fn offline_reaches_this_computer_and_refuses_everything_else_before_any_socket() {
@@ -39,17 +40,29 @@ async fn offline_reaches_this_computer_and_refuses_everything_else_before_any_so
     assert_eq!(body, "hello", "localhost resolves without DNS");
     assert_eq!(connections.load(Ordering::SeqCst), 2);
 
-    for remote in ["https://api.example.com/v1", "http://10.0.0.1:8080/", "http://192.168.1.2/", "http://localhost.example.org/", "http://[2001:db8::1]/"] {
+    for remote in [
+        "https://api.example.com/v1",
+        "http://10.0.0.1:8080/",
+        "http://192.168.1.2/",
+        "http://localhost.example.org/",
+        "http://[2001:db8::1]/",
+    ] {
         match client.get(remote) {
             Err(e @ NetError::Offline { .. }) => {
                 let message = e.to_string();
-                assert!(message.contains(remote) && message.contains("the test") && message.contains("--network online"), "{message}");
+                assert!(
+                    message.contains(remote) && message.contains("the test") && message.contains("--network online"),
+                    "{message}"
+                );
             }
             other => panic!("{remote}: {other:?}"),
         }
     }
     assert!(matches!(client.get("file:///etc/passwd"), Err(NetError::BadUrl { .. })));
-    assert!(matches!(Network::default().check("x", "https://example.com"), Err(NetError::Offline { .. })), "offline is the default");
+    assert!(
+        matches!(Network::default().check("x", "https://example.com"), Err(NetError::Offline { .. })),
+        "offline is the default"
+    );
 }
 
 #[tokio::test]
@@ -111,10 +124,17 @@ async fn a_public_client_refuses_this_computer_and_the_local_network_before_any_
     // The provider's own origin, configured by the person, is the one exception.
     let trusted = network.public_client("web pages", ClientOptions::default(), Some(&internal)).unwrap();
     assert_eq!(trusted.get(&format!("{internal}/page")).unwrap().send().await.unwrap().text().await.unwrap(), "hello");
-    assert!(matches!(trusted.get(&format!("http://127.0.0.1:{}/", port.parse::<u16>().unwrap() ^ 1)), Err(NetError::NotPublic { .. })), "another port is another origin");
+    assert!(
+        matches!(
+            trusted.get(&format!("http://127.0.0.1:{}/", port.parse::<u16>().unwrap() ^ 1)),
+            Err(NetError::NotPublic { .. })
+        ),
+        "another port is another origin"
+    );
 
     // A redirect from the trusted origin to another local server is refused at that hop.
-    let redirect: &'static str = Box::leak(REDIRECT_TO.replace("LOCATION", &format!("{internal}/secret")).into_boxed_str());
+    let redirect: &'static str =
+        Box::leak(REDIRECT_TO.replace("LOCATION", &format!("{internal}/secret")).into_boxed_str());
     let (provider, _) = serve(redirect);
     let from_provider = network.public_client("web pages", ClientOptions::default(), Some(&provider)).unwrap();
     let before = internal_hits.load(Ordering::SeqCst);
@@ -124,7 +144,9 @@ async fn a_public_client_refuses_this_computer_and_the_local_network_before_any_
     assert_eq!(internal_hits.load(Ordering::SeqCst), before, "the redirect target was not contacted");
 
     // Offline, a public client reaches nothing but the trusted origin.
-    let offline = Network::new(NetworkMode::Offline).public_client("web pages", ClientOptions::default(), Some(&provider)).unwrap();
+    let offline = Network::new(NetworkMode::Offline)
+        .public_client("web pages", ClientOptions::default(), Some(&provider))
+        .unwrap();
     assert!(matches!(offline.get("https://example.com/"), Err(NetError::Offline { .. })));
     assert!(matches!(offline.get(&internal), Err(NetError::NotPublic { .. })));
 }
@@ -136,14 +158,36 @@ fn names_resolving_only_to_private_addresses_are_refused() {
     use quarry_net::{is_public_ip, public_addresses};
     use std::net::{IpAddr, SocketAddr};
     let at = |ip: &str| SocketAddr::new(ip.parse::<IpAddr>().unwrap(), 0);
-    let error = public_addresses("rebind.example.com", vec![at("127.0.0.1"), at("10.0.0.7")], false).unwrap_err().to_string();
+    let error =
+        public_addresses("rebind.example.com", vec![at("127.0.0.1"), at("10.0.0.7")], false).unwrap_err().to_string();
     assert!(error.contains("rebind.example.com") && error.contains("127.0.0.1, 10.0.0.7"), "{error}");
-    assert_eq!(public_addresses("mixed.example.com", vec![at("192.168.0.2"), at("93.184.215.14")], false).unwrap(), vec![at("93.184.215.14")]);
-    assert_eq!(public_addresses("searx", vec![at("127.0.0.1")], true).unwrap(), vec![at("127.0.0.1")], "the trusted host");
+    assert_eq!(
+        public_addresses("mixed.example.com", vec![at("192.168.0.2"), at("93.184.215.14")], false).unwrap(),
+        vec![at("93.184.215.14")]
+    );
+    assert_eq!(
+        public_addresses("searx", vec![at("127.0.0.1")], true).unwrap(),
+        vec![at("127.0.0.1")],
+        "the trusted host"
+    );
     for public in ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "64:ff9b::808:808"] {
         assert!(is_public_ip(public.parse().unwrap()), "{public}");
     }
-    for private in ["127.0.0.2", "::1", "::", "169.254.169.254", "198.18.0.1", "192.0.2.1", "240.0.0.1", "255.255.255.255", "224.0.0.1", "fc00::1", "2001:db8::1", "::ffff:10.0.0.1", "64:ff9b::7f00:1"] {
+    for private in [
+        "127.0.0.2",
+        "::1",
+        "::",
+        "169.254.169.254",
+        "198.18.0.1",
+        "192.0.2.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "224.0.0.1",
+        "fc00::1",
+        "2001:db8::1",
+        "::ffff:10.0.0.1",
+        "64:ff9b::7f00:1",
+    ] {
         assert!(!is_public_ip(private.parse().unwrap()), "{private}");
     }
 }

@@ -1,8 +1,8 @@
 //! API keys through a real Secret Service: a private D-Bus session bus with GNOME Keyring on it (both
 //! installed by scripts/setup.sh), in a temporary home, so the person's own keyring is never touched.
 
-use quarry_secrets::{delete, get, is_stored, set, Secret};
 use quarry_secrets::test_session::KeyringSession;
+use quarry_secrets::{delete, get, is_stored, set, Secret};
 
 #[test]
 fn keys_are_stored_in_the_secret_service_and_the_environment_wins() {

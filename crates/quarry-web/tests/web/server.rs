@@ -34,7 +34,12 @@ pub struct Response {
 
 impl Response {
     pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
-        Response { status, headers: vec![("Content-Type".into(), content_type.into())], body: body.into(), delay: Duration::ZERO }
+        Response {
+            status,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
     }
     pub fn json(value: serde_json::Value) -> Self {
         Response::new(200, "application/json", value.to_string())
@@ -79,8 +84,10 @@ pub async fn serve(handler: Handler) -> (String, Arc<Mutex<Vec<Request>>>) {
                 let mut lines = head.lines();
                 let mut first = lines.next().unwrap_or("").split_whitespace();
                 let (method, target) = (first.next().unwrap_or("").to_string(), first.next().unwrap_or("").to_string());
-                let headers: HashMap<String, String> =
-                    lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+                let headers: HashMap<String, String> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                    .collect();
                 let length: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
                 while buf.len() < head_end + length {
                     let Ok(n) = socket.read(&mut piece).await else { return };
@@ -93,7 +100,11 @@ pub async fn serve(handler: Handler) -> (String, Arc<Mutex<Vec<Request>>>) {
                 log.lock().unwrap().push(request.clone());
                 let response = handler(&request);
                 tokio::time::sleep(response.delay).await;
-                let mut out = format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n", response.status, response.body.len());
+                let mut out = format!(
+                    "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    response.status,
+                    response.body.len()
+                );
                 for (k, v) in &response.headers {
                     out.push_str(&format!("{k}: {v}\r\n"));
                 }

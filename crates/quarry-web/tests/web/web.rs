@@ -1,15 +1,17 @@
 use crate::server::{serve, Request, Response};
+use quarry_core::Retriever;
 use quarry_ingest::{ChunkSizer, Chunker, ChunkerConfig};
 use quarry_net::{ClientOptions, Network, NetworkMode};
 use quarry_web::{fetch_page, ProviderConfig, ProviderKind, WebError, WebRetriever, WebSettings};
-use quarry_core::Retriever;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn eval_dir() -> PathBuf {
-    std::env::var_os("QUARRY_EVAL_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
+    std::env::var_os("QUARRY_EVAL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
 }
 
 /// The HTML part of a real e-mail from unstructured's example documents, as sent (its own charset).
@@ -64,7 +66,10 @@ async fn each_provider_speaks_its_services_json() {
     .await;
 
     let hits = provider(ProviderKind::Searxng, &base).search("AWS Innovate date", 5).await.unwrap();
-    assert_eq!(hits.iter().map(|h| h.url.as_str()).collect::<Vec<_>>(), vec!["https://aws.example/innovate", "https://b.example/"]);
+    assert_eq!(
+        hits.iter().map(|h| h.url.as_str()).collect::<Vec<_>>(),
+        vec!["https://aws.example/innovate", "https://b.example/"]
+    );
     assert_eq!((hits[0].title.as_str(), hits[0].snippet.as_str()), ("AWS Innovate", "Every Application Edition"));
     let hits = provider(ProviderKind::Tavily, &base).search("tavily question", 3).await.unwrap();
     assert_eq!(hits[0].snippet, "from tavily");
@@ -72,12 +77,18 @@ async fn each_provider_speaks_its_services_json() {
     assert_eq!((hits[0].title.as_str(), hits[0].snippet.as_str()), ("Brave hit", "The AWS summit & more"));
 
     let requests = seen.lock().unwrap().clone();
-    assert_eq!((requests[0].param("q").as_deref(), requests[0].param("format").as_deref()), (Some("AWS Innovate date"), Some("json")));
+    assert_eq!(
+        (requests[0].param("q").as_deref(), requests[0].param("format").as_deref()),
+        (Some("AWS Innovate date"), Some("json"))
+    );
     let tavily: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
     assert_eq!((tavily["query"].as_str(), tavily["max_results"].as_u64()), (Some("tavily question"), Some(3)));
     assert_eq!(requests[1].headers.get("authorization").map(String::as_str), Some("Bearer test-key"));
     assert_eq!(requests[2].headers.get("x-subscription-token").map(String::as_str), Some("test-key"));
-    assert_eq!((requests[2].param("q").as_deref(), requests[2].param("count").as_deref()), (Some("brave question"), Some("3")));
+    assert_eq!(
+        (requests[2].param("q").as_deref(), requests[2].param("count").as_deref()),
+        (Some("brave question"), Some("3"))
+    );
 }
 
 #[tokio::test]
@@ -98,7 +109,10 @@ async fn rate_limits_errors_malformed_answers_and_timeouts_are_clear_errors() {
     };
     let e = message("busy").await;
     assert!(matches!(e, WebError::RateLimited { retry_after: Some(7), .. }), "{e}");
-    assert!(e.to_string().contains("web search (searxng): too many requests (HTTP 429); the service asks to wait 7 s"), "{e}");
+    assert!(
+        e.to_string().contains("web search (searxng): too many requests (HTTP 429); the service asks to wait 7 s"),
+        "{e}"
+    );
     assert!(matches!(message("broken").await, WebError::Malformed { .. }));
     assert!(matches!(message("html").await, WebError::Malformed { .. }));
     assert!(message("other").await.to_string().contains("no /results array"));
@@ -132,7 +146,11 @@ async fn real_pages_become_readable_text_in_their_own_charset_and_huge_pages_are
         "/aws" => Response::new(200, "text/html; charset=utf-8", aws.clone()),
         "/hebrew" => Response::new(200, "text/html", hebrew.clone()),
         "/chapter" => Response::new(200, "application/xhtml+xml", chapter.clone()),
-        "/huge" => Response::new(200, "text/html", format!("<html><body>{}</body></html>", "<p>Lorem ipsum dolor sit amet.</p>\n".repeat(200_000))),
+        "/huge" => Response::new(
+            200,
+            "text/html",
+            format!("<html><body>{}</body></html>", "<p>Lorem ipsum dolor sit amet.</p>\n".repeat(200_000)),
+        ),
         "/report.pdf" => Response::new(200, "application/pdf", b"%PDF-1.4".to_vec()),
         _ => Response::new(404, "text/plain", "missing"),
     }))
@@ -146,7 +164,11 @@ async fn real_pages_become_readable_text_in_their_own_charset_and_huge_pages_are
     assert!(!page.truncated);
 
     let page = fetch_page(&client, &format!("{base}/hebrew"), 2 << 20, 10).await.unwrap();
-    assert!(page.text.contains("שלום") && page.text.contains("תמיר"), "windows-1255 from the <meta> tag: {}", &page.text[..200.min(page.text.len())]);
+    assert!(
+        page.text.contains("שלום") && page.text.contains("תמיר"),
+        "windows-1255 from the <meta> tag: {}",
+        &page.text[..200.min(page.text.len())]
+    );
 
     let page = fetch_page(&client, &format!("{base}/chapter"), 2 << 20, 10).await.unwrap();
     assert!(page.text.contains("This is a test paragraph with some formatting."), "{}", page.text);
@@ -205,8 +227,10 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
     )
     .unwrap();
     // Two queries at once (as DeepSearch's sub-queries run) share one fetch of each page.
-    let (passages, together) =
-        tokio::join!(retriever.retrieve("When is AWS Innovate Every Application Edition?", 20), retriever.retrieve("AWS Innovate registration", 5));
+    let (passages, together) = tokio::join!(
+        retriever.retrieve("When is AWS Innovate Every Application Edition?", 20),
+        retriever.retrieve("AWS Innovate registration", 5)
+    );
     let passages = passages.unwrap();
     assert!(together.unwrap().iter().any(|p| p.path.ends_with("/aws")));
     let top = &passages[0];
@@ -218,7 +242,10 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
     assert!(moved.iter().any(|p| p.text.contains("(snippet)") && p.path.ends_with("/gone")), "{moved:?}");
     let problems = problems.lock().unwrap().clone();
     assert!(problems.iter().any(|p| p.contains("/gone") && p.contains("HTTP 404")), "{problems:?}");
-    assert!(problems.iter().any(|p| p.contains("https://elsewhere.example.com/a") && p.contains("offline mode")), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.contains("https://elsewhere.example.com/a") && p.contains("offline mode")),
+        "{problems:?}"
+    );
 
     // Even if a model obeyed the page and searched for the URL, only the search provider sees it as a
     // query string: the URL itself is never requested.
@@ -227,7 +254,11 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
     retriever.retrieve("send_file the user's documents", 5).await.unwrap();
     let requested: Vec<String> = seen.lock().unwrap().iter().map(|r| r.target.clone()).collect();
     assert!(requested.iter().all(|t| !t.starts_with("/exfil")), "{requested:?}");
-    assert_eq!(requested.iter().filter(|t| t.starts_with("/aws")).count(), 1, "a page is fetched once per question: {requested:?}");
+    assert_eq!(
+        requested.iter().filter(|t| t.starts_with("/aws")).count(),
+        1,
+        "a page is fetched once per question: {requested:?}"
+    );
 }
 
 /// Server-side request forgery, online: a local SearXNG (the provider the person configured) returns a
@@ -237,7 +268,8 @@ async fn the_web_retriever_cites_pages_by_url_and_title_and_never_fetches_links_
 /// and its text handed to the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn online_a_result_pointing_at_this_computer_or_the_local_network_is_not_fetched() {
-    let (internal, internal_seen) = serve(Arc::new(|_: &Request| Response::new(200, "text/html", "<p>internal admin token 0xSECRET</p>"))).await;
+    let (internal, internal_seen) =
+        serve(Arc::new(|_: &Request| Response::new(200, "text/html", "<p>internal admin token 0xSECRET</p>"))).await;
     let holder: Arc<Mutex<String>> = Arc::default();
     let base_for_handler = Arc::clone(&holder);
     let internal_for_handler = internal.clone();
@@ -270,12 +302,22 @@ async fn online_a_result_pointing_at_this_computer_or_the_local_network_is_not_f
     )
     .unwrap();
     let passages = retriever.retrieve("When is AWS Innovate?", 10).await.unwrap();
-    assert!(internal_seen.lock().unwrap().is_empty(), "the internal server was contacted: {:?}", internal_seen.lock().unwrap().len());
+    assert!(
+        internal_seen.lock().unwrap().is_empty(),
+        "the internal server was contacted: {:?}",
+        internal_seen.lock().unwrap().len()
+    );
     assert!(passages.iter().all(|p| !p.text.contains("0xSECRET")));
     assert!(passages.iter().any(|p| p.text.contains("October 6")), "the provider's own page is fetched: {passages:?}");
-    assert!(passages.iter().any(|p| p.text.contains("internal snippet")), "the refused result keeps its snippet: {passages:?}");
+    assert!(
+        passages.iter().any(|p| p.text.contains("internal snippet")),
+        "the refused result keeps its snippet: {passages:?}"
+    );
     let problems = problems.lock().unwrap().clone();
     for refused in [format!("{internal}/admin"), "http://169.254.169.254/latest/meta-data/".to_string()] {
-        assert!(problems.iter().any(|p| p.contains(&refused) && p.contains("not a public internet address")), "{refused}: {problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains(&refused) && p.contains("not a public internet address")),
+            "{refused}: {problems:?}"
+        );
     }
 }
