@@ -9,4 +9,11 @@ source scripts/env.sh
 # Set-up installs the default answer model, Qwen2.5-Coder-1.5B (the quick start's end-to-end test and the
 # .deb test answer with it); the other tests that answer pin SmolLM2-135M through QUARRY_LLM_MODEL_FILE.
 bash scripts/setup.sh
+# The tree stays rustfmt-clean (rustfmt.toml); a formatting slip fails here in a second, before the build.
+# (rustfmt ships with rustup's default toolchain; where it is missing and cannot be fetched, say so.)
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all --check
+else
+  echo "test.sh: rustfmt is not installed (rustup component add rustfmt): formatting not checked" >&2
+fi
 cargo test --locked --workspace
