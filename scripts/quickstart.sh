@@ -16,7 +16,7 @@ source scripts/env.sh
 bash scripts/setup.sh
 # The dev profile (root Cargo.toml): optimised where the time goes (tokenizers, tantivy, PDF, llama.cpp),
 # measured as fast as release on this job, and it shares its build with scripts/test.sh; a release build
-# takes 46 min from scratch on 2 cores (README, "Building").
+# takes 46 min from scratch on 2 cores (docs/building.md).
 cargo build --locked --workspace --bin quarry
 quarry="$CARGO_TARGET_DIR/debug/quarry"
 data="$CARGO_TARGET_DIR/quickstart-data"
