@@ -16,4 +16,6 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
   echo "test.sh: rustfmt is not installed (rustup component add rustfmt): formatting not checked" >&2
 fi
+# Every repository path README.md and docs/ name in backticks exists (moved files update their mentions).
+python3 scripts/check-doc-paths.py
 cargo test --locked --workspace
