@@ -144,7 +144,7 @@ pub(crate) fn label_table_rows(page: &str) -> String {
         }
         if all {
             // Drop the header lines, keep the section lines between header and rows.
-            let keep_from = out.len() - (i - header_start);
+            let keep_from = out.len().saturating_sub(i - header_start);
             let between: Vec<String> =
                 out.drain(keep_from..).filter(|l| !is_header_line(l) && !l.trim().is_empty()).collect();
             out.extend(between);
