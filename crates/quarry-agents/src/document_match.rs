@@ -31,41 +31,33 @@ pub fn context_overlap(question: &str, passage: &Passage) -> usize {
 /// documents' passages first ([`prefer_matching_documents`]), shared out over the documents that match
 /// equally well ([`spread_over_documents`]), then the first `k`.
 pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
-    let passages = prefer_matching_documents(question, found);
-    let mut passages = spread_over_documents(question, passages);
+    let (mut passages, first_group) = match_order(question, found);
+    if first_group > 0 {
+        passages = spread_over_documents(passages, first_group);
+    }
     passages.truncate(k);
     passages
 }
 
-/// When several documents match `question` equally well (four quarterly filings of the company a
-/// question names, "How have Apple's net sales changed?"), the places go to them in turn —
-/// each document's best passage, then each one's second, … in the order the documents first appear —
-/// so that one filing's passages cannot fill every place. `passages` is in the order of
-/// [`prefer_matching_documents`]; with one best-matching document (or none) it is returned unchanged.
-pub fn spread_over_documents(question: &str, passages: Vec<Passage>) -> Vec<Passage> {
-    let overlaps: Vec<usize> = passages.iter().map(|p| context_overlap(question, p)).collect();
-    let best = overlaps.iter().copied().max().unwrap_or(0);
-    if best == 0 {
-        return passages;
-    }
-    // The leading group of best-matching passages (a "latest" question has put one period first).
-    let latest = if asks_for_latest(question) { passages.first().and_then(|p| period_end(&p.context)) } else { None };
-    let in_group = |p: &Passage, o: usize| o == best && (latest.is_none() || period_end(&p.context) == latest);
-    let group_len = passages.iter().zip(&overlaps).take_while(|(p, &o)| in_group(p, o)).count();
-    let mut documents: Vec<&str> = Vec::new();
+/// When the first `group_len` of `passages` come from several documents that match the question equally
+/// well (four quarterly filings of the company a question names, "How have Apple's net sales changed?"),
+/// those places go to the documents in turn — each document's best passage, then each one's second, … in
+/// the order the documents first appear — so that one filing's passages cannot fill every place. The
+/// rest follow unchanged; with one document in the group nothing moves.
+pub fn spread_over_documents(passages: Vec<Passage>, group_len: usize) -> Vec<Passage> {
+    let mut documents: Vec<String> = Vec::new();
     for p in &passages[..group_len] {
-        if !documents.contains(&p.document_id.as_str()) {
-            documents.push(&p.document_id);
+        if !documents.contains(&p.document_id) {
+            documents.push(p.document_id.clone());
         }
     }
     if documents.len() < 2 {
         return passages;
     }
-    let documents: Vec<String> = documents.into_iter().map(str::to_string).collect();
-    let mut rest = passages;
-    let tail = rest.split_off(group_len);
+    let mut group = passages;
+    let tail = group.split_off(group_len);
     let mut queues: Vec<std::collections::VecDeque<Passage>> = documents.iter().map(|_| Default::default()).collect();
-    for p in rest {
+    for p in group {
         let d = documents.iter().position(|d| *d == p.document_id).expect("document of the group");
         queues[d].push_back(p);
     }
@@ -101,19 +93,22 @@ fn period_end(context: &str) -> Option<(u16, u8, u8)> {
 /// share the same number. When the question asks for the latest document, the passages of the latest
 /// period among the best-matching documents (by the context line's "ended <date>") come first of all.
 pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<Passage> {
+    match_order(question, passages).0
+}
+
+/// The order of [`prefer_matching_documents`] and how many passages lead it as its first group (the best
+/// match, of the latest period for a "latest" question; 0 when no context shares a word with `question`).
+fn match_order(question: &str, passages: Vec<Passage>) -> (Vec<Passage>, usize) {
     let overlaps: Vec<usize> = passages.iter().map(|p| context_overlap(question, p)).collect();
     let best = overlaps.iter().copied().max().unwrap_or(0);
     if best == 0 {
-        return passages;
+        return (passages, 0);
     }
     let latest = if asks_for_latest(question) {
         passages.iter().zip(&overlaps).filter(|(_, &o)| o == best).filter_map(|(p, _)| period_end(&p.context)).max()
     } else {
         None
     };
-    if latest.is_none() && overlaps.iter().all(|&o| o == best) {
-        return passages;
-    }
     // Rank: 0 = best match of the latest period, 1 = best match, 2 = the rest; stable within each.
     let rank = |p: &Passage, o: usize| match (o == best, latest) {
         (true, Some(date)) if period_end(&p.context) == Some(date) => 0,
@@ -122,7 +117,9 @@ pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<
     };
     let mut ranked: Vec<(usize, Passage)> = passages.into_iter().zip(overlaps).map(|(p, o)| (rank(&p, o), p)).collect();
     ranked.sort_by_key(|(r, _)| *r);
-    ranked.into_iter().map(|(_, p)| p).collect()
+    let first_rank = ranked[0].0;
+    let first_group = ranked.iter().take_while(|(r, _)| *r == first_rank).count();
+    (ranked.into_iter().map(|(_, p)| p).collect(), first_group)
 }
 
 #[cfg(test)]
