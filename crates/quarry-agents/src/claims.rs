@@ -208,6 +208,33 @@ fn plain(sentence: &str) -> String {
     t.replace("**", "").replace('*', "").trim().to_string()
 }
 
+/// What the model read of each source — its document's context line (issuer, period) and its text — as
+/// the figures and quarters stated there; index 0 is passage [1].
+struct SourcesRead {
+    figures: Vec<Vec<Figure>>,
+    quarters: Vec<Vec<(u8, u16)>>,
+}
+
+impl SourcesRead {
+    fn of(sources: &[Citation]) -> Self {
+        let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
+        SourcesRead {
+            figures: read.iter().map(|t| figures(t)).collect(),
+            quarters: read.iter().map(|t| quarters(t)).collect(),
+        }
+    }
+
+    /// The citation numbers among `numbers` that name a passage the answer was given.
+    fn known(&self, numbers: &[usize]) -> Vec<usize> {
+        numbers.iter().copied().filter(|n| (1..=self.figures.len()).contains(n)).collect()
+    }
+
+    /// Whether one of the passages `numbers` (all known) states `figure`.
+    fn any_states(&self, numbers: &[usize], figure: &Figure) -> bool {
+        numbers.iter().any(|&n| states(&self.figures[n - 1], figure))
+    }
+}
+
 /// Checks every claim of `markdown`, an answer written from `sources` (numbered from 1 as in the prompt).
 /// Returns one [`ClaimCheck`] per claim, in order; sentences that are no claim (short headings, a
 /// statement that the documents do not answer) are left out.
@@ -221,10 +248,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
             }
         }
     }
-    // The model read each passage with its document's context line (issuer, period), so it counts too.
-    let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
-    let passage_figures: Vec<Vec<Figure>> = read.iter().map(|t| figures(t)).collect();
-    let passage_quarters: Vec<Vec<(u8, u16)>> = read.iter().map(|t| quarters(t)).collect();
+    let read = SourcesRead::of(sources);
     let mut out = Vec::new();
     for s in list {
         let text = plain(&s.text);
@@ -239,20 +263,17 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 cited.push(n);
             }
         }
-        let known: Vec<usize> = cited.iter().copied().filter(|n| (1..=sources.len()).contains(n)).collect();
+        let known = read.known(&cited);
         let problem = if cited.is_empty() {
             "cites no passage".to_string()
         } else if known.is_empty() {
             "cites a passage the answer was not given".to_string()
         } else {
-            let missing: Vec<&str> = stated
-                .iter()
-                .filter(|f| !known.iter().any(|n| states(&passage_figures[n - 1], f)))
-                .map(|f| f.text.as_str())
-                .collect();
+            let missing: Vec<&str> =
+                stated.iter().filter(|f| !read.any_states(&known, f)).map(|f| f.text.as_str()).collect();
             let other_period: Vec<String> = quarters(&text)
                 .into_iter()
-                .filter(|q| !known.iter().any(|n| passage_quarters[n - 1].contains(q)))
+                .filter(|q| !known.iter().any(|n| read.quarters[n - 1].contains(q)))
                 .map(|(q, y)| format!("Q{q} {y}"))
                 .collect();
             if !missing.is_empty() {
@@ -290,9 +311,7 @@ pub struct CitationRepair {
 /// figures no single passage holds, keeps its markers (the claim check then reports it). Returns the
 /// corrected Markdown and what was changed.
 pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
-    let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
-    let passage_figures: Vec<Vec<Figure>> = read.iter().map(|t| figures(t)).collect();
-    let passage_quarters: Vec<Vec<(u8, u16)>> = read.iter().map(|t| quarters(t)).collect();
+    let read = SourcesRead::of(sources);
     let holder = |text: &str| -> Option<usize> {
         let stated = figures(text);
         if stated.is_empty() {
@@ -301,15 +320,14 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
         let named = quarters(text);
         (0..sources.len())
             .find(|&i| {
-                stated.iter().all(|f| states(&passage_figures[i], f))
-                    && named.iter().all(|q| passage_quarters[i].contains(q))
+                stated.iter().all(|f| states(&read.figures[i], f)) && named.iter().all(|q| read.quarters[i].contains(q))
             })
             .map(|i| i + 1)
     };
     let holds = |text: &str, numbers: &[usize]| -> bool {
         let stated = figures(text);
-        let known: Vec<usize> = numbers.iter().copied().filter(|n| (1..=sources.len()).contains(n)).collect();
-        !known.is_empty() && stated.iter().all(|f| known.iter().any(|&n| states(&passage_figures[n - 1], f)))
+        let known = read.known(numbers);
+        !known.is_empty() && stated.iter().all(|f| read.any_states(&known, f))
     };
     let mut out = String::with_capacity(markdown.len() + 8);
     let mut repairs = Vec::new();
