@@ -24,7 +24,7 @@ apt_packages=(
   libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev  # Tauri v2
   xvfb webkit2gtk-driver            # app end-to-end tests
   fonts-noto-cjk                    # Chinese text in the app window
-  gnome-keyring dbus-daemon libdbus-1-dev  # API keys in the OS keyring (Secret Service), and its tests
+  gnome-keyring dbus-daemon dbus-bin libdbus-1-dev  # API keys in the OS keyring (Secret Service), and its tests
   poppler-utils                     # pdftotext: reference probe for ingestion tests
   unzip
   strace                            # the offline-mode test counts every connect() a command makes

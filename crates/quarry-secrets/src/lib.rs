@@ -121,13 +121,21 @@ pub mod test_session {
     }
 
     impl KeyringSession {
-        /// Starts `dbus-daemon --session` and an unlocked `gnome-keyring-daemon` on it, in a temporary home.
+        /// Starts a private session bus and an unlocked `gnome-keyring-daemon` on it, in a temporary home, and
+        /// returns once the keyring answers with its default collection.
         ///
-        /// Panics (it is test support) when either program is missing or fails to start.
+        /// The bus starts no service on demand (its configuration names no service directories): a client
+        /// that asked before the keyring had registered would otherwise have the bus start a second, locked
+        /// keyring from `/usr/share/dbus-1/services` — "Secret Service: no result found" in CI.
+        ///
+        /// Panics (it is test support) when a program is missing or the keyring is not ready within 20 s.
         pub fn start() -> KeyringSession {
             let home = tempfile::tempdir().unwrap();
+            let config = home.path().join("bus.conf");
+            std::fs::write(&config, bus_config(home.path())).unwrap();
             let mut bus = Command::new("dbus-daemon")
-                .args(["--session", "--nofork", "--print-address=1"])
+                .arg(format!("--config-file={}", config.display()))
+                .args(["--nofork", "--print-address=1"])
                 .stdout(Stdio::piped())
                 .spawn()
                 .expect("dbus-daemon (scripts/setup.sh installs dbus-daemon)");
@@ -148,13 +156,61 @@ pub mod test_session {
             // The login keyring's password, on stdin: the daemon creates the keyring and unlocks it.
             keyring.stdin.take().unwrap().write_all(b"quarry-test").unwrap();
             assert!(keyring.wait().unwrap().success(), "gnome-keyring-daemon --unlock failed");
-            KeyringSession { bus, address, _home: home }
+            let session = KeyringSession { bus, address, _home: home };
+            session.wait_for_default_collection();
+            session
+        }
+
+        /// Polls `ReadAlias("default")` (with `dbus-send`, from dbus-bin) until it names a collection.
+        fn wait_for_default_collection(&self) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            loop {
+                let reply = Command::new("dbus-send")
+                    .args([
+                        "--session",
+                        "--print-reply",
+                        "--dest=org.freedesktop.secrets",
+                        "/org/freedesktop/secrets",
+                        "org.freedesktop.Secret.Service.ReadAlias",
+                        "string:default",
+                    ])
+                    .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+                    .stderr(Stdio::null())
+                    .output()
+                    .expect("dbus-send (scripts/setup.sh installs dbus-bin)");
+                if String::from_utf8_lossy(&reply.stdout).contains("/org/freedesktop/secrets/collection/") {
+                    return;
+                }
+                assert!(std::time::Instant::now() < deadline, "GNOME Keyring has no default collection after 20 s");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
         }
 
         /// The bus address, for `DBUS_SESSION_BUS_ADDRESS`.
         pub fn address(&self) -> &str {
             &self.address
         }
+    }
+
+    /// A session bus configuration like Debian's `session.conf` without service directories: it listens in
+    /// `dir` and starts nothing on demand.
+    fn bus_config(dir: &std::path::Path) -> String {
+        format!(
+            r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#,
+            dir.display()
+        )
     }
 
     impl Drop for KeyringSession {
