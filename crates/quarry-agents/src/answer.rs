@@ -72,26 +72,40 @@ pub fn number_passages(
     max_chars_each: usize,
     budget_chars: usize,
 ) -> (String, usize) {
+    number_passages_from(1, passages, focus, max_chars_each, budget_chars)
+}
+
+/// [`number_passages`] with the first passage numbered `first` instead of 1 (the next ones `first + 1`,
+/// …), for a prompt that shows one part of a longer numbered list: the per-document answers of
+/// [`crate::per_document`] cite the answer's numbers directly.
+pub fn number_passages_from(
+    first: usize,
+    passages: &[Passage],
+    focus: &str,
+    max_chars_each: usize,
+    budget_chars: usize,
+) -> (String, usize) {
     let mut out = String::new();
     let mut used = 0;
     let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
     for (i, p) in passages.iter().enumerate() {
         let text = focus_passage(&crate::period_focus::keep_question_periods(&p.text, focus), focus, max_chars_each);
+        let number = first + i;
         let source = if p.context.is_empty() {
             p.citation()
         } else {
             match first_of_document.get(&(p.library.as_str(), p.document_id.as_str())) {
-                Some(first) => format!("{} (same document as [{first}])", p.citation()),
+                Some(earlier) => format!("{} (same document as [{earlier}])", p.citation()),
                 None => format!("{} ({})", p.citation(), p.context),
             }
         };
-        let entry = format!("[{}] {source}\n{}\n\n", i + 1, text.trim());
+        let entry = format!("[{number}] {source}\n{}\n\n", text.trim());
         if used > 0 && out.chars().count() + entry.chars().count() > budget_chars {
             break;
         }
         out.push_str(&entry);
         used += 1;
-        first_of_document.entry((p.library.as_str(), p.document_id.as_str())).or_insert(i + 1);
+        first_of_document.entry((p.library.as_str(), p.document_id.as_str())).or_insert(number);
     }
     (out.trim_end().to_string(), used)
 }

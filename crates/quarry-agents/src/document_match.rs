@@ -73,6 +73,52 @@ pub fn spread_over_documents(passages: Vec<Passage>, group_len: usize) -> Vec<Pa
     out
 }
 
+/// Documents that match a question equally well, for an answer per document ([`tied_documents`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TiedDocuments {
+    /// Each document's passages (search order), the documents in order of the period they cover.
+    pub documents: Vec<Vec<Passage>>,
+    /// How many more documents matched as well but were left out (beyond `max_documents`).
+    pub left_out: usize,
+}
+
+/// When the best match for `question` among `found` (a search [`WIDENING`] × `k` deep, best first) is
+/// several documents alike — four quarterly filings of the company a question names without naming a
+/// period, "How have Apple's net sales changed over time?" — those documents: at most `max_documents` of
+/// them (those whose passages search ranks first), ordered by the period they cover (the context line's
+/// "ended <date>"; undated ones last, in search order), each with its first passages: `passages_total`
+/// shared out evenly, at least one each. `None` when one document (or none) matches best: the question
+/// names its document.
+pub fn tied_documents(
+    question: &str,
+    found: Vec<Passage>,
+    max_documents: usize,
+    passages_total: usize,
+) -> Option<TiedDocuments> {
+    let (passages, first_group) = match_order(question, found);
+    let mut documents: Vec<Vec<Passage>> = Vec::new();
+    for p in passages.into_iter().take(first_group) {
+        match documents.iter_mut().find(|d| d[0].document_id == p.document_id && d[0].library == p.library) {
+            Some(document) => document.push(p),
+            None => documents.push(vec![p]),
+        }
+    }
+    if documents.len() < 2 {
+        return None;
+    }
+    let left_out = documents.len().saturating_sub(max_documents.max(1));
+    documents.truncate(max_documents.max(1));
+    documents.sort_by_key(|d| {
+        let end = period_end(&d[0].context);
+        (end.is_none(), end)
+    });
+    let per_document = (passages_total / documents.len()).max(1);
+    for document in &mut documents {
+        document.truncate(per_document);
+    }
+    Some(TiedDocuments { documents, left_out })
+}
+
 /// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
 pub fn asks_for_latest(question: &str) -> bool {
     let q = question.to_lowercase();
@@ -181,5 +227,41 @@ mod tests {
         );
         // "Latest" picks one period: no sharing.
         assert_eq!(ids(&select("What did NVIDIA report in its latest 10-Q?", found, 3)), [1, 2, 3]);
+    }
+
+    #[test]
+    fn documents_that_tie_are_listed_by_period_with_their_first_passages() {
+        let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · 2023 Q1 NVDA";
+        let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · 2023 Q2 NVDA";
+        let q3 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended October 29, 2023 · 2023 Q3 NVDA";
+        let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
+        let mut found = vec![
+            passage(1, q2),
+            passage(2, apple),
+            passage(3, q2),
+            passage(4, q1),
+            passage(5, q2),
+            passage(6, q3),
+            passage(7, q1),
+        ];
+        for (p, doc) in found.iter_mut().zip(["b", "x", "b", "a", "b", "c", "a"]) {
+            p.document_id = doc.into();
+        }
+        let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
+        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 4, 6).unwrap();
+        let by_document: Vec<Vec<u64>> = tied.documents.iter().map(|d| ids(d)).collect();
+        assert_eq!(by_document, [vec![4, 7], vec![1, 3], vec![6]], "April, July, October; two passages each at most");
+        assert_eq!(tied.left_out, 0);
+        // Two places: the two documents search ranks first (July, April), in period order.
+        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 2, 1).unwrap();
+        assert_eq!(tied.documents.iter().map(|d| ids(d)).collect::<Vec<_>>(), [vec![4], vec![1]]);
+        assert_eq!(tied.left_out, 1);
+        // A question naming its period, its latest document or another company has one best document.
+        assert_eq!(
+            tied_documents("What was NVIDIA's revenue for the quarter ended July 30, 2023?", found.clone(), 4, 2),
+            None
+        );
+        assert_eq!(tied_documents("What did NVIDIA report in its latest 10-Q?", found.clone(), 4, 2), None);
+        assert_eq!(tied_documents("How have Apple's net sales changed?", found, 4, 2), None);
     }
 }

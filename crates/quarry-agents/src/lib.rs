@@ -20,6 +20,7 @@ pub mod events;
 pub mod figures;
 mod fused;
 mod naive;
+pub mod per_document;
 pub mod period_focus;
 pub mod prompts;
 pub mod report;

@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-11-26.2";
+pub const PROMPTS_VERSION: &str = "2026-11-26.3";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +20,7 @@ macro_rules! prompt {
 }
 
 prompt!(ANSWER, "answer");
+prompt!(DOCUMENT_ANSWER, "document_answer");
 prompt!(SUB_QUERIES, "sub_queries");
 prompt!(RELEVANCE, "relevance");
 prompt!(REFLECTION, "reflection");
@@ -35,8 +36,9 @@ prompt!(REPORT_INTRODUCTION, "report_introduction");
 prompt!(REPORT_CONCLUSION, "report_conclusion");
 
 /// Every prompt, for tests.
-pub const ALL: [Prompt; 14] = [
+pub const ALL: [Prompt; 15] = [
     ANSWER,
+    DOCUMENT_ANSWER,
     SUB_QUERIES,
     RELEVANCE,
     REFLECTION,

@@ -34,6 +34,10 @@ pub struct AgentConfig {
     pub passage_chars: usize,
     /// Characters of all passages in an answer prompt (fits the context of small local models). Default 9,000.
     pub context_chars: usize,
+    /// When several documents match a question alike (the same company's filings, no period named),
+    /// NaiveRAG answers from each of at most this many of them in turn ([`crate::per_document`]); 1 turns
+    /// that off. Default 4.
+    pub max_documents_per_answer: usize,
     /// Most tokens of the final answer. Default 800.
     pub answer_max_tokens: u32,
     /// Which queries the web (an always-searched source) receives: by default only the person's
@@ -53,6 +57,7 @@ impl Default for AgentConfig {
             judge_chars: 600,
             passage_chars: 700,
             context_chars: 9000,
+            max_documents_per_answer: 4,
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,
         }
@@ -215,6 +220,25 @@ impl Run {
             request.step = "answer".into();
             self.call(&request, true).await?.text.trim().to_string()
         };
+        Ok(self.finish_answer(agent, question, markdown, passages, queries, retrieved, nothing_found))
+    }
+
+    /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
+    /// them): a citation whose figures are in another passage is moved there
+    /// ([`crate::claims::repair_citations`]), each sentence gets its claim check, and the run's model calls,
+    /// tokens and seconds are recorded. Emits [`AgentEvent::Finished`]. `nothing_found` skips the repair
+    /// and the check (no model wrote the text).
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_answer(
+        &self,
+        agent: &str,
+        question: &str,
+        markdown: String,
+        passages: Vec<Passage>,
+        queries: Vec<Vec<String>>,
+        retrieved: usize,
+        nothing_found: bool,
+    ) -> Answer {
         let (_, sources) = citations_for(&markdown, &passages);
         // A figure cited to a passage that does not hold it is re-cited to the one that does.
         let (markdown, citation_repairs) =
@@ -224,7 +248,7 @@ impl Run {
         let (llm_calls, usage) = self.stats();
         let seconds = self.seconds();
         self.emit(AgentEvent::Finished { llm_calls, usage, seconds });
-        Ok(Answer {
+        Answer {
             question: question.to_string(),
             agent: agent.to_string(),
             markdown,
@@ -242,6 +266,6 @@ impl Run {
             claims,
             web_queries: Vec::new(),
             citation_repairs,
-        })
+        }
     }
 }

@@ -120,6 +120,14 @@ impl MemoryRetriever {
         }
     }
 
+    /// Gives every passage of `file` the document context line `context` (issuer, type, period).
+    pub fn with_context(mut self, file: &str, context: &str) -> Self {
+        for p in self.passages.iter_mut().filter(|p| p.path.ends_with(&format!("/{file}"))) {
+            p.context = context.to_string();
+        }
+        self
+    }
+
     pub fn queries(&self) -> Vec<String> {
         self.queries.lock().unwrap().clone()
     }

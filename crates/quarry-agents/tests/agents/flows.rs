@@ -77,6 +77,104 @@ async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
     assert!(matches!(events.last(), Some(AgentEvent::Finished { llm_calls: 1, .. })));
 }
 
+/// Four filings of one company, for questions that name the company and no period.
+fn quarterly_filings() -> MemoryRetriever {
+    MemoryRetriever::new(
+        "filings",
+        &[
+            ("q2.pdf", 20, "Total net sales were 94,836 million dollars for the quarter."),
+            ("q2.pdf", 21, "Services net sales rose in the quarter."),
+            ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
+            ("q1.pdf", 21, "Operating expenses rose for the quarter."),
+            ("q3.pdf", 20, "Total net sales were 81,797 million dollars for the quarter."),
+            ("other.pdf", 1, "Globex total net sales were 5 million dollars."),
+        ],
+    )
+    .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
+    .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023")
+    .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023")
+    .with_context("other.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023")
+}
+
+#[tokio::test]
+async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
+    // The prompts number the passages across documents (q1: [1], q2: [2][3], q3: [4]; q1's second page
+    // shares no word with the question); the q2 reply cites [1] (q1's passage) for q2's figure and is
+    // re-cited to [2]; q3's passages do not state it.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
+            .on("document_answer", text("Total net sales were 94,836 million dollars [1]."))
+            .on("document_answer", text("This document's passages do not state it.")),
+    );
+    let retriever = Arc::new(quarterly_filings());
+    let config = AgentConfig { top_k: 6, ..AgentConfig::default() };
+    let question = "How have Acme total net sales changed over time?";
+    let (answer, events) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), ["document_answer"; 3], "one call per matching document, none for Globex");
+    let prompts = model.prompts_of("document_answer");
+    assert!(prompts[0].contains("Document: Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022"));
+    assert!(prompts[0].contains("[1] q1.pdf, p. 20 (Acme Inc."), "{}", prompts[0]);
+    assert!(prompts[1].contains("[2] q2.pdf, p. 20 (Acme Inc."), "{}", prompts[1]);
+    assert!(prompts[1].contains("[3] q2.pdf, p. 21 (same document as [2])"), "{}", prompts[1]);
+    assert!(prompts[2].contains("[4] q3.pdf, p. 20 (Acme Inc."), "{}", prompts[2]);
+    let lines: Vec<&str> = answer.markdown.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", answer.markdown);
+    assert_eq!(
+        lines[1],
+        "- **q1.pdf** (quarterly period ended December 31, 2022): Total net sales were 117,154 million dollars [1]."
+    );
+    assert_eq!(
+        lines[2],
+        "- **q2.pdf** (quarterly period ended April 1, 2023): Total net sales were 94,836 million dollars [2]."
+    );
+    assert_eq!(
+        lines[3],
+        "- **q3.pdf** (quarterly period ended July 1, 2023): This document's passages do not state it."
+    );
+    let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(cited, ["q1.pdf, p. 20", "q2.pdf, p. 20"]);
+    assert_eq!(answer.citation_repairs.len(), 1, "q2's figure moved from [1] to [2]");
+    assert_eq!(answer.sources.len(), 4);
+    assert!(streamed(&events).starts_with(lines[0]), "the list streams as it is written");
+    assert_eq!(answer.llm_calls, 3);
+}
+
+#[tokio::test]
+async fn per_document_answers_that_all_decline_are_one_decline_and_a_named_period_is_answered_once() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("This document's passages do not state it."))
+            .on("document_answer", text("This document's passages do not state it."))
+            .on("document_answer", text("This document's passages do not state it."))
+            .on("answer", text("Total net sales were 81,797 million dollars [1].")),
+    );
+    let retriever = Arc::new(quarterly_filings());
+    let config = AgentConfig { top_k: 6, ..AgentConfig::default() };
+    let (answer, _) = run_agent(
+        "What were Acme research costs?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        config.clone(),
+    )
+    .await;
+    let answer = answer.unwrap();
+    assert!(quarry_agents::claims::is_decline(&answer.markdown), "{}", answer.markdown);
+    assert!(!answer.markdown.contains("- **"), "{}", answer.markdown);
+    let (answer, _) = run_agent(
+        "What were Acme total net sales for the quarterly period ended July 1, 2023?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        config,
+    )
+    .await;
+    assert_eq!(model.steps().last().map(String::as_str), Some("answer"), "one document matches best");
+    assert_eq!(answer.unwrap().citations[0].passage.citation(), "q3.pdf, p. 20");
+}
+
 #[tokio::test]
 async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_and_stops_when_nothing_new() {
     let model = Arc::new(

@@ -1,0 +1,115 @@
+//! An answer per document, for a question that several documents match alike.
+//!
+//! "How has Apple's total net sales changed over time?" over four quarterly filings names the company
+//! and no period: the four filings match it equally ([`crate::document_match::tied_documents`]). Asked of
+//! all their passages in one prompt, a 1.5B model mixed the quarters up, labelled figures with periods
+//! no passage names and cited nothing (docs/ANSWERS.md, "Session 4"). Here the model reads one document
+//! at a time — its few best passages, numbered as they will be in the answer — and says what that
+//! document reports, with the document's period; the answer lists the documents in order of period, so
+//! each figure stands under the filing and period it comes from, cited. The prompts together are about
+//! as long as the single prompt would be (the system part is the same for each call, so llama.cpp reuses
+//! its cache), so the extra cost is the extra answers' tokens.
+//!
+//! A document whose passages do not state it says so in its line; when none does, the answer is a
+//! decline.
+
+use crate::answer::{number_passages_from, Answer};
+use crate::claims::is_decline;
+use crate::document_match::TiedDocuments;
+use crate::events::AgentEvent;
+use crate::prompts;
+use crate::run::{AgentError, Run};
+use quarry_core::Passage;
+
+/// Most tokens of one document's answer.
+const DOCUMENT_ANSWER_TOKENS: u32 = 200;
+
+/// The period a context line names: its "… ended <date>" part ("quarterly period ended July 1, 2023"),
+/// or `None`.
+fn period_label(context: &str) -> Option<&str> {
+    context.split(" · ").find(|part| part.contains(" ended ")).map(str::trim)
+}
+
+/// The file name of a passage's document (the last part of its path).
+fn file_name(p: &Passage) -> &str {
+    p.path.rsplit(['/', '\\']).next().unwrap_or(&p.path)
+}
+
+/// Answers `question` one document of `tied` at a time (one model call each, streamed) and writes the
+/// answer as one list item per document, in order of period: `- **file** (period): what it reports [n]`.
+/// The passages are numbered across all documents, so each item cites the answer's own numbers.
+/// `queries` and `retrieved` are recorded in the [`Answer`] as given.
+pub async fn answer_per_document(
+    run: &Run,
+    agent: &str,
+    question: &str,
+    tied: TiedDocuments,
+    queries: Vec<Vec<String>>,
+    retrieved: usize,
+) -> Result<Answer, AgentError> {
+    let intro = "Several documents match the question alike; what each of them reports, in order of period:\n";
+    run.emit(AgentEvent::AnswerDelta { text: intro.to_string() });
+    let mut markdown = String::from(intro);
+    let mut passages: Vec<Passage> = Vec::new();
+    let mut answered = 0;
+    for document in &tied.documents {
+        let first = passages.len() + 1;
+        let (text, used) = number_passages_from(
+            first,
+            document,
+            question,
+            run.config.passage_chars,
+            run.config.context_chars / tied.documents.len().max(1),
+        );
+        let file = file_name(&document[0]);
+        let label = match period_label(&document[0].context) {
+            Some(period) => format!("**{file}** ({period})"),
+            None => format!("**{file}**"),
+        };
+        let described = if document[0].context.is_empty() { file.to_string() } else { document[0].context.clone() };
+        let mut request = prompts::DOCUMENT_ANSWER
+            .request(&[("document", &described), ("passages", &text), ("question", question)], DOCUMENT_ANSWER_TOKENS);
+        request.step = "document_answer".into();
+        let head = format!("- {label}: ");
+        run.emit(AgentEvent::AnswerDelta { text: head.clone() });
+        let said = run.call(&request, true).await?.text;
+        let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        run.emit(AgentEvent::AnswerDelta { text: "\n".into() });
+        if !is_decline(&said) {
+            answered += 1;
+        }
+        markdown.push_str(&head);
+        markdown.push_str(&said);
+        markdown.push('\n');
+        passages.extend(document.iter().take(used).cloned());
+    }
+    if tied.left_out > 0 {
+        let note = format!(
+            "\n{} more documents match as well and were not read; name a period to ask about one of them.\n",
+            tied.left_out
+        );
+        run.emit(AgentEvent::AnswerDelta { text: note.clone() });
+        markdown.push_str(&note);
+    }
+    if answered == 0 {
+        let text = "\nThe documents found do not state what was asked: none of the matching documents' passages, read one document at a time, states it.";
+        run.emit(AgentEvent::AnswerDelta { text: text.to_string() });
+        // The decline alone, so that it reads as one (the list would name periods).
+        markdown = text.trim().to_string();
+    }
+    Ok(run.finish_answer(agent, question, markdown.trim_end().to_string(), passages, queries, retrieved, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_period_is_the_ended_part_of_the_context_line() {
+        assert_eq!(
+            period_label("Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL"),
+            Some("quarterly period ended July 1, 2023")
+        );
+        assert_eq!(period_label("Annual report 2023"), None);
+    }
+}
