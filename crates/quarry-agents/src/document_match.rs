@@ -73,6 +73,21 @@ pub fn spread_over_documents(passages: Vec<Passage>, group_len: usize) -> Vec<Pa
     out
 }
 
+/// Words of context lines that say what kind of document it is rather than whose or which one: a
+/// question matching a context line only on these ("… in these 10-Qs over the quarters") names no
+/// document.
+const DOCUMENT_KIND_WORDS: &str = "form 10-Q 10-K 8-K 20-F quarterly quarter period ended fiscal year annual report \
+     months three six nine twelve inc corporation company";
+
+/// Whether `question` shares a word with `context` that names an issuer, a title or a period, not only
+/// the kind of document ([`DOCUMENT_KIND_WORDS`], one- and two-digit numbers).
+fn names_document(question: &str, context: &str) -> bool {
+    let kind = stems(DOCUMENT_KIND_WORDS);
+    stems(question)
+        .intersection(&stems(context))
+        .any(|w| !kind.contains(w) && !(w.len() <= 2 && w.chars().all(|c| c.is_ascii_digit())))
+}
+
 /// Documents that match a question equally well, for an answer per document ([`tied_documents`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TiedDocuments {
@@ -87,8 +102,9 @@ pub struct TiedDocuments {
 /// period, "How have Apple's net sales changed over time?" — those documents: at most `max_documents` of
 /// them (those whose passages search ranks first), ordered by the period they cover (the context line's
 /// "ended <date>"; undated ones last, in search order), each with its first passages: `passages_total`
-/// shared out evenly, at least one each. `None` when one document (or none) matches best: the question
-/// names its document.
+/// shared out evenly, at least one each. `None` when one document (or none) matches best — the question
+/// names its document — or when the match is on words for the kind of document only (an Apple question
+/// asked of a library of NVIDIA filings matches them all on "10-Q"; [`names_document`]).
 pub fn tied_documents(
     question: &str,
     found: Vec<Passage>,
@@ -103,7 +119,7 @@ pub fn tied_documents(
             None => documents.push(vec![p]),
         }
     }
-    if documents.len() < 2 {
+    if documents.len() < 2 || !names_document(question, &documents[0][0].context) {
         return None;
     }
     let left_out = documents.len().saturating_sub(max_documents.max(1));
@@ -262,6 +278,11 @@ mod tests {
             None
         );
         assert_eq!(tied_documents("What did NVIDIA report in its latest 10-Q?", found.clone(), 4, 2), None);
-        assert_eq!(tied_documents("How have Apple's net sales changed?", found, 4, 2), None);
+        assert_eq!(tied_documents("How have Apple's net sales changed?", found.clone(), 4, 2), None);
+        // Only the kind of document in common ("10-Q", "quarters"): no document is named.
+        assert_eq!(
+            tied_documents("What legal proceedings do these 10-Qs disclose over the quarters?", found, 4, 2),
+            None
+        );
     }
 }
