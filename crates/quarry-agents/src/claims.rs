@@ -224,6 +224,19 @@ impl SourcesRead {
         }
     }
 
+    /// The index of the first passage that states every figure of `text` and names every quarter it
+    /// names; `None` when `text` states no figure or no one passage holds them all.
+    fn holding(&self, text: &str) -> Option<usize> {
+        let stated = figures(text);
+        if stated.is_empty() {
+            return None;
+        }
+        let named = quarters(text);
+        (0..self.figures.len()).find(|&i| {
+            stated.iter().all(|f| states(&self.figures[i], f)) && named.iter().all(|q| self.quarters[i].contains(q))
+        })
+    }
+
     /// The citation numbers among `numbers` that name a passage the answer was given.
     fn known(&self, numbers: &[usize]) -> Vec<usize> {
         numbers.iter().copied().filter(|n| (1..=self.figures.len()).contains(n)).collect()
@@ -254,7 +267,8 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         let text = plain(&s.text);
         let stated = figures(&text);
         let words = text.split_whitespace().count();
-        if (stated.is_empty() && words < 4) || is_decline(&text) {
+        // No claim: a short heading, a lead-in to a list ("The changes are as follows:"), a decline.
+        if (stated.is_empty() && (words < 4 || text.ends_with(':'))) || is_decline(&text) {
             continue;
         }
         let mut cited: Vec<usize> = Vec::new();
@@ -312,18 +326,7 @@ pub struct CitationRepair {
 /// corrected Markdown and what was changed.
 pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
     let read = SourcesRead::of(sources);
-    let holder = |text: &str| -> Option<usize> {
-        let stated = figures(text);
-        if stated.is_empty() {
-            return None;
-        }
-        let named = quarters(text);
-        (0..sources.len())
-            .find(|&i| {
-                stated.iter().all(|f| states(&read.figures[i], f)) && named.iter().all(|q| read.quarters[i].contains(q))
-            })
-            .map(|i| i + 1)
-    };
+    let holder = |text: &str| read.holding(text).map(|i| i + 1);
     let holds = |text: &str, numbers: &[usize]| -> bool {
         let stated = figures(text);
         let known = read.known(numbers);
@@ -381,6 +384,36 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
         }
     }
     close_paragraph(&mut out, &mut paragraph, &mut paragraph_cited, &mut repairs);
+    (out, repairs)
+}
+
+/// `text` (which cites nothing) with a marker after each sentence that states figures one of `sources`
+/// holds: the first passage stating all of that sentence's figures (and the quarter it names) —
+/// [`repair_citations`]'s rule for an uncited paragraph, applied per sentence, for text written from a
+/// few passages of one document whose sentences each come from one of them. `sources` keep their own
+/// numbers (they need not start at 1). Sentences end at `.`, `!` or `?` before a space or the end.
+pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
+    let read = SourcesRead::of(sources);
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut repairs = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let ends = matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
+        if !ends {
+            continue;
+        }
+        let sentence = &text[start..i];
+        out.push_str(sentence);
+        if let Some(index) = read.holding(sentence) {
+            let to = sources[index].number;
+            out.push_str(&format!(" [{to}]"));
+            repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to });
+        }
+        out.push(b as char);
+        start = i + 1;
+    }
+    out.push_str(&text[start..]);
     (out, repairs)
 }
 
@@ -502,5 +535,25 @@ mod tests {
         assert!(checks.is_empty(), "{checks:?}");
         assert!(is_decline("The passages found don’t answer this; the documents do not mention Q1."));
         assert!(!is_decline("Revenue was $7.19 billion [1]."));
+        let lead_in = check_claims("The changes are as follows:\n- Revenue was $7.19 billion [1].", &[]);
+        assert_eq!(lead_in.len(), 1, "the list item is the one claim: {lead_in:?}");
+    }
+
+    #[test]
+    fn uncited_sentences_are_cited_to_the_passage_stating_their_figures() {
+        let sources = [
+            Citation { number: 5, ..source(1, "Total net sales were $81,797 million for the quarter.") },
+            Citation { number: 6, ..source(2, "Services net sales were $21,213 million.") },
+        ];
+        let (text, repairs) = cite_uncited_sentences(
+            "Total net sales were $81,797 million. Services rose to $21,213 million! Sales fell 3%. Fine.",
+            &sources,
+        );
+        assert_eq!(
+            text,
+            "Total net sales were $81,797 million [5]. Services rose to $21,213 million [6]! Sales fell 3%. Fine."
+        );
+        assert_eq!(repairs.iter().map(|r| r.to).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!(repairs[0].from, Vec::<usize>::new());
     }
 }

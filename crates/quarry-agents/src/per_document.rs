@@ -13,7 +13,7 @@
 //! A document whose passages do not state it says so in its line; when none does, the answer is a
 //! decline.
 
-use crate::answer::{number_passages_from, Answer};
+use crate::answer::{number_passages_from, Answer, Citation};
 use crate::claims::is_decline;
 use crate::document_match::TiedDocuments;
 use crate::events::AgentEvent;
@@ -52,6 +52,7 @@ pub async fn answer_per_document(
     let mut markdown = String::from(intro);
     let mut passages: Vec<Passage> = Vec::new();
     let mut answered = 0;
+    let mut citation_repairs = Vec::new();
     for document in &tied.documents {
         let first = passages.len() + 1;
         let (text, used) = number_passages_from(
@@ -73,7 +74,20 @@ pub async fn answer_per_document(
         let head = format!("- {label}: ");
         run.emit(AgentEvent::AnswerDelta { text: head.clone() });
         let said = run.call(&request, true).await?.text;
-        let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        // A small model often cites nothing; each sentence whose figures one of this document's
+        // passages states is cited to it.
+        if crate::answer::cited_numbers(&said, usize::MAX).is_empty() {
+            let sources: Vec<Citation> = document
+                .iter()
+                .take(used)
+                .enumerate()
+                .map(|(i, p)| Citation { number: first + i, passage: p.clone() })
+                .collect();
+            let (cited, repairs) = crate::claims::cite_uncited_sentences(&said, &sources);
+            said = cited;
+            citation_repairs.extend(repairs);
+        }
         run.emit(AgentEvent::AnswerDelta { text: "\n".into() });
         if !is_decline(&said) {
             answered += 1;
@@ -97,7 +111,11 @@ pub async fn answer_per_document(
         // The decline alone, so that it reads as one (the list would name periods).
         markdown = text.trim().to_string();
     }
-    Ok(run.finish_answer(agent, question, markdown.trim_end().to_string(), passages, queries, retrieved, false))
+    let mut answer =
+        run.finish_answer(agent, question, markdown.trim_end().to_string(), passages, queries, retrieved, false);
+    citation_repairs.append(&mut answer.citation_repairs);
+    answer.citation_repairs = citation_repairs;
+    Ok(answer)
 }
 
 #[cfg(test)]
