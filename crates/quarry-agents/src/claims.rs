@@ -237,6 +237,15 @@ impl SourcesRead {
         })
     }
 
+    /// The index of the passage that states the most of `text`'s figures (at least one; the first of
+    /// equals); `None` when none states any.
+    fn stating_most(&self, text: &str) -> Option<usize> {
+        let stated = figures(text);
+        let counts = self.figures.iter().map(|read| stated.iter().filter(|f| states(read, f)).count());
+        let (index, count) = counts.enumerate().fold((0, 0), |best, (i, n)| if n > best.1 { (i, n) } else { best });
+        (count > 0).then_some(index)
+    }
+
     /// The citation numbers among `numbers` that name a passage the answer was given.
     fn known(&self, numbers: &[usize]) -> Vec<usize> {
         numbers.iter().copied().filter(|n| (1..=self.figures.len()).contains(n)).collect()
@@ -387,11 +396,12 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
     (out, repairs)
 }
 
-/// `text` (which cites nothing) with a marker after each sentence that states figures one of `sources`
-/// holds: the first passage stating all of that sentence's figures (and the quarter it names) —
-/// [`repair_citations`]'s rule for an uncited paragraph, applied per sentence, for text written from a
-/// few passages of one document whose sentences each come from one of them. `sources` keep their own
-/// numbers (they need not start at 1). Sentences end at `.`, `!` or `?` before a space or the end.
+/// `text` (which cites nothing) with a marker at the end of each sentence that states a figure one of
+/// `sources` holds: the passage stating the most of that sentence's figures. For text written from a few
+/// passages of one document, whose sentences each come from one of them; a sentence that also states
+/// figures its passage lacks is cited all the same, and the claim check reports those figures. `sources`
+/// keep their own numbers (they need not start at 1). A sentence ends at `.`, `!` or `?` followed by a
+/// space and anything but a lower-case letter ("the U.S. dollar" is one sentence), or by the end.
 pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
     let read = SourcesRead::of(sources);
     let mut out = String::with_capacity(text.len() + 16);
@@ -399,13 +409,20 @@ pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<
     let mut start = 0;
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
-        let ends = matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
+        let ends = matches!(b, b'.' | b'!' | b'?')
+            && match bytes.get(i + 1) {
+                None => true,
+                Some(next) => {
+                    next.is_ascii_whitespace()
+                        && text[i + 1..].trim_start().chars().next().is_none_or(|c| !c.is_lowercase())
+                }
+            };
         if !ends {
             continue;
         }
         let sentence = &text[start..i];
         out.push_str(sentence);
-        if let Some(index) = read.holding(sentence) {
+        if let Some(index) = read.stating_most(sentence) {
             let to = sources[index].number;
             out.push_str(&format!(" [{to}]"));
             repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to });
@@ -546,12 +563,14 @@ mod tests {
             Citation { number: 6, ..source(2, "Services net sales were $21,213 million.") },
         ];
         let (text, repairs) = cite_uncited_sentences(
-            "Total net sales were $81,797 million. Services rose to $21,213 million! Sales fell 3%. Fine.",
+            "Total net sales were $81,797 million, down 1%. Services rose to $21,213 million! Sales fell 3% \
+             against the U.S. dollar. Fine.",
             &sources,
         );
         assert_eq!(
             text,
-            "Total net sales were $81,797 million [5]. Services rose to $21,213 million [6]! Sales fell 3%. Fine."
+            "Total net sales were $81,797 million, down 1% [5]. Services rose to $21,213 million [6]! Sales fell 3% \
+             against the U.S. dollar. Fine."
         );
         assert_eq!(repairs.iter().map(|r| r.to).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(repairs[0].from, Vec::<usize>::new());
