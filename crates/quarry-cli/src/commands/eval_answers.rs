@@ -143,6 +143,9 @@ struct AnswersReport {
     answer_passage_mrr: Option<f64>,
     /// With --retrieval-only: the same within the deeper list (`--depth`).
     answer_passage_found_deep: Option<f64>,
+    /// With --retrieval-only: share of questions NaiveRAG answers one document at a time (several
+    /// documents match alike: `quarry_agents::per_document`).
+    per_document: Option<f64>,
     seconds_per_q: f64,
     /// Mean seconds from the question to the first streamed token of the answer (what a person waits
     /// before text appears); `None` with --retrieval-only.
@@ -168,6 +171,7 @@ struct Sums {
     passage_found: Vec<f64>,
     passage_rr: Vec<f64>,
     passage_found_deep: Vec<f64>,
+    per_document: Vec<f64>,
     seconds: f64,
     first_token_seconds: Vec<f64>,
     calls: usize,
@@ -300,7 +304,18 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
             let wider = runtime
                 .block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
-            let naive = quarry_agents::document_match::select(&q.text, wider, args.k);
+            // Several documents alike: NaiveRAG reads each one's share, one document at a time.
+            let tied = quarry_agents::document_match::tied_documents(
+                &q.text,
+                wider.clone(),
+                config.max_documents_per_answer,
+                args.k,
+            );
+            report.sums.per_document.push(f64::from(u8::from(tied.is_some())));
+            let naive = match tied {
+                Some(tied) => tied.documents.concat(),
+                None => quarry_agents::document_match::select(&q.text, wider, args.k),
+            };
             let read = as_read(&naive, &q.text, &config);
             report.sums.seconds += started.elapsed().as_secs_f64();
             bar.inc(1);
@@ -318,6 +333,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "answer_passage_rank": answer_passage_position(&passages, &q.relevant, &q.figures),
                     "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
+                    "per_document": report.sums.per_document.last() == Some(&1.0),
                     "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
                 });
                 writeln!(out, "{line}")?;
@@ -448,6 +464,7 @@ fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &
     report.answer_passage_found = mean(&s.passage_found);
     report.answer_passage_mrr = mean(&s.passage_rr);
     report.answer_passage_found_deep = mean(&s.passage_found_deep);
+    report.per_document = mean(&s.per_document);
     report.seconds_per_q = if s.asked > 0 { s.seconds / n } else { s.seconds / questions.len().max(1) as f64 };
     report.first_token_seconds_per_q = mean(&s.first_token_seconds);
     report.llm_calls_per_q = s.calls as f64 / n;
@@ -486,6 +503,9 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         report.llm_calls_per_q,
         report.tokens_per_q
     );
+    if let Some(share) = report.per_document {
+        println!("NaiveRAG answers {:.0} % of these questions one document at a time.\n", share * 100.0);
+    }
     Ok(())
 }
 
