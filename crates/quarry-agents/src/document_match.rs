@@ -104,7 +104,8 @@ pub struct TiedDocuments {
 /// "ended <date>"; undated ones last, in search order), each with its first passages: `passages_total`
 /// shared out evenly, at least one each. `None` when one document (or none) matches best — the question
 /// names its document — or when the match is on words for the kind of document only (an Apple question
-/// asked of a library of NVIDIA filings matches them all on "10-Q"; [`names_document`]).
+/// asked of a library of NVIDIA filings matches them all on "10-Q"; [`names_document`]), or when
+/// `max_documents` is below 2 (answers per document turned off).
 pub fn tied_documents(
     question: &str,
     found: Vec<Passage>,
@@ -119,11 +120,11 @@ pub fn tied_documents(
             None => documents.push(vec![p]),
         }
     }
-    if documents.len() < 2 || !names_document(question, &documents[0][0].context) {
+    if documents.len() < 2 || max_documents < 2 || !names_document(question, &documents[0][0].context) {
         return None;
     }
-    let left_out = documents.len().saturating_sub(max_documents.max(1));
-    documents.truncate(max_documents.max(1));
+    let left_out = documents.len().saturating_sub(max_documents);
+    documents.truncate(max_documents);
     documents.sort_by_key(|d| {
         let end = period_end(&d[0].context);
         (end.is_none(), end)
@@ -272,6 +273,7 @@ mod tests {
         let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 2, 1).unwrap();
         assert_eq!(tied.documents.iter().map(|d| ids(d)).collect::<Vec<_>>(), [vec![4], vec![1]]);
         assert_eq!(tied.left_out, 1);
+        assert_eq!(tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 1, 6), None, "off");
         // A question naming its period, its latest document or another company has one best document.
         assert_eq!(
             tied_documents("What was NVIDIA's revenue for the quarter ended July 30, 2023?", found.clone(), 4, 2),

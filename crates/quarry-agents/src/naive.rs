@@ -14,19 +14,17 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     run.emit(AgentEvent::Queries { round: 1, queries: vec![question.to_string()] });
     // A wider search, then the passages of the document the question names first ([`document_match`]).
     let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
-    if run.config.max_documents_per_answer > 1 {
-        let tied = crate::document_match::tied_documents(
-            question,
-            found.clone(),
-            run.config.max_documents_per_answer,
-            run.config.top_k,
-        );
-        if let Some(tied) = tied {
-            let hits = tied.documents.iter().map(Vec::len).sum();
-            run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits, new: hits });
-            let queries = vec![vec![question.to_string()]];
-            return crate::per_document::answer_per_document(run, "naive", question, tied, queries, hits).await;
-        }
+    let tied = crate::document_match::tied_documents(
+        question,
+        found.clone(),
+        run.config.max_documents_per_answer,
+        run.config.top_k,
+    );
+    if let Some(tied) = tied {
+        let hits = tied.documents.iter().map(Vec::len).sum();
+        run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits, new: hits });
+        let queries = vec![vec![question.to_string()]];
+        return crate::per_document::answer_per_document(run, "naive", question, tied, queries, hits).await;
     }
     let passages = crate::document_match::select(question, found, run.config.top_k);
     run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: passages.len(), new: passages.len() });

@@ -100,6 +100,10 @@ pub struct AskArgs {
     /// Most tokens of the written answer.
     #[arg(long, default_value_t = 800)]
     pub answer_tokens: u32,
+    /// When several documents match the question alike, NaiveRAG answers from each of at most this many
+    /// in turn, one line per document; 1 answers from their passages together in one call.
+    #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
+    pub max_documents: usize,
     /// Print the agent's events and the answer as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
@@ -232,6 +236,7 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
             top_k: args.k.max(1),
             answer_max_tokens: args.answer_tokens.max(16),
             web_queries: args.web.web_queries,
+            max_documents_per_answer: args.max_documents.max(1),
             ..AgentConfig::default()
         };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));

@@ -79,6 +79,10 @@ pub struct AnswersArgs {
     /// Most characters of all passages in the answer prompt.
     #[arg(long, default_value_t = AgentConfig::default().context_chars)]
     pub context_chars: usize,
+    /// When several documents match the question alike, NaiveRAG answers from each of at most this many
+    /// in turn, one line per document; 1 answers from their passages together in one call.
+    #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
+    pub max_documents: usize,
     /// Write one JSON line per question and agent to this file: question, reference figures, answer,
     /// which figures it stated, the claim check, the sources' citations, the answer passage's position.
     #[arg(long)]
@@ -293,6 +297,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         answer_max_tokens: args.answer_tokens.max(16),
         passage_chars: args.passage_chars.max(100),
         context_chars: args.context_chars.max(100),
+        max_documents_per_answer: args.max_documents.max(1),
         ..AgentConfig::default()
     };
     if args.retrieval_only {
