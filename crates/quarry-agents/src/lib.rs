@@ -36,8 +36,9 @@ pub use conversation::{Conversation, ConversationError, ConversationStore, Conve
 pub use deep_search::deep_search;
 pub use deep_search::{deep_search_evidence, Evidence};
 pub use events::{no_events, AgentEvent, EventSink, PassageRef};
-pub use fused::{FusedRetriever, RankFusion};
+pub use fused::FusedRetriever;
 pub use naive::naive_rag;
+pub use quarry_core::rank_fusion::RankFusion;
 pub use report::{render_report, ReportOptions};
 pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};
 pub use router::{route, LibraryInfo, Route};

@@ -8,6 +8,7 @@ pub mod chat;
 mod document;
 mod format;
 pub mod models;
+pub mod rank_fusion;
 pub mod retrieval;
 pub mod table_row;
 mod text_stats;

@@ -6,10 +6,11 @@
 //! and individual Rank Learning Methods", SIGIR 2009: score(d) = Σ over lists of 1 / (k + rank(d)), ranks
 //! from 1) merges lists whose scores are not comparable at all: several libraries, several queries.
 
+use quarry_core::rank_fusion::RankFusion;
 use std::collections::HashMap;
 
-/// The constant of the original paper, also the default of Elasticsearch, OpenSearch and Milvus.
-pub const RRF_K: f32 = 60.0;
+/// The constant of the original paper ([`quarry_core::rank_fusion::RRF_K`]), as `f32` for the scores here.
+pub const RRF_K: f32 = quarry_core::rank_fusion::RRF_K as f32;
 
 /// How many candidates each ranking contributes to hybrid fusion when `k` results are wanted:
 /// `max(5·k, 50)`. Measured with `quarry eval retrieval` (k = 10): depth 50 gives hybrid Recall@10 0.698 on
@@ -19,23 +20,15 @@ pub fn fusion_depth(k: usize) -> usize {
     (k * 5).max(50)
 }
 
-/// Fuses ranked lists of ids (best first) into one ranking of (id, fused score), best first.
-/// Ties keep the order in which ids were first seen.
+/// Fuses ranked lists of ids (best first) into one ranking of (id, fused score), best first, by
+/// [`quarry_core::rank_fusion::RankFusion`] with constant `k`. Ties keep the order in which ids were
+/// first seen.
 pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
-    let mut scores: HashMap<u64, (f32, usize)> = HashMap::new();
-    let mut seen = 0;
+    let mut fusion = RankFusion::with_k(f64::from(k));
     for list in lists {
-        for (rank, id) in list.iter().enumerate() {
-            let entry = scores.entry(*id).or_insert_with(|| {
-                seen += 1;
-                (0.0, seen)
-            });
-            entry.0 += 1.0 / (k + rank as f32 + 1.0);
-        }
+        fusion.add(list.iter().copied());
     }
-    let mut fused: Vec<(u64, f32, usize)> = scores.into_iter().map(|(id, (s, order))| (id, s, order)).collect();
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
-    fused.into_iter().map(|(id, s, _)| (id, s)).collect()
+    fusion.ranked().into_iter().map(|(id, score)| (id, score as f32)).collect()
 }
 
 /// How hybrid search merges the BM25 ranking and the dense ranking (each a list of (id, score), best
@@ -173,15 +166,13 @@ impl std::str::FromStr for HybridFusion {
     }
 }
 
+/// Weighted reciprocal rank fusion of the two rankings ([`quarry_core::rank_fusion`]): Σ w / (60 + rank).
 fn weighted_rrf(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32) -> Vec<(u64, f32)> {
-    let mut scores: HashMap<u64, (f32, usize)> = HashMap::new();
+    let mut fusion = RankFusion::default();
     for (list, weight) in [(bm25, wb), (dense, wd)] {
-        for (rank, (id, _)) in list.iter().enumerate() {
-            let order = scores.len();
-            scores.entry(*id).or_insert((0.0, order)).0 += weight / (RRF_K + rank as f32 + 1.0);
-        }
+        fusion.add_weighted(list.iter().map(|(id, _)| *id), f64::from(weight));
     }
-    sorted(scores)
+    fusion.ranked().into_iter().map(|(id, score)| (id, score as f32)).collect()
 }
 
 /// How far the best score stands above the list's top 10: (top − mean) / standard deviation, ≥ 0.
