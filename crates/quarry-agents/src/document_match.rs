@@ -79,13 +79,12 @@ pub fn spread_over_documents(passages: Vec<Passage>, group_len: usize) -> Vec<Pa
 const DOCUMENT_KIND_WORDS: &str = "form 10-Q 10-K 8-K 20-F quarterly quarter period ended fiscal year annual report \
      months three six nine twelve inc corporation company";
 
-/// Whether `question` shares a word with `context` that names an issuer, a title or a period, not only
-/// the kind of document ([`DOCUMENT_KIND_WORDS`], one- and two-digit numbers).
+/// Whether `question` shares a word with `context` that names the document — an issuer, a title, a
+/// period code such as "Q3" — not only its kind ([`DOCUMENT_KIND_WORDS`]) or a bare number: an Apple
+/// question about "2023" shares the year with every 2023 filing of another company.
 fn names_document(question: &str, context: &str) -> bool {
     let kind = stems(DOCUMENT_KIND_WORDS);
-    stems(question)
-        .intersection(&stems(context))
-        .any(|w| !kind.contains(w) && !(w.len() <= 2 && w.chars().all(|c| c.is_ascii_digit())))
+    stems(question).intersection(&stems(context)).any(|w| !kind.contains(w) && w.chars().any(char::is_alphabetic))
 }
 
 /// Documents that match a question equally well, for an answer per document ([`tied_documents`]).
@@ -281,6 +280,8 @@ mod tests {
         );
         assert_eq!(tied_documents("What did NVIDIA report in its latest 10-Q?", found.clone(), 4, 2), None);
         assert_eq!(tied_documents("How have Apple's net sales changed?", found.clone(), 4, 2), None);
+        // Only the kind of document and a year in common: no document is named.
+        assert_eq!(tied_documents("Did Apple buy back shares in 2023?", found.clone(), 4, 2), None);
         // Only the kind of document in common ("10-Q", "quarters"): no document is named.
         assert_eq!(
             tied_documents("What legal proceedings do these 10-Qs disclose over the quarters?", found, 4, 2),
