@@ -10,8 +10,8 @@
 //! as long as the single prompt would be (the system part is the same for each call, so llama.cpp reuses
 //! its cache), so the extra cost is the extra answers' tokens.
 //!
-//! A document whose passages do not state it says so in its line; when none does, the answer is a
-//! decline.
+//! A document whose passages do not state it says so in its line; when none does, the model reads all
+//! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list.
 
 use crate::answer::{number_passages_from, Answer, Citation};
 use crate::claims::is_decline;
@@ -106,10 +106,18 @@ pub async fn answer_per_document(
         markdown.push_str(&note);
     }
     if answered == 0 {
-        let text = "\nThe documents found do not state what was asked: none of the matching documents' passages, read one document at a time, states it.";
-        run.emit(AgentEvent::AnswerDelta { text: text.to_string() });
-        // The decline alone, so that it reads as one (the list would name periods).
-        markdown = text.trim().to_string();
+        // No document states it on its own: the answer is written from all their passages together, as
+        // NaiveRAG writes it (same numbers), below the list — what the one-call answer found before
+        // per-document answers existed is never lost to them.
+        let transition = "\nNo document's passages state it on their own; read together:\n\n";
+        run.emit(AgentEvent::AnswerDelta { text: transition.to_string() });
+        markdown.push_str(transition);
+        let (text, _) =
+            number_passages_from(1, &passages, question, run.config.passage_chars, run.config.context_chars);
+        let mut request =
+            prompts::ANSWER.request(&[("passages", &text), ("question", question)], run.config.answer_max_tokens);
+        request.step = "answer".into();
+        markdown.push_str(run.call(&request, true).await?.text.trim());
     }
     let mut answer =
         run.finish_answer(agent, question, markdown.trim_end().to_string(), passages, queries, retrieved, false);
