@@ -796,3 +796,65 @@ fn a_connection_test_sends_the_stored_key_only_to_the_url_it_was_saved_for() {
     let shown = format!("{with_key:?}");
     assert!(!shown.contains("sk-very-secret") && shown.contains("api_key"), "{shown}");
 }
+
+/// A question that names a company and no period, over that company's four filings of the sample
+/// library, with the embedded model the tests use (SmolLM2): NaiveRAG asks about one filing at a time —
+/// four `document_answer` calls (a fifth, `answer`, only when every filing's answer declines) — and the
+/// answer lists the filings in order of period, each under the period its first page names; every source
+/// is one of the four filings, grouped by filing in that order.
+#[test]
+fn a_question_over_four_filings_is_answered_one_filing_at_a_time_with_the_embedded_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("apple");
+    std::fs::create_dir_all(&docs).unwrap();
+    let filings = [
+        ("2022 Q3 AAPL.pdf", "June 25, 2022"),
+        ("2023 Q1 AAPL.pdf", "December 31, 2022"),
+        ("2023 Q2 AAPL.pdf", "April 1, 2023"),
+        ("2023 Q3 AAPL.pdf", "July 1, 2023"),
+    ];
+    for (name, _) in filings {
+        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "apple"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "apple", "--json"]);
+    let output = run(
+        &data,
+        &[
+            "ask",
+            "How has Apple's total net sales changed over time?",
+            "--library",
+            "apple",
+            "--agent",
+            "naive",
+            "--answer-tokens",
+            "160",
+            "--threads",
+            "2",
+            "--json",
+        ],
+    );
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let answer = lines.last().unwrap();
+    let steps: Vec<&str> = of(&lines, "llm_call").iter().map(|e| e["step"].as_str().unwrap()).collect();
+    assert_eq!(steps[..4], ["document_answer"; 4], "{steps:?}");
+    assert!(steps.len() == 4 || steps[4..] == ["answer"], "{steps:?}");
+    let markdown = answer["markdown"].as_str().unwrap();
+    let items: Vec<&str> = markdown.lines().filter(|l| l.starts_with("- **")).collect();
+    assert_eq!(items.len(), 4, "{markdown}");
+    for (item, (name, ended)) in items.iter().zip(filings) {
+        assert!(item.starts_with(&format!("- **{name}** (quarterly period ended {ended}): ")), "{item}");
+    }
+    let order: Vec<usize> = answer["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let path = s["passage"]["path"].as_str().unwrap();
+            filings.iter().position(|(name, _)| path.ends_with(name)).expect("a source from the four filings")
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]) && order.contains(&0) && order.contains(&3), "{order:?}");
+}
