@@ -135,6 +135,60 @@ pub fn tied_documents(
     Some(TiedDocuments { documents, left_out })
 }
 
+/// Capitalised words that do not name an issuer, a product or a person: question words, months, period
+/// and form codes, accounting terms (lower case); [`unmentioned_subject`] skips them.
+const NOT_NAMES: &str =
+    "what which who whom whose how when where why did does do is are was were has have had can could \
+     would should will the a an in on of for to and or from by with as at its their this these those that any \
+     january february march april may june july august september october november december q1 q2 q3 q4 fy \
+     form gaap non us u.s usd inc corp corporation company ltd llc plc co sec compare describe explain list \
+     summarize outline according";
+
+/// The name `question` is first about — its first capitalised word that does not open a sentence, or
+/// its first all-capital word of four letters or more ("NVIDIA"; shorter ones such as "AWS", "ESG" are
+/// often spelled out in the documents), possessive "'s" dropped, not in [`NOT_NAMES`] — when none of
+/// `found` mentions it in its document's context line or its text (ignoring case). `None` when every
+/// passage is silent on nothing of the kind, when the question names nothing, or when a passage has no
+/// context line (a library whose documents do not say what they are).
+///
+/// Only the first name counts, the one a question is usually about ("What was Microsoft's gross margin
+/// …"): later names are often parts of a product or segment that the documents phrase otherwise
+/// ("Amazon Web Services" is "AWS" in the filings). A subject that no passage mentions is what an
+/// unanswerable question looks like — "What was Microsoft's gross margin?" asked of a library of
+/// NVIDIA filings, whose closest passages are NVIDIA's own gross margin — and NaiveRAG then declines
+/// without asking the model, which answered such questions with the other company's figures (Qwen 1.5B,
+/// 2 of 2 questions of the first unanswerable slice).
+pub fn unmentioned_subject(question: &str, found: &[Passage]) -> Option<String> {
+    if found.is_empty() || found.iter().any(|p| p.context.is_empty()) {
+        return None;
+    }
+    let not_names: Vec<&str> = NOT_NAMES.split_whitespace().collect();
+    let mut opens_sentence = true;
+    let mut subject = None;
+    for raw in question.split_whitespace() {
+        let starts_sentence = opens_sentence;
+        opens_sentence = raw.ends_with(['.', '?', '!', ':']);
+        if raw.contains('&') {
+            continue;
+        }
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
+        let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+        let capitals = letters.iter().all(|c| c.is_uppercase());
+        let all_capitals = letters.len() >= 4 && capitals;
+        let capitalised = word.chars().next().is_some_and(char::is_uppercase) && !starts_sentence && !capitals;
+        let lower = word.to_lowercase();
+        if letters.len() < 3 || !(all_capitals || capitalised) || not_names.contains(&lower.as_str()) {
+            continue;
+        }
+        subject = Some(lower);
+        break;
+    }
+    let subject = subject?;
+    let mentioned = found.iter().any(|p| format!("{}\n{}", p.context, p.text).to_lowercase().contains(&subject));
+    (!mentioned).then_some(subject)
+}
+
 /// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
 pub fn asks_for_latest(question: &str) -> bool {
     let q = question.to_lowercase();
@@ -243,6 +297,24 @@ mod tests {
         );
         // "Latest" picks one period: no sharing.
         assert_eq!(ids(&select("What did NVIDIA report in its latest 10-Q?", found, 3)), [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_subject_no_passage_mentions_is_found_in_context_lines_and_texts() {
+        let nvidia = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023";
+        let mut found = vec![passage(1, nvidia), passage(2, nvidia)];
+        found[1].text = "Our partners include Microsoft Azure; research and development rose.".into();
+        let subject = |q: &str, found: &[Passage]| unmentioned_subject(q, found);
+        assert_eq!(subject("What was Apple's gross margin in Q2 2023?", &found).as_deref(), Some("apple"));
+        assert_eq!(subject("Did APPLE report it?", &found).as_deref(), Some("apple"), "all capitals");
+        assert_eq!(subject("What was NVIDIA's revenue in the first quarter?", &found), None);
+        assert_eq!(subject("How did Microsoft's cloud grow?", &found), None, "in a passage's text");
+        assert_eq!(subject("What did the Form 10-Q say in April?", &found), None, "no names");
+        // Only the first name counts; a sentence's first word, "R&D" and short acronyms are no names.
+        assert_eq!(subject("How did NVIDIA's Omniverse sales grow?", &found), None);
+        assert_eq!(subject("What was the R&D spend? Please list ESG costs.", &found), None);
+        found[1].context.clear();
+        assert_eq!(subject("What was Apple's gross margin?", &found), None, "a passage without context");
     }
 
     #[test]

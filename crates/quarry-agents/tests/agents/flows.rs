@@ -179,6 +179,25 @@ async fn when_no_document_states_it_alone_their_passages_are_read_together_and_a
 }
 
 #[tokio::test]
+async fn naive_rag_declines_without_the_model_when_no_passage_mentions_the_subject() {
+    let model = Arc::new(ScriptedModel::new());
+    let retriever = Arc::new(quarterly_filings());
+    let (answer, events) = run_agent(
+        "What were Initech total net sales for the quarter?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        AgentConfig::default(),
+    )
+    .await;
+    let answer = answer.unwrap();
+    assert!(model.steps().is_empty(), "no model call");
+    assert!(answer.nothing_found && quarry_agents::claims::is_decline(&answer.markdown), "{}", answer.markdown);
+    assert!(answer.markdown.contains("\"initech\""), "{}", answer.markdown);
+    assert_eq!(streamed(&events), answer.markdown);
+}
+
+#[tokio::test]
 async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_and_stops_when_nothing_new() {
     let model = Arc::new(
         ScriptedModel::new()

@@ -309,6 +309,14 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
             let wider = runtime
                 .block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
+            // A subject no passage mentions: NaiveRAG declines without the model.
+            let unmentioned = quarry_agents::document_match::unmentioned_subject(&q.text, &wider);
+            let declines = f64::from(u8::from(unmentioned.is_some()));
+            if q.answerable {
+                report.sums.declined_answerable.push(declines);
+            } else {
+                report.sums.declined_unanswerable.push(declines);
+            }
             // Several documents alike: NaiveRAG reads each one's share, one document at a time.
             let tied = quarry_agents::document_match::tied_documents(
                 &q.text,
@@ -339,6 +347,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
                     "per_document": report.sums.per_document.last() == Some(&1.0),
+                    "unmentioned_subject": unmentioned,
                     "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
                 });
                 writeln!(out, "{line}")?;
