@@ -195,10 +195,16 @@ pub fn asks_for_latest(question: &str) -> bool {
     ["latest", "most recent", "newest", "most current"].iter().any(|w| q.contains(w))
 }
 
+/// The period a context line names: its "… ended <date>" part ("quarterly period ended July 1, 2023"),
+/// or `None`.
+pub(crate) fn period_phrase(context: &str) -> Option<&str> {
+    context.split(" · ").find(|part| part.contains(" ended ")).map(str::trim)
+}
+
 /// The period end date a context line states ("… ended April 30, 2023"), as (year, month, day).
 fn period_end(context: &str) -> Option<(u16, u8, u8)> {
-    let at = context.find(" ended ")?;
-    crate::figures::figures(&context[at..]).into_iter().find_map(|f| match f.kind {
+    let phrase = period_phrase(context)?;
+    crate::figures::figures(&phrase[phrase.find(" ended ")?..]).into_iter().find_map(|f| match f.kind {
         crate::figures::FigureKind::Date { year, month, day } => Some((year, month, day)),
         _ => None,
     })
@@ -275,6 +281,14 @@ mod tests {
         // "Latest": the best-matching documents' latest period first (July 30 after April 30).
         let latest = prefer_matching_documents("What did NVIDIA report in its latest 10-Q?", found);
         assert_eq!(ids(&latest), [1, 4, 3, 5, 2]);
+    }
+
+    #[test]
+    fn the_period_is_the_ended_part_of_the_context_line() {
+        let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
+        assert_eq!(period_phrase(apple), Some("quarterly period ended July 1, 2023"));
+        assert_eq!(period_end(apple), Some((2023, 7, 1)));
+        assert_eq!(period_phrase("Annual report 2023"), None);
     }
 
     #[test]

@@ -24,17 +24,6 @@ use quarry_core::Passage;
 /// Most tokens of one document's answer.
 const DOCUMENT_ANSWER_TOKENS: u32 = 200;
 
-/// The period a context line names: its "… ended <date>" part ("quarterly period ended July 1, 2023"),
-/// or `None`.
-fn period_label(context: &str) -> Option<&str> {
-    context.split(" · ").find(|part| part.contains(" ended ")).map(str::trim)
-}
-
-/// The file name of a passage's document (the last part of its path).
-fn file_name(p: &Passage) -> &str {
-    p.path.rsplit(['/', '\\']).next().unwrap_or(&p.path)
-}
-
 /// Answers `question` one document of `tied` at a time (one model call each, streamed) and writes the
 /// answer as one list item per document, in order of period: `- **file** (period): what it reports [n]`.
 /// The passages are numbered across all documents, so each item cites the answer's own numbers.
@@ -62,8 +51,8 @@ pub async fn answer_per_document(
             run.config.passage_chars,
             run.config.context_chars / tied.documents.len().max(1),
         );
-        let file = file_name(&document[0]);
-        let label = match period_label(&document[0].context) {
+        let file = document[0].file_name();
+        let label = match crate::document_match::period_phrase(&document[0].context) {
             Some(period) => format!("**{file}** ({period})"),
             None => format!("**{file}**"),
         };
@@ -124,18 +113,4 @@ pub async fn answer_per_document(
     citation_repairs.append(&mut answer.citation_repairs);
     answer.citation_repairs = citation_repairs;
     Ok(answer)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_period_is_the_ended_part_of_the_context_line() {
-        assert_eq!(
-            period_label("Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL"),
-            Some("quarterly period ended July 1, 2023")
-        );
-        assert_eq!(period_label("Annual report 2023"), None);
-    }
 }
