@@ -5,9 +5,15 @@
 //! `parse-worker` command, see [`WorkerCommand`]) and feeds them files one at a time over stdin as JSON
 //! lines. A worker ([`run_worker`]) caps its own address space (RLIMIT_AS), parses, and answers with one
 //! JSON line per [`ParseEvent`] and a final `End`. The supervisor waits at most `document_timeout` between
-//! two lines: past that it kills the worker and reports `timeout` for the document being read; when a
-//! worker dies it reports `too_large` (the allocator hit the memory cap) or `crashed` (any other death,
-//! e.g. a stack overflow), and starts a fresh worker for the next file.
+//! two lines and `file_timeout` for a whole input (an archive whose members each finish in time): past
+//! either it kills the worker and reports `timeout` for the documents being read; a reply line longer
+//! than `max_reply_bytes` is not read further (`too_large`); when a worker dies it reports `too_large`
+//! (the allocator hit the memory cap) or `crashed` (any other death, e.g. a stack overflow), and starts a
+//! fresh worker for the next file.
+//!
+//! A worker is confined as far as a parser needs: a cleared environment ([`WORKER_ENVIRONMENT`]: no API
+//! keys, no D-Bus session), no network and no access to other processes (a seccomp filter installed
+//! before the worker program starts, see `sandbox.rs`), and a memory cap it must set or refuse to work.
 
 use crate::{parse_file, FileOutcome, IngestError, InputFile, ParseEvent, ParseOptions};
 use serde::{Deserialize, Serialize};
@@ -19,7 +25,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The program and arguments that start a worker, which must call [`run_worker`].
 #[derive(Debug, Clone)]
@@ -43,8 +49,14 @@ pub struct IsolationConfig {
     pub worker: WorkerCommand,
     /// Worker processes run at once (default: available cores).
     pub workers: usize,
-    /// Longest wait for a single document (default 60 s).
+    /// Longest wait for a single document (default 60 s): between two lines of a worker's reply.
     pub document_timeout: Duration,
+    /// Longest one input file may take in all, every member of an archive together (default 10 min).
+    pub file_timeout: Duration,
+    /// Longest reply line read from a worker, in bytes (default 1 GiB; a parsed document travels as one
+    /// line). A longer line is not read: its document is `too_large` and the worker is stopped, so a
+    /// worker flooding its output cannot exhaust the supervisor's memory.
+    pub max_reply_bytes: u64,
     /// Address space each worker may add to its start-up size, in bytes (default 3 GiB); see [`run_worker`].
     pub memory_limit_bytes: u64,
     pub options: ParseOptions,
@@ -61,6 +73,8 @@ impl IsolationConfig {
             worker,
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             document_timeout: Duration::from_secs(60),
+            file_timeout: Duration::from_secs(600),
+            max_reply_bytes: 1 << 30,
             memory_limit_bytes: 3 << 30,
             options: ParseOptions::default(),
             include_documents: true,
@@ -90,12 +104,19 @@ enum Reply {
 /// hundred MiB of address space in a debug build), not on the document. Parsing runs on a thread with a 64 MiB stack, because PDF and XML
 /// parsers recurse deeply on hostile input.
 ///
-/// Errors: stdin/stdout failures (the supervisor went away).
+/// Errors: the memory cap cannot be set (e.g. it is above the hard limit the worker was started with;
+/// the worker then parses nothing, so no file is read without its cap), or stdin/stdout failures (the
+/// supervisor went away).
 pub fn run_worker(memory_limit_bytes: u64) -> std::io::Result<()> {
     if memory_limit_bytes > 0 {
-        // Failing to set the cap is not fatal: the worker still isolates crashes and hangs.
         let cap = address_space_bytes().unwrap_or(0).saturating_add(memory_limit_bytes);
-        let _ = rlimit::setrlimit(rlimit::Resource::AS, cap, cap);
+        rlimit::setrlimit(rlimit::Resource::AS, cap, cap).map_err(|e| {
+            std::io::Error::other(format!(
+                "cannot cap the parser's address space at {} MiB ({} MiB for documents): {e}",
+                cap >> 20,
+                memory_limit_bytes >> 20
+            ))
+        })?;
     }
     // Panics are caught per document and reported in its row; keep stderr to one line each.
     std::panic::set_hook(Box::new(|info| {
@@ -211,8 +232,38 @@ pub const WORKER_ENVIRONMENT: &[&str] = &[
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    lines: Receiver<String>,
+    lines: Receiver<WorkerLine>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// What the stdout reader hands the supervisor.
+enum WorkerLine {
+    Line(String),
+    /// A line longer than `max_reply_bytes`; nothing more is read from this worker.
+    Overlong,
+}
+
+/// Reads `source` line by line into `lines`, never holding more than `max_bytes` of one line: a longer
+/// line is reported as [`WorkerLine::Overlong`] and reading stops.
+fn read_bounded_lines(source: impl std::io::Read, max_bytes: u64, lines: mpsc::Sender<WorkerLine>) {
+    use std::io::Read;
+    let mut reader = BufReader::new(source);
+    loop {
+        let mut line = Vec::new();
+        match (&mut reader).take(max_bytes.saturating_add(1)).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        } else if line.len() as u64 > max_bytes {
+            let _ = lines.send(WorkerLine::Overlong);
+            return;
+        }
+        if lines.send(WorkerLine::Line(String::from_utf8_lossy(&line).into_owned())).is_err() {
+            return;
+        }
+    }
 }
 
 struct Supervisor<'a> {
@@ -229,6 +280,16 @@ impl Supervisor<'_> {
                 command.env(name, value);
             }
         }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            let filter = crate::sandbox::worker_filter().map_err(std::io::Error::other)?;
+            // SAFETY: the hook runs in the forked child before exec; it only makes the prctl and seccomp
+            // system calls and allocates nothing (see `sandbox::install`).
+            unsafe {
+                command.pre_exec(move || crate::sandbox::install(filter));
+            }
+        }
         let mut child = command
             .env("QUARRY_WORKER_MEMORY_LIMIT", self.config.memory_limit_bytes.to_string())
             .stdin(Stdio::piped())
@@ -239,19 +300,21 @@ impl Supervisor<'_> {
         let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("worker has no stdout"))?;
         let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("worker has no stderr"))?;
         let (line_sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if line_sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let max_reply_bytes = self.config.max_reply_bytes;
+        std::thread::spawn(move || read_bounded_lines(stdout, max_reply_bytes, line_sender));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&stderr_tail);
         std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
+            // The last 8 lines, each cut into pieces of at most 4 KiB, so a flood of stderr costs nothing.
+            use std::io::Read;
+            let mut reader = BufReader::new(stderr);
+            loop {
+                let mut piece = Vec::new();
+                match (&mut reader).take(4096).read_until(b'\n', &mut piece) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let line = String::from_utf8_lossy(&piece).trim_end_matches('\n').to_string();
                 if let Ok(mut tail) = tail.lock() {
                     if tail.len() == 8 {
                         tail.pop_front();
@@ -276,6 +339,7 @@ impl Supervisor<'_> {
         };
         // A worker that died between files shows up as a broken pipe: start a new one and retry once.
         let mut sent = false;
+        let mut refusal = None;
         for _ in 0..2 {
             if self.worker.is_none() {
                 match self.spawn() {
@@ -293,17 +357,30 @@ impl Supervisor<'_> {
                 sent = true;
                 break;
             }
+            // Its last words say why (e.g. it could not set its memory cap).
+            refusal = Some(self.death_reason());
             self.kill();
         }
         if !sent {
-            return emit(failed(&file.display, IngestError::Crashed("parser worker does not accept work".into())));
+            let error = refusal.unwrap_or_else(|| IngestError::Crashed("parser worker does not accept work".into()));
+            return emit(failed(&file.display, error));
         }
         // Paths started but not yet finished, innermost last (a ZIP member sits above its archive).
         let mut open: Vec<String> = Vec::new();
+        let deadline = Instant::now() + self.config.file_timeout;
         loop {
             let Some(worker) = self.worker.as_mut() else { return };
-            match worker.lines.recv_timeout(self.config.document_timeout) {
-                Ok(line) => match serde_json::from_str::<Reply>(&line) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let whole_file_budget = left <= self.config.document_timeout;
+            match worker.lines.recv_timeout(self.config.document_timeout.min(left)) {
+                Ok(WorkerLine::Overlong) => {
+                    self.kill();
+                    let cap = self.config.max_reply_bytes;
+                    let size = if cap >= 1 << 20 { format!("{} MiB", cap >> 20) } else { format!("{cap} bytes") };
+                    let error = IngestError::TooLarge(format!("the parser's output for one document is over {size}"));
+                    return report_unfinished(open, &file.display, error, emit);
+                }
+                Ok(WorkerLine::Line(line)) => match serde_json::from_str::<Reply>(&line) {
                     Ok(Reply::Event(ParseEvent::Started { path })) => open.push(path),
                     Ok(Reply::Event(ParseEvent::Finished(outcome))) => {
                         open.retain(|p| p != &outcome.path);
@@ -314,7 +391,9 @@ impl Supervisor<'_> {
                 },
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill();
-                    let error = IngestError::Timeout(self.config.document_timeout.as_millis() as u64);
+                    let budget =
+                        if whole_file_budget { self.config.file_timeout } else { self.config.document_timeout };
+                    let error = IngestError::Timeout(budget.as_millis() as u64);
                     return report_unfinished(open, &file.display, error, emit);
                 }
                 Err(RecvTimeoutError::Disconnected) => {

@@ -22,6 +22,7 @@ mod parse;
 mod pdf;
 mod pdf_fallback;
 pub mod report;
+mod sandbox;
 mod spreadsheet;
 mod table;
 mod text;

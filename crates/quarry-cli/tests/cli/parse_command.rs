@@ -94,6 +94,29 @@ fn a_document_over_the_memory_cap_is_too_large_and_the_rest_still_parse() {
     }
 }
 
+/// A worker that cannot set its memory cap parses nothing: here the hard address-space limit it inherits
+/// (16 GiB, set by the shell) is below the cap asked for (64 GiB), so setting the cap fails. Each file's
+/// row says why, and no document is read without its cap (before, the failure was ignored and the file
+/// parsed with no cap at all).
+#[test]
+fn a_worker_that_cannot_cap_its_memory_parses_nothing() {
+    let file = eval_dir().join("B_documents/markitdown_test_files/test.docx");
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.tsv");
+    let script = r#"ulimit -v 16777216 && exec "$0" parse "$1" --memory-limit-mb 65536 --workers 1 --report "$2""#;
+    let output = Command::new("bash")
+        .args(["-c", script, env!("CARGO_BIN_EXE_quarry")])
+        .arg(&file)
+        .arg(&report)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    let row = text.lines().nth(1).expect("one row");
+    assert!(row.contains("\tcrashed\t"), "{row}");
+    assert!(row.contains("cannot cap the parser's address space"), "{row}");
+}
+
 #[test]
 fn json_summary_counts_formats() {
     let folder = eval_dir().join("B_documents/markitdown_test_files");

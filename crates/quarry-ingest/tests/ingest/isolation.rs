@@ -100,3 +100,71 @@ fn a_worker_sees_no_api_keys_and_no_keyring_session() {
     let path = std::env::var("PATH").unwrap_or_default();
     assert!(message.contains(&format!("seen:[][][][{path}]")), "the worker saw: {message}");
 }
+
+/// A parser taken over by a crafted file cannot reach the network: the stand-in worker tries to connect
+/// to a listening port on this computer and reports what happened. The listener must see no connection
+/// and the worker's socket must be refused (before, workers had the person's full network access).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_cannot_open_a_socket() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "read line; if exec 3<>/dev/tcp/127.0.0.1/{port}; then echo 'reached:connected' >&2; else echo 'reached:refused' >&2; fi; kill -SEGV $$"
+    );
+    let mut config =
+        IsolationConfig::new(WorkerCommand { program: "bash".into(), args: vec!["-c".into(), script.into()] });
+    config.workers = 1;
+    config.document_timeout = Duration::from_secs(10);
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(1), &config, |i, o| outcomes.push((i, o)));
+    let message = outcomes[0].1.error.as_ref().unwrap().to_string();
+    assert!(message.contains("reached:refused"), "the worker's socket was not refused: {message}");
+    assert!(listener.accept().is_err(), "the worker connected to this computer");
+}
+
+/// An archive whose members each finish within the per-document budget still has a budget as a whole:
+/// the stand-in worker finishes one member every 0.2 s for ever.
+#[test]
+fn an_archive_that_never_ends_meets_the_whole_file_budget() {
+    let script = r#"read line
+echo '{"Event":{"Started":{"path":"a.zip"}}}'
+i=0
+while true; do
+  i=$((i+1))
+  echo "{\"Event\":{\"Finished\":{\"path\":\"a.zip!/$i.txt\",\"format\":\"text\",\"status\":\"ok\",\"pages\":null,\"chars\":3,\"cjk_chars\":0,\"ms\":1,\"error\":null,\"warnings\":[],\"document\":null}}}"
+  sleep 0.2
+done"#;
+    let mut config = shell_worker(script);
+    config.file_timeout = Duration::from_millis(1500);
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    let input = vec![InputFile { path: "/tmp/a.zip".into(), display: "a.zip".into() }];
+    parse_isolated(&input, &config, |_, o| outcomes.push(o));
+    assert!(started.elapsed() < Duration::from_secs(10), "the budget must end the file");
+    let last = outcomes.last().unwrap();
+    assert_eq!((last.path.as_str(), last.status), ("a.zip", Status::Timeout));
+    assert_eq!(last.error.as_ref().unwrap().to_string(), "timed out after 1.5 s");
+    let members = outcomes.iter().filter(|o| o.status == Status::Ok).count();
+    assert!((3..=9).contains(&members), "members finished in time are kept: {members}");
+}
+
+/// A worker that writes one endless line is stopped once the line passes `max_reply_bytes`; the
+/// supervisor never holds more than that (before, it read lines of any length into memory).
+#[test]
+fn a_worker_flooding_one_line_is_stopped_at_the_reply_cap() {
+    let mut config = shell_worker("read line; yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | tr -d '\\n'");
+    config.document_timeout = Duration::from_secs(20);
+    config.max_reply_bytes = 1 << 20;
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(2), &config, |i, o| outcomes.push((i, o)));
+    assert_eq!(outcomes.len(), 2, "the batch goes on");
+    for (_, o) in &outcomes {
+        assert_eq!(o.status, Status::TooLarge);
+        assert_eq!(
+            o.error.as_ref().unwrap().to_string(),
+            "too large: the parser's output for one document is over 1 MiB"
+        );
+    }
+}
