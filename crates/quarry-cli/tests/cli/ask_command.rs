@@ -211,26 +211,101 @@ fn headings_and_links(text: &str) -> (Vec<String>, Vec<String>) {
     (headings, links)
 }
 
-/// Every network connection a command attempts, from `strace -f -e trace=connect,openat` (the addresses of
-/// AF_INET / AF_INET6 connects; Unix sockets are local by nature and not listed), and every file it opens
-/// for writing outside the data folder that a telemetry queue would use (`…/Microsoft/…`).
+/// Every network connection a command attempts, from `strace -f -e trace=connect,sendto,sendmsg,openat`:
+/// the AF_INET / AF_INET6 addresses of connects and of datagrams sent without one (a DNS lookup is one
+/// or the other; Unix sockets are local by nature and not listed), and every file it opens that a
+/// telemetry queue would use (`…/Microsoft/…`). The command runs as `quarry(data)` runs it (SmolLM2
+/// answers), in offline mode (the default).
 fn connects_of(data: &Path, args: &[&str]) -> (std::process::Output, Vec<String>) {
+    std::fs::create_dir_all(data).unwrap();
     let trace = data.join("connect.trace");
-    let quarry_bin = env!("CARGO_BIN_EXE_quarry");
+    let quarry_bin = quarry(data).get_program().to_owned();
     let mut command = std::process::Command::new("strace");
-    command.args(["-f", "-qq", "-e", "trace=connect,openat", "-o"]).arg(&trace).arg(quarry_bin).args(args);
-    command.env("QUARRY_DATA_DIR", data).env_remove("QUARRY_NETWORK").env_remove("ORT_DISABLE_TELEMETRY");
+    command
+        .args(["-f", "-qq", "-e", "trace=connect,sendto,sendmsg,openat", "-o"])
+        .arg(&trace)
+        .arg(quarry_bin)
+        .args(args);
+    for (name, value) in quarry(data).get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command.env_remove("QUARRY_NETWORK").env_remove("ORT_DISABLE_TELEMETRY");
     let output = command.output().expect("strace (scripts/setup.sh installs it)");
     let text = std::fs::read_to_string(&trace)
         .unwrap_or_else(|e| panic!("no strace output ({e}): {}", String::from_utf8_lossy(&output.stderr)));
     let connects = text
         .lines()
         .filter(|l| {
-            (l.contains("connect(") && l.contains("AF_INET")) || (l.contains("openat(") && l.contains("/Microsoft/"))
+            (["connect(", "sendto(", "sendmsg("].iter().any(|call| l.contains(call)) && l.contains("AF_INET"))
+                || (l.contains("openat(") && l.contains("/Microsoft/"))
         })
         .map(str::to_string)
         .collect();
     (output, connects)
+}
+
+/// Offline, every command that reads documents or asks a model stays on this computer — not only
+/// `ask --agent naive` (the test above): creating a library, adding and syncing files (parse workers,
+/// the embedding model), search, DeepSearch and ChainOfRAG, a research report, removing a file,
+/// re-indexing and `eval qa`. Each runs whole under `strace -f`; none may connect or send anywhere.
+#[test]
+fn offline_every_command_that_reads_documents_or_asks_a_model_opens_no_network_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("ntsb");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in ["20080102X00002.pdf", "20080102X00005.pdf"] {
+        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
+    }
+    let docs_arg = docs.to_string_lossy().into_owned();
+    let removed = docs.join("20080102X00005.pdf").to_string_lossy().into_owned();
+    let report = tmp.path().join("report.md").to_string_lossy().into_owned();
+    let hotpot = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
+        .join("A_benchmarks/hotpotqa_rpt_dev300");
+    let hotpot = hotpot.to_string_lossy().into_owned();
+    let question = "What was the probable cause of the accident?";
+    let small = ["--answer-tokens", "32", "--threads", "2", "--max-rounds", "1"];
+    let mut steps: Vec<Vec<&str>> = vec![
+        vec!["library", "create", "ntsb"],
+        vec!["add", &docs_arg, "--library", "ntsb", "--json"],
+        vec!["sync", "--library", "ntsb", "--json"],
+        vec!["search", question, "--library", "ntsb", "--json"],
+        vec!["ask", question, "--library", "ntsb", "--agent", "deep", "--json"],
+        vec!["ask", question, "--library", "ntsb", "--agent", "chain", "--json"],
+        vec![
+            "report",
+            "The probable cause of the accident",
+            "--library",
+            "ntsb",
+            "--max-sections",
+            "1",
+            "--max-rounds",
+            "1",
+            "--review-queries",
+            "0",
+            "--section-tokens",
+            "48",
+            "--out",
+            &report,
+        ],
+        vec!["remove", &removed, "--library", "ntsb"],
+        vec!["library", "reindex", "ntsb"],
+        vec!["eval", "qa", "--set", &hotpot, "--agent", "naive", "--limit", "1", "--bm25-only", "--json"],
+    ];
+    for step in steps.iter_mut().filter(|s| s[0] == "ask" || s[0] == "eval") {
+        step.extend_from_slice(&small);
+    }
+    for step in &steps {
+        let (output, connects) = connects_of(&data, step);
+        assert!(output.status.success(), "quarry {step:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(connects, Vec::<String>::new(), "offline `quarry {step:?}` reached the network");
+    }
+    assert!(std::fs::read_to_string(&report).unwrap().contains("## "), "the report was written");
 }
 
 #[test]
