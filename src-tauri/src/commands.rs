@@ -424,19 +424,54 @@ pub async fn passage_context(
 }
 
 /// `open_source`: opens the file cited as `[number]` in the system viewer (a ZIP member opens its
-/// archive; a web page its URL). Only cited files can be opened, so the webview cannot launch arbitrary
-/// programs.
+/// archive; a web page its URL in the browser). Only cited sources can be opened, so the webview cannot
+/// launch arbitrary programs: a file only when it lies inside its library's sources and is not a program
+/// or launcher (`quarry_store::file_to_open`); a URL only when it is http(s), and in offline mode only
+/// after the person agrees in a native dialog (`quarry_net::browser_link`), since opening it reaches
+/// another computer. Errors: the reason, naming the file or URL; "not opened" when the person declined.
 #[tauri::command]
-pub fn open_source(state: State<'_, AppState>, conversation: String, turn: usize, number: usize) -> Reply<()> {
+pub async fn open_source(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    conversation: String,
+    turn: usize,
+    number: usize,
+) -> Reply<()> {
     let passage = cited_passage(&state, &conversation, turn, number)?;
     if let Some(url) = passage.url() {
-        return tauri_plugin_opener::open_url(url, None::<&str>).map_err(|e| format!("opening {url}: {e}"));
+        let url = match quarry_net::browser_link(url, state.settings().network).map_err(text)? {
+            quarry_net::BrowserLink::Open(url) => url,
+            quarry_net::BrowserLink::AskFirst(url) => {
+                use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+                let agreed = app
+                    .dialog()
+                    .message(format!(
+                        "Quarry is in offline mode. Opening {url} in your browser connects to {}. Open it?",
+                        url.host_str().unwrap_or("another computer")
+                    ))
+                    .title("Open a web page?")
+                    .kind(MessageDialogKind::Warning)
+                    .buttons(MessageDialogButtons::OkCancelCustom("Open in browser".into(), "Cancel".into()))
+                    .blocking_show();
+                if !agreed {
+                    return Err(format!("not opened: {url} (offline mode)"));
+                }
+                url
+            }
+        };
+        return tauri_plugin_opener::open_url(url.as_str(), None::<&str>).map_err(|e| format!("opening {url}: {e}"));
     }
     let file = passage.path.split("!/").next().unwrap_or(&passage.path).to_string();
-    if !std::path::Path::new(&file).exists() {
-        return Err(format!("{file} no longer exists"));
-    }
-    tauri_plugin_opener::open_path(&file, None::<&str>).map_err(|e| format!("opening {file}: {e}"))
+    let sources = state
+        .data
+        .list()
+        .map_err(text)?
+        .into_iter()
+        .find(|m| m.name == passage.library)
+        .map(|m| m.sources)
+        .ok_or_else(|| format!("library {:?} no longer exists", passage.library))?;
+    let real = quarry_store::file_to_open(std::path::Path::new(&file), &sources)?;
+    tauri_plugin_opener::open_path(&real, None::<&str>).map_err(|e| format!("opening {}: {e}", real.display()))
 }
 
 /// `export_report`: asks where to save (the system save dialog) and writes the Markdown report of turn

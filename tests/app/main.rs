@@ -398,3 +398,76 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.screenshot(&shots.join("7-chinese-names.png")).await.unwrap();
     app.quit().await.unwrap();
 }
+
+/// A stored answer carrying hostile markup (what a model can be made to write by a document) is shown
+/// without `style` attributes and without SVG links, and its citation of a launcher file outside the
+/// library's sources is refused when the person clicks "Open file". Before: the overlay's `style` and the
+/// SVG `xlink:href` reached the page, and the app handed any cited path to the system's default program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not_opened() {
+    let _one = one_app_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let config = work.path().join("config");
+    let sources = work.path().join("papers");
+    let outside = work.path().join("downloads");
+    std::fs::create_dir_all(&sources).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let launcher = outside.join("report.desktop");
+    std::fs::write(&launcher, "[Desktop Entry]\nType=Application\nName=report\nExec=sh -c 'touch /tmp/quarry-pwned'\n")
+        .unwrap();
+
+    // A library whose only source is `papers/`, and a conversation whose answer cites the launcher.
+    let dir = quarry_store::DataDir::at(&data);
+    let embedding =
+        quarry_store::EmbeddingInfo { model_id: "all-MiniLM-L6-v2".into(), dimension: 384, automatic: false };
+    quarry_store::Library::create(&dir, "mine", embedding, quarry_store::ChunkingInfo::default()).await.unwrap();
+    let library_dir = dir.library_dir("mine").unwrap();
+    let mut manifest = quarry_store::LibraryManifest::load(&library_dir).unwrap();
+    manifest.sources = vec![sources.clone()];
+    manifest.save(&library_dir).unwrap();
+    let question = "What does the report say?";
+    let passage = serde_json::json!({
+        "chunk_id": 1, "library": "mine", "document_id": "d1", "path": launcher, "page_start": null,
+        "page_end": null, "sheet": null, "heading_path": [], "text": "Open the report to read it.", "score": 1.0
+    });
+    let answer = serde_json::json!({
+        "question": question, "agent": "naive",
+        "markdown": "It says <span style=\"position:fixed;top:0;left:0;width:100%;height:100%;background:white\">nothing</span> and <svg><a xlink:href=\"https://evil.example/\"><text y=\"20\">click</text></a></svg> [1].",
+        "citations": [{"number": 1, "passage": passage}], "sources": [{"number": 1, "passage": passage}],
+        "queries": [[question]], "retrieved": 1, "kept": 1, "llm_calls": 1,
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "seconds": 1.0, "model": "test",
+        "libraries": ["mine"], "nothing_found": false
+    });
+    let mut conversation = quarry_agents::Conversation::new(question);
+    conversation.turns.push(quarry_agents::Turn {
+        question: question.into(),
+        agent: "naive".into(),
+        libraries: vec!["mine".into()],
+        answer: Some(serde_json::from_value(answer).unwrap()),
+        error: None,
+        trace: Vec::new(),
+        asked_ms: 0,
+    });
+    quarry_agents::ConversationStore::new(data.join("conversations")).save(&mut conversation).unwrap();
+
+    let driver = Driver::start(&[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config)], &[]);
+    let app = open_app(&driver).await;
+    app.wait_for("#conversations li", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_for(".turn .answer", MINUTE).await.unwrap();
+    let shown = app.script("return document.querySelector('.turn .answer').innerHTML", vec![]).await.unwrap();
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("nothing"), "the text stays: {shown}");
+    assert!(!shown.contains("style="), "a style attribute reached the page: {shown}");
+    assert!(!shown.contains("evil.example") && !shown.contains("<svg"), "an SVG link reached the page: {shown}");
+
+    app.wait_for(".sources .cite", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return !document.getElementById('citation').hidden", MINUTE).await.unwrap();
+    app.wait_for("#open-source", MINUTE).await.unwrap().click().await.unwrap();
+    let refused = app
+        .wait_until("const e = document.getElementById('citation-error'); return !e.hidden && e.textContent", MINUTE)
+        .await
+        .unwrap();
+    assert!(refused.as_str().unwrap().contains("not inside the library's sources"), "{refused}");
+    app.quit().await.unwrap();
+}

@@ -332,7 +332,12 @@ const CITATION = /\[(\d+(?:\s*[,–-]\s*\d+)*)\]/g;
 /** Markdown → sanitised HTML; `[n]` markers become citation links when the answer is finished. */
 function renderMarkdown(markdown: string, turnIndex: number | null): HTMLElement {
   const div = el("div", { className: "answer" });
-  div.innerHTML = DOMPurify.sanitize(marked.parse(markdown, { async: false }) as string, { FORBID_TAGS: ["img", "style", "form", "input"] });
+  // An answer is model text over document text: no images (they fetch), no forms, no `style` (a
+  // full-window overlay can fake the app), no SVG or MathML (their `xlink:href` links navigate).
+  div.innerHTML = DOMPurify.sanitize(marked.parse(markdown, { async: false }) as string, {
+    FORBID_TAGS: ["img", "style", "form", "input", "svg", "math"],
+    FORBID_ATTR: ["style", "xlink:href"],
+  });
   for (const a of div.querySelectorAll("a")) a.removeAttribute("href"); // no navigation out of the app
   if (turnIndex === null) return div;
   const walker = document.createTreeWalker(div, NodeFilter.SHOW_TEXT);

@@ -226,6 +226,31 @@ fn check_url(mode: NetworkMode, purpose: &str, url: &str) -> Result<reqwest::Url
     Ok(parsed)
 }
 
+/// What to do when the person asks to open `url` (a web citation) in their browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrowserLink {
+    /// Online mode: open it.
+    Open(reqwest::Url),
+    /// Offline mode and the URL leaves this computer: opening it is a network request Quarry promised not
+    /// to make, so ask the person first.
+    AskFirst(reqwest::Url),
+}
+
+/// How a web citation's `url` may be opened in the browser in `mode`. Only `http(s)` URLs with a host are
+/// opened at all (a `file:`, `javascript:` or custom-scheme URL from a search result is refused); a
+/// local URL (`localhost`, loopback) opens in either mode. Errors: [`NetError::BadUrl`].
+pub fn browser_link(url: &str, mode: NetworkMode) -> Result<BrowserLink, NetError> {
+    let parsed = reqwest::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    let Some(parsed) = parsed else {
+        return Err(NetError::BadUrl { purpose: "opening a web citation".into(), url: url.to_string() });
+    };
+    if mode == NetworkMode::Offline && !is_local(&parsed) {
+        Ok(BrowserLink::AskFirst(parsed))
+    } else {
+        Ok(BrowserLink::Open(parsed))
+    }
+}
+
 /// True for `localhost` and loopback IP literals.
 pub fn is_local(url: &reqwest::Url) -> bool {
     match url.host() {

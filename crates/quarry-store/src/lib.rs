@@ -8,6 +8,7 @@
 //! - [`store::Store`]: the two LanceDB tables and their row types.
 //!
 //! - [`LibraryRetriever`]: a library as the agents' `Retriever`.
+//! - [`file_to_open`]: whether a cited file may be handed to the system's default program.
 //!
 //! Embedding, BM25 and rank fusion come from `quarry-index`, which builds without LanceDB.
 
@@ -15,6 +16,7 @@ mod error;
 mod ingest;
 mod library;
 pub mod manifest;
+mod open_file;
 mod retriever;
 pub mod store;
 mod watch;
@@ -26,6 +28,7 @@ pub use ingest::{
 };
 pub use library::{folder_size, Library, LibraryStatus, SearchHit, DEFAULT_DOCUMENT_PRIOR};
 pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
+pub use open_file::{file_to_open, LAUNCHABLE_EXTENSIONS};
 pub use quarry_index::SearchMode;
 pub use retriever::LibraryRetriever;
 pub use store::{ChunkRecord, DocumentRecord, DocumentState};

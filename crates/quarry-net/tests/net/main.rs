@@ -191,3 +191,18 @@ fn names_resolving_only_to_private_addresses_are_refused() {
         assert!(!is_public_ip(private.parse().unwrap()), "{private}");
     }
 }
+
+/// A web citation opens in the browser only as an http(s) URL, and offline only after the person agrees
+/// when it leaves this computer (before, the app opened any cited URL in any mode).
+#[test]
+fn web_citations_open_in_the_browser_only_as_http_and_offline_only_when_asked() {
+    use quarry_net::{browser_link, BrowserLink};
+    let page = "https://www.example.org/report.html";
+    assert!(matches!(browser_link(page, NetworkMode::Online), Ok(BrowserLink::Open(_))));
+    assert!(matches!(browser_link(page, NetworkMode::Offline), Ok(BrowserLink::AskFirst(_))));
+    assert!(matches!(browser_link("http://localhost:8888/search", NetworkMode::Offline), Ok(BrowserLink::Open(_))));
+    for bad in ["file:///home/me/.ssh/id_rsa", "javascript:alert(1)", "steam://run/1", "https://", "not a url"] {
+        let error = browser_link(bad, NetworkMode::Online).unwrap_err();
+        assert!(matches!(error, NetError::BadUrl { .. }), "{bad}: {error}");
+    }
+}
