@@ -330,9 +330,10 @@ pub struct CitationRepair {
 /// [1]). Each marker is judged by the text since the previous marker or paragraph start; a paragraph
 /// without any marker gets one at its end. The new marker is the lowest-numbered passage of `sources`
 /// (numbered from 1) holding every figure of that text — a figure either is or is not in a passage's
-/// text, so a repair cannot cite a passage that does not state it. Text without figures, or whose
-/// figures no single passage holds, keeps its markers (the claim check then reports it). Returns the
-/// corrected Markdown and what was changed.
+/// text, so a repair cannot cite a passage that does not state it. A paragraph without markers whose
+/// figures no single passage holds is cited sentence by sentence ([`cite_uncited_sentences`]). Text
+/// without figures, or whose figures no passage states, keeps its markers (the claim check then reports
+/// it). Returns the corrected Markdown and what was changed.
 pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
     let read = SourcesRead::of(sources);
     let holder = |text: &str| read.holding(text).map(|i| i + 1);
@@ -355,6 +356,15 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                     out.truncate(trimmed);
                     out.push_str(&format!(" [{to}]"));
                     repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
+                } else {
+                    // No one passage holds all its figures: each sentence cites the passage stating most
+                    // of its own (an uncited paragraph is exactly the text last pushed to `out`).
+                    let (by_sentence, mut sentence_repairs) = cite_uncited_sentences(paragraph, sources);
+                    if !sentence_repairs.is_empty() {
+                        out.truncate(out.len() - paragraph.len());
+                        out.push_str(&by_sentence);
+                        repairs.append(&mut sentence_repairs);
+                    }
                 }
             }
             paragraph.clear();
@@ -397,7 +407,8 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
 }
 
 /// `text` (which cites nothing) with a marker at the end of each sentence that states a figure one of
-/// `sources` holds: the passage stating the most of that sentence's figures. For text written from a few
+/// `sources` holds and is not a decline ([`is_decline`]): the passage stating the most of that
+/// sentence's figures. For text written from a few
 /// passages of one document, whose sentences each come from one of them; a sentence that also states
 /// figures its passage lacks is cited all the same, and the claim check reports those figures. `sources`
 /// keep their own numbers (they need not start at 1). A sentence ends at `.`, `!` or `?` followed by a
@@ -422,7 +433,8 @@ pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<
         }
         let sentence = &text[start..i];
         out.push_str(sentence);
-        if let Some(index) = read.stating_most(sentence) {
+        // A decline ("… do not state it") claims nothing, whatever dates its heading names.
+        if let Some(index) = read.stating_most(sentence).filter(|_| !is_decline(sentence)) {
             let to = sources[index].number;
             out.push_str(&format!(" [{to}]"));
             repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to });
@@ -491,6 +503,12 @@ mod tests {
         let (fixed, repairs) = repair_citations(md, &sources);
         assert_eq!(fixed, "Revenue was $7,192 million. [2]\n\nRevenue was $9,999 million.");
         assert_eq!(repairs.len(), 1);
+        // An uncited paragraph whose figures stand in two passages: each sentence cites its own.
+        let md = "Revenue was $7,192 million. Sales abroad were 67% of it.";
+        let (fixed, repairs) = repair_citations(md, &sources);
+        assert_eq!(fixed, "Revenue was $7,192 million [2]. Sales abroad were 67% of it [1].");
+        assert_eq!(repairs.iter().map(|r| r.to).collect::<Vec<_>>(), [2, 1]);
+        assert!(check_claims(&fixed, &sources).iter().all(|c| c.supported));
         // A quarter the passage does not name is not a match.
         let md = "Revenue in Q2 2024 was $7,192 million [1].";
         assert_eq!(repair_citations(md, &sources).1, vec![]);
