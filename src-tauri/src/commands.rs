@@ -345,8 +345,13 @@ async fn run_question(
         Arc::new(move |message: String| record(serde_json::json!({"event": "web_notice", "message": message})))
     };
     let embedder = if settings.web.enabled { Some(state.embedder().await?) } else { None };
-    if let Some(web) = quarry_session::web_source(&settings.web, settings.network, embedder, &web_notice, problems)
-        .map_err(|e| format!("{e:#}"))?
+    let worker = quarry_ingest::isolate::WorkerCommand {
+        program: state.worker_program.clone(),
+        args: vec!["parse-worker".into()],
+    };
+    if let Some(web) =
+        quarry_session::web_source(&settings.web, settings.network, embedder, Some(worker), &web_notice, problems)
+            .map_err(|e| format!("{e:#}"))?
     {
         sources.push(web);
     }

@@ -83,12 +83,13 @@ impl IsolationConfig {
     }
 }
 
-/// A request from supervisor to worker: one file.
+/// A request from supervisor to worker.
 #[derive(Debug, Serialize, Deserialize)]
-struct Request {
-    file: InputFile,
-    options: ParseOptions,
-    include_documents: bool,
+enum Request {
+    /// Parse one file: answered by `Event`s and `End`.
+    File { file: InputFile, options: ParseOptions, include_documents: bool },
+    /// Reduce a web page's HTML to readable text ([`crate::readable_text`]): answered by `Page`.
+    Page { html: String, url: String },
 }
 
 /// A line from worker to supervisor.
@@ -96,6 +97,7 @@ struct Request {
 enum Reply {
     Event(ParseEvent),
     End,
+    Page { title: String, text: String },
 }
 
 /// The worker's main loop: caps the address space at its size at start-up plus `memory_limit_bytes`
@@ -145,9 +147,16 @@ fn worker_loop() -> std::io::Result<()> {
         }
         let request: Request = serde_json::from_str(&line).map_err(std::io::Error::other)?;
         let mut out = stdout.lock();
+        let (file, options, include) = match request {
+            Request::File { file, options, include_documents } => (file, options, include_documents),
+            Request::Page { html, url } => {
+                let (title, text) = crate::readable_text(&html, Some(&url));
+                write_line(&mut out, &Reply::Page { title, text })?;
+                continue;
+            }
+        };
         let mut io_error = None;
-        let include = request.include_documents;
-        parse_file(&request.file.path, &request.file.display, &request.options, &mut |mut event| {
+        parse_file(&file.path, &file.display, &options, &mut |mut event| {
             if !include {
                 if let ParseEvent::Finished(outcome) = &mut event {
                     outcome.document = None;
@@ -328,41 +337,12 @@ impl Supervisor<'_> {
 
     /// Parses one file, emitting every outcome, whatever happens to the worker.
     fn parse(&mut self, file: &InputFile, emit: &mut dyn FnMut(FileOutcome)) {
-        let request = Request {
+        let request = Request::File {
             file: file.clone(),
             options: self.config.options.clone(),
             include_documents: self.config.include_documents,
         };
-        let line = match serde_json::to_string(&request) {
-            Ok(line) => line,
-            Err(e) => return emit(failed(&file.display, IngestError::Io(e.to_string()))),
-        };
-        // A worker that died between files shows up as a broken pipe: start a new one and retry once.
-        let mut sent = false;
-        let mut refusal = None;
-        for _ in 0..2 {
-            if self.worker.is_none() {
-                match self.spawn() {
-                    Ok(worker) => self.worker = Some(worker),
-                    Err(e) => {
-                        return emit(failed(
-                            &file.display,
-                            IngestError::Crashed(format!("cannot start parser worker: {e}")),
-                        ))
-                    }
-                }
-            }
-            let Some(worker) = self.worker.as_mut() else { break };
-            if writeln!(worker.stdin, "{line}").and_then(|_| worker.stdin.flush()).is_ok() {
-                sent = true;
-                break;
-            }
-            // Its last words say why (e.g. it could not set its memory cap).
-            refusal = Some(self.death_reason());
-            self.kill();
-        }
-        if !sent {
-            let error = refusal.unwrap_or_else(|| IngestError::Crashed("parser worker does not accept work".into()));
+        if let Err(error) = self.send(&request) {
             return emit(failed(&file.display, error));
         }
         // Paths started but not yet finished, innermost last (a ZIP member sits above its archive).
@@ -387,7 +367,8 @@ impl Supervisor<'_> {
                         emit(*outcome);
                     }
                     Ok(Reply::End) => return,
-                    Err(_) => {} // Stray output (a library printing to stdout): not ours, skip it.
+                    // Stray output (a library printing to stdout): not ours, skip it.
+                    Ok(Reply::Page { .. }) | Err(_) => {}
                 },
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill();
@@ -400,6 +381,62 @@ impl Supervisor<'_> {
                     let error = self.death_reason();
                     self.kill();
                     return report_unfinished(open, &file.display, error, emit);
+                }
+            }
+        }
+    }
+
+    /// Sends `request` to the worker, starting one when none runs. A worker that died between files shows
+    /// up as a broken pipe: a new one is started and the request sent once more. Errors: no worker can
+    /// be started, or it refuses work (its last words say why, e.g. it could not set its memory cap).
+    fn send(&mut self, request: &Request) -> Result<(), IngestError> {
+        let line = serde_json::to_string(request).map_err(|e| IngestError::Io(e.to_string()))?;
+        let mut refusal = None;
+        for _ in 0..2 {
+            if self.worker.is_none() {
+                let worker =
+                    self.spawn().map_err(|e| IngestError::Crashed(format!("cannot start parser worker: {e}")))?;
+                self.worker = Some(worker);
+            }
+            let Some(worker) = self.worker.as_mut() else { break };
+            if writeln!(worker.stdin, "{line}").and_then(|_| worker.stdin.flush()).is_ok() {
+                return Ok(());
+            }
+            refusal = Some(self.death_reason());
+            self.kill();
+        }
+        Err(refusal.unwrap_or_else(|| IngestError::Crashed("parser worker does not accept work".into())))
+    }
+
+    /// Reduces a web page to (title, readable text) in the worker, waiting at most `document_timeout`.
+    /// Errors: as [`PageReader::read`].
+    fn read_page(&mut self, html: &str, url: &str) -> Result<(String, String), IngestError> {
+        self.send(&Request::Page { html: html.to_string(), url: url.to_string() })?;
+        loop {
+            let Some(worker) = self.worker.as_mut() else {
+                return Err(IngestError::Crashed("worker gone".into()));
+            };
+            match worker.lines.recv_timeout(self.config.document_timeout) {
+                Ok(WorkerLine::Line(line)) => {
+                    if let Ok(Reply::Page { title, text }) = serde_json::from_str::<Reply>(&line) {
+                        return Ok((title, text));
+                    } // Anything else is stray output.
+                }
+                Ok(WorkerLine::Overlong) => {
+                    self.kill();
+                    return Err(IngestError::TooLarge(format!(
+                        "the reader's output is over {} MiB",
+                        self.config.max_reply_bytes >> 20
+                    )));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.kill();
+                    return Err(IngestError::Timeout(self.config.document_timeout.as_millis() as u64));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let error = self.death_reason();
+                    self.kill();
+                    return Err(error);
                 }
             }
         }
@@ -440,6 +477,41 @@ impl Supervisor<'_> {
             drop(worker.stdin); // EOF: the worker's loop ends.
             let _ = worker.child.wait();
         }
+    }
+}
+
+/// Web pages reduced to readable text in a parse worker, under the same guard as documents (cleared
+/// environment, no sockets, memory cap, time budget): HTML from the web is hostile input, and a parser
+/// that overflows its stack on a deeply nested page then costs one page, not the app. One worker is kept
+/// between pages and started again after a failure; pages are read one at a time.
+pub struct PageReader {
+    config: IsolationConfig,
+    worker: Mutex<Option<Worker>>,
+}
+
+impl PageReader {
+    /// A reader whose worker is `config.worker`, with `config`'s memory cap, reply cap and
+    /// `document_timeout` (the longest one page may take).
+    pub fn new(config: IsolationConfig) -> Self {
+        PageReader { config, worker: Mutex::new(None) }
+    }
+
+    /// (title, readable text) of `html`, the page at `url` ([`crate::readable_text`] in the worker).
+    /// Errors: the worker cannot start, crashes (`Crashed`, `TooLarge` at the memory cap), takes longer
+    /// than `document_timeout` (`Timeout`) or replies more than `max_reply_bytes` (`TooLarge`).
+    pub fn read(&self, html: &str, url: &str) -> Result<(String, String), IngestError> {
+        let mut kept = self.worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut supervisor = Supervisor { config: &self.config, worker: kept.take() };
+        let result = supervisor.read_page(html, url);
+        *kept = supervisor.worker.take();
+        result
+    }
+}
+
+impl Drop for PageReader {
+    fn drop(&mut self) {
+        let worker = self.worker.get_mut().map(Option::take).unwrap_or_else(|poisoned| poisoned.into_inner().take());
+        drop(Supervisor { config: &self.config, worker });
     }
 }
 

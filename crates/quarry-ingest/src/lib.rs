@@ -8,6 +8,8 @@
 //!   parser that hangs, balloons or aborts costs one document, never the batch.
 //! - [`Chunker`] splits a parsed document into token-sized [`quarry_core::Chunk`]s that keep page spans;
 //!   [`document_context`] names what the document is about, for every chunk of it.
+//! - [`readable_text`] reduces a web page's HTML to its article text (run in a worker through
+//!   [`isolate::PageReader`]).
 //! - [`collect_inputs`] walks the paths a user gave; [`report`] writes the per-file TSV report.
 
 mod archive;
@@ -21,6 +23,7 @@ pub mod isolate;
 mod parse;
 mod pdf;
 mod pdf_fallback;
+mod readable;
 pub mod report;
 mod sandbox;
 mod spreadsheet;
@@ -34,6 +37,7 @@ pub use detect::detect_format;
 pub use error::IngestError;
 pub use parse::{parse_bytes, parse_file, FileOutcome, ParseEvent, ParseOptions, Status};
 pub use quarry_core::{Block, Chunk, Format, Location, ParsedDocument};
+pub use readable::readable_text;
 pub use text::decode_text;
 pub use walk::{collect_inputs, InputFile};
 

@@ -40,13 +40,16 @@ impl Default for WebSearchSettings {
 
 /// The web as an always-searched source, or `None` when web search is off or offline mode refuses the
 /// provider (then `notice` says so and the question goes on from the libraries). `embedder` (when given)
-/// embeds the pages for hybrid search; without it pages are ranked by BM25 alone.
+/// embeds the pages for hybrid search; without it pages are ranked by BM25 alone. `worker` (the program
+/// that runs parse workers: `quarry parse-worker`, the app's `parse-worker`) reduces each page's HTML to
+/// text in an isolated worker; without it pages are read in this process.
 ///
 /// Errors: a provider without its URL or key; a bad chunker configuration.
 pub fn web_source(
     web: &WebSearchSettings,
     network: quarry_net::NetworkMode,
     embedder: Option<Arc<Mutex<quarry_index::Embedder>>>,
+    worker: Option<quarry_ingest::isolate::WorkerCommand>,
     notice: &dyn Fn(&str),
     problems: quarry_web::WebProblemSink,
 ) -> anyhow::Result<Option<SearchableLibrary>> {
@@ -88,7 +91,11 @@ pub fn web_source(
     .map_err(anyhow::Error::msg)?;
     let settings = quarry_web::WebSettings { pages_per_query: web.pages.max(1), ..quarry_web::WebSettings::default() };
     let name = provider.name();
-    let retriever = quarry_web::WebRetriever::new(provider, &network, settings, chunker, embedder, problems)?;
+    let page_timeout = std::time::Duration::from_secs(settings.page_timeout_seconds.max(1));
+    let mut retriever = quarry_web::WebRetriever::new(provider, &network, settings, chunker, embedder, problems)?;
+    if let Some(worker) = worker {
+        retriever = retriever.with_page_reader(quarry_web::isolated_reader(worker, page_timeout));
+    }
     Ok(Some(SearchableLibrary {
         info: LibraryInfo {
             name: quarry_web::WEB_LIBRARY.into(),

@@ -1,8 +1,7 @@
 //! Downloading a result page: size-capped, decoded by its declared charset (HTTP header, then
 //! `<meta charset>`), reduced to readable text.
 
-use crate::readable::readable_text;
-use crate::WebError;
+use crate::{PageReader, WebError};
 use quarry_net::HttpClient;
 
 /// A fetched page as text.
@@ -17,15 +16,28 @@ pub struct Page {
     pub truncated: bool,
 }
 
-/// Fetches `url` through `client` and returns its readable text. Reads at most `max_bytes` of the body
-/// (the rest is not downloaded; `truncated` says so). Accepts HTML, XHTML and plain text.
-/// Errors: offline mode, unreachable, timeout ([`WebError::Timeout`] with `timeout_seconds`), an HTTP
-/// error status, or another content type ([`WebError::NotReadable`]).
+/// Fetches `url` through `client` and returns its readable text, read in this process
+/// ([`crate::in_process_reader`]; see [`fetch_page_read_by`]).
 pub async fn fetch_page(
     client: &HttpClient,
     url: &str,
     max_bytes: usize,
     timeout_seconds: u64,
+) -> Result<Page, WebError> {
+    fetch_page_read_by(client, url, max_bytes, timeout_seconds, &crate::in_process_reader()).await
+}
+
+/// Fetches `url` through `client` and returns its readable text, HTML reduced by `reader` (on a blocking
+/// thread). Reads at most `max_bytes` of the body (the rest is not downloaded; `truncated` says so).
+/// Accepts HTML, XHTML and plain text. Errors: offline mode, unreachable, timeout ([`WebError::Timeout`]
+/// with `timeout_seconds`), an HTTP error status, another content type ([`WebError::NotReadable`]), or
+/// the reader failed ([`WebError::Unreadable`]).
+pub async fn fetch_page_read_by(
+    client: &HttpClient,
+    url: &str,
+    max_bytes: usize,
+    timeout_seconds: u64,
+    reader: &PageReader,
 ) -> Result<Page, WebError> {
     let what = format!("page {url}");
     let mut response = client
@@ -64,7 +76,16 @@ pub async fn fetch_page(
         body.extend_from_slice(&piece);
     }
     let text = decode(&body, &content_type);
-    let (title, text) = if is_html { readable_text(&text, Some(url)) } else { (String::new(), text) };
+    let (title, text) = if is_html {
+        let (reader, page_url) = (reader.clone(), url.to_string());
+        tokio::task::spawn_blocking(move || reader(text, page_url))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|read| read)
+            .map_err(|reason| WebError::Unreadable { url: url.to_string(), reason })?
+    } else {
+        (String::new(), text)
+    };
     let title = if title.is_empty() { url.to_string() } else { title };
     Ok(Page { url: url.to_string(), title, text, truncated })
 }

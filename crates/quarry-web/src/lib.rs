@@ -4,7 +4,8 @@
 //! - [`SearchProvider`]: one trait over SearXNG (JSON API, self-hostable), Tavily and Brave Search
 //!   ([`ProviderConfig::build`]); each speaks its service's real JSON format.
 //! - [`fetch_page`]: downloads a result page (size-capped, charset-aware) and reduces it to readable text
-//!   with `dom_smoothie` (a port of Mozilla's Readability), falling back to `html2text`.
+//!   with `dom_smoothie` (a port of Mozilla's Readability), falling back to `html2text` — through a
+//!   [`PageReader`], in a parse worker ([`isolated_reader`]) when the caller has one.
 //! - [`WebRetriever`]: a [`quarry_core::Retriever`] over the web for one question: search, fetch the top
 //!   pages in parallel, chunk them as library documents are chunked, embed them in memory and rank the
 //!   chunks by BM25 + dense, fused as library search fuses them. Passages carry the page's URL and title.
@@ -14,12 +15,31 @@
 
 mod fetch;
 mod providers;
-mod readable;
 mod retriever;
 
-pub use fetch::{fetch_page, Page};
+pub use fetch::{fetch_page, fetch_page_read_by, Page};
 pub use providers::{ProviderConfig, ProviderKind, SearchProvider, WebResult};
-pub use readable::readable_text;
+pub use quarry_ingest::readable_text;
+
+/// Turns a fetched HTML page into (title, readable text), given its HTML and URL; errors are one line
+/// for the person. [`in_process_reader`] reads in this process; the CLI and the app pass
+/// [`isolated_reader`], which reads in a parse worker under the ingestion guard.
+pub type PageReader = std::sync::Arc<dyn Fn(String, String) -> Result<(String, String), String> + Send + Sync>;
+
+/// [`readable_text`] in this process (tests, and callers without a worker program).
+pub fn in_process_reader() -> PageReader {
+    std::sync::Arc::new(|html: String, url: String| Ok(readable_text(&html, Some(&url))))
+}
+
+/// [`readable_text`] in a parse worker (`quarry_ingest::isolate::PageReader`): `worker` is the program
+/// that runs `run_worker` (the `quarry` binary's `parse-worker`); `timeout` bounds one page.
+pub fn isolated_reader(worker: quarry_ingest::isolate::WorkerCommand, timeout: std::time::Duration) -> PageReader {
+    let mut config = quarry_ingest::isolate::IsolationConfig::new(worker);
+    config.workers = 1;
+    config.document_timeout = timeout;
+    let reader = quarry_ingest::isolate::PageReader::new(config);
+    std::sync::Arc::new(move |html: String, url: String| reader.read(&html, &url).map_err(|e| e.to_string()))
+}
 pub use retriever::{WebProblemSink, WebRetriever, WebSettings, WEB_LIBRARY};
 
 /// Why a web search or page fetch failed. Each message names the provider or URL.
@@ -39,6 +59,9 @@ pub enum WebError {
     Malformed { what: String, message: String },
     #[error("{url}: not a readable page ({content_type})")]
     NotReadable { url: String, content_type: String },
+    /// The page's HTML could not be reduced to text (its reader crashed, ran out of time or memory).
+    #[error("{url}: cannot read the page: {reason}")]
+    Unreadable { url: String, reason: String },
     #[error("{what}: {message}")]
     Config { what: String, message: String },
 }

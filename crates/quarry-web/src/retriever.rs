@@ -1,6 +1,6 @@
 //! The web as a retriever for one question: search, fetch, chunk, embed in memory, rank.
 
-use crate::fetch::{fetch_page, Page};
+use crate::fetch::{fetch_page_read_by, Page};
 use crate::providers::{SearchProvider, WebResult};
 use crate::WebError;
 use quarry_core::{Block, Format, Location, ParsedDocument, Passage, RetrievalError, Retriever};
@@ -50,6 +50,8 @@ pub struct WebRetriever {
     chunker: Chunker,
     embedder: Option<Arc<Mutex<Embedder>>>,
     on_problem: WebProblemSink,
+    /// Reduces fetched HTML to text ([`crate::in_process_reader`] unless [`WebRetriever::with_page_reader`]).
+    reader: crate::PageReader,
     /// URL → its chunks (with embeddings), each set once by whichever query reaches it first; later
     /// queries wait for that one instead of fetching again.
     pages_by_url: std::sync::Mutex<HashMap<String, Arc<PageCell>>>,
@@ -85,9 +87,16 @@ impl WebRetriever {
             chunker,
             embedder,
             on_problem,
+            reader: crate::in_process_reader(),
             pages_by_url: Default::default(),
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// Pages are reduced to text by `reader` (e.g. [`crate::isolated_reader`], a parse worker).
+    pub fn with_page_reader(mut self, reader: crate::PageReader) -> Self {
+        self.reader = reader;
+        self
     }
 
     /// The provider's name, for descriptions.
@@ -146,8 +155,15 @@ impl WebRetriever {
 
     /// The page of `result`, or `None` (reported) when it cannot be fetched.
     async fn fetch(&self, result: &WebResult) -> Option<Page> {
-        match fetch_page(&self.pages, &result.url, self.settings.max_page_bytes, self.settings.page_timeout_seconds)
-            .await
+        let settings = &self.settings;
+        match fetch_page_read_by(
+            &self.pages,
+            &result.url,
+            settings.max_page_bytes,
+            settings.page_timeout_seconds,
+            &self.reader,
+        )
+        .await
         {
             Ok(page) => {
                 if page.truncated {

@@ -165,7 +165,9 @@ impl WebArgs {
         notice: &dyn Fn(&str),
         problems: quarry_web::WebProblemSink,
     ) -> anyhow::Result<Option<SearchableLibrary>> {
-        quarry_session::web_source(&self.settings(), network, embedder, notice, problems)
+        // Pages are read in a parse worker of this executable, under the ingestion guard.
+        let worker = quarry_ingest::isolate::WorkerCommand::current_exe(&["parse-worker"]).ok();
+        quarry_session::web_source(&self.settings(), network, embedder, worker, notice, problems)
     }
 }
 

@@ -413,8 +413,9 @@ fn newsletter_html() -> Vec<u8> {
     find(&mail).expect("an HTML part")
 }
 
-/// A SearXNG stand-in on loopback: `/search?format=json` lists the newsletter page and a missing page;
-/// `/aws` serves the newsletter. Returns the base URL.
+/// A SearXNG stand-in on loopback: `/search?format=json` lists the newsletter page, a missing page and a
+/// hostile one; `/aws` serves the newsletter, `/deep` 150,000 nested `<div>`s (HTML a text renderer takes
+/// minutes over). Returns the base URL.
 fn searxng_on_loopback() -> String {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -422,7 +423,8 @@ fn searxng_on_loopback() -> String {
     let page = newsletter_html();
     let results = serde_json::json!({"query": "q", "number_of_results": 2, "results": [
         {"url": format!("{base}/aws"), "title": "AWS Innovate", "content": "Every Application Edition", "engine": "test"},
-        {"url": format!("{base}/gone"), "title": "Gone", "content": "moved", "engine": "test"}]})
+        {"url": format!("{base}/gone"), "title": "Gone", "content": "moved", "engine": "test"},
+        {"url": format!("{base}/deep"), "title": "Deep", "content": "nested", "engine": "test"}]})
     .to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -435,6 +437,11 @@ fn searxng_on_loopback() -> String {
                 ("200 OK", "application/json", results.clone().into_bytes())
             } else if target == "/aws" {
                 ("200 OK", "text/html; charset=utf-8", page.clone())
+            } else if target == "/deep" {
+                let depth = 150_000;
+                let html =
+                    format!("<html><body>{}<p>deep</p>{}</body></html>", "<div>".repeat(depth), "</div>".repeat(depth));
+                ("200 OK", "text/html", html.into_bytes())
             } else {
                 ("404 Not Found", "text/plain", b"missing".to_vec())
             };
@@ -485,6 +492,12 @@ fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
     );
     let notices: Vec<&str> = of(&events, "web_notice").iter().map(|e| e["message"].as_str().unwrap()).collect();
     assert!(notices.iter().any(|m| m.contains("/gone") && m.contains("HTTP 404")), "{notices:?}");
+    // The hostile page is read in a parse worker, which its time budget stops (before, it was read in the
+    // question's own process, with no budget).
+    assert!(
+        notices.iter().any(|m| m.contains("/deep") && m.contains("cannot read the page: timed out")),
+        "{notices:?}"
+    );
     let text = std::fs::read_to_string(&report).unwrap();
     if answer["citations"].as_array().unwrap().iter().any(|c| c["passage"]["library"] == "web") {
         assert!(text.contains(&format!("](<{base}/aws>) · web")), "{text}");

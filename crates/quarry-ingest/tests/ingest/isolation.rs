@@ -2,7 +2,7 @@
 //! a request and then misbehave, which exercises exactly the supervisor's paths (the real worker is
 //! tested through the `quarry` binary in quarry-cli's tests, including the memory cap).
 
-use quarry_ingest::isolate::{parse_isolated, IsolationConfig, WorkerCommand};
+use quarry_ingest::isolate::{parse_isolated, IsolationConfig, PageReader, WorkerCommand};
 use quarry_ingest::{IngestError, InputFile, Status};
 use std::time::{Duration, Instant};
 
@@ -166,5 +166,28 @@ fn a_worker_flooding_one_line_is_stopped_at_the_reply_cap() {
             o.error.as_ref().unwrap().to_string(),
             "too large: the parser's output for one document is over 1 MiB"
         );
+    }
+}
+
+/// Web pages are read by a worker under the same guard: one that answers is used, one that hangs is
+/// stopped at the time budget, one that dies is reported with its last words, and the next page gets a
+/// fresh worker.
+#[test]
+fn a_page_reader_worker_that_hangs_or_dies_costs_one_page() {
+    let answering = shell_worker(r#"while read line; do echo '{"Page":{"title":"T","text":"readable"}}'; done"#);
+    let reader = PageReader::new(answering);
+    assert_eq!(reader.read("<p>x</p>", "https://example.org/").unwrap(), ("T".to_string(), "readable".to_string()));
+    assert_eq!(reader.read("<p>y</p>", "https://example.org/2").unwrap().1, "readable", "the worker is kept");
+
+    let reader = PageReader::new(shell_worker("read line; sleep 30"));
+    let started = Instant::now();
+    assert_eq!(reader.read("<div>", "https://example.org/").unwrap_err(), IngestError::Timeout(500));
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    let reader =
+        PageReader::new(shell_worker("read line; echo 'thread main has overflowed its stack' >&2; kill -SEGV $$"));
+    for _ in 0..2 {
+        let message = reader.read("<div>", "https://example.org/").unwrap_err().to_string();
+        assert!(message.contains("SIGSEGV") && message.contains("overflowed its stack"), "{message}");
     }
 }
