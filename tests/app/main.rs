@@ -471,3 +471,63 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
     assert!(refused.as_str().unwrap().contains("not inside the library's sources"), "{refused}");
     app.quit().await.unwrap();
 }
+
+/// The desktop app in offline mode (the default) opens no network connection: the whole app runs under
+/// `strace -f` (started through a wrapper the driver launches as the app) while a file is dropped,
+/// indexed and asked about with the embedded model. No connect or datagram may go to an address other
+/// than loopback, and none to a DNS port (a lookup through a local resolver at 127.0.0.53 counts too).
+/// Loopback is how the WebDriver session and the app's own processes talk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_offline_indexes_and_answers_without_any_network_connection() {
+    let _one = one_app_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let config = work.path().join("config");
+    let trace = work.path().join("app.trace");
+    let wrapper = work.path().join("quarry-app-under-strace");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec strace -f -qq -e trace=connect,sendto,sendmsg -o '{}' '{}' \"$@\"\n",
+            trace.display(),
+            env!("CARGO_BIN_EXE_quarry-app")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let driver = Driver::start(&[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config)], &["QUARRY_NETWORK"]);
+    let app = open_app_at(&driver, &wrapper).await;
+    app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("offline\u{E007}").await.unwrap();
+    app.wait_for("li[data-library='offline'].selected", 2 * MINUTE).await.unwrap();
+    let pdf = eval_dir().join("C_private_library/docs/en_ntsb-aviation-reports/20080102X00002.pdf");
+    drop_paths(&app, &[pdf.display().to_string()]).await;
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
+    app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
+    app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
+    let question = app.wait_for("#question", MINUTE).await.unwrap();
+    question.type_text("What caused the accident?\u{E007}").await.unwrap();
+    app.wait_until(
+        "return !document.querySelector('.turn.live') && document.querySelector('.turn .answer')",
+        15 * MINUTE,
+    )
+    .await
+    .unwrap();
+    app.quit().await.unwrap();
+    drop(driver);
+
+    let text = std::fs::read_to_string(&trace).expect("the app ran under strace");
+    // The trace is the app's: it talks to the X server and the session over Unix sockets.
+    assert!(text.contains("AF_UNIX"), "strace saw no socket of the app: {}", &text[..text.len().min(2000)]);
+    let outside: Vec<&str> = text
+        .lines()
+        .filter(|l| ["connect(", "sendto(", "sendmsg("].iter().any(|call| l.contains(call)))
+        .filter(|l| l.contains("AF_INET"))
+        .filter(|l| {
+            let loopback = l.contains("inet_addr(\"127.") || l.contains("inet_pton(AF_INET6, \"::1\"");
+            !loopback || l.contains("htons(53)")
+        })
+        .collect();
+    assert_eq!(outside, Vec::<&str>::new(), "the offline app reached the network");
+}
