@@ -358,12 +358,52 @@ async fn run_question(
     let model = state.model().await?;
     let events: quarry_agents::EventSink =
         Arc::new(move |event| record(serde_json::to_value(&event).unwrap_or_default()));
-    let config = AgentConfig { web_queries: settings.web.queries, ..AgentConfig::default() };
+    let approver = (settings.web.queries == quarry_agents::web_gate::WebQueryPolicy::Ask)
+        .then(|| web_query_approver(batcher.clone(), state.web_query_approvals.clone()));
+    let config =
+        AgentConfig { web_queries: settings.web.queries, web_query_approver: approver, ..AgentConfig::default() };
     match quarry_agents::ask(question, kind, model, &sources, config, events, cancel).await {
         Ok(answer) => Ok(answer),
         Err(AgentError::Cancelled) => Err("stopped".into()),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Longest the app waits for "Send" or "Don't send" on a web query before withholding it.
+const WEB_QUERY_APPROVAL_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Under the "ask" web query policy: each query the model wrote goes to the webview as a
+/// `web_query_approval` event (`id`, `source`, `query`) and waits for [`answer_web_query`]; no answer
+/// within [`WEB_QUERY_APPROVAL_WAIT`], or the question stopped, withholds it.
+fn web_query_approver(
+    batcher: Arc<Batcher>,
+    pending: crate::state::WebQueryApprovals,
+) -> quarry_agents::web_gate::QueryApprover {
+    let next = Arc::new(std::sync::atomic::AtomicU64::new(1));
+    quarry_agents::web_gate::QueryApprover(Arc::new(move |source: String, query: String| {
+        let id = next.fetch_add(1, Ordering::Relaxed);
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        if let Ok(mut waiting) = pending.lock() {
+            waiting.insert(id, answer);
+        }
+        batcher.push(serde_json::json!({"event": "web_query_approval", "id": id, "source": source, "query": query}));
+        let pending = pending.clone();
+        Box::pin(async move {
+            let approved = matches!(tokio::time::timeout(WEB_QUERY_APPROVAL_WAIT, answered).await, Ok(Ok(true)));
+            if let Ok(mut waiting) = pending.lock() {
+                waiting.remove(&id);
+            }
+            approved
+        })
+    }))
+}
+
+/// `answer_web_query`: the person's answer to web query approval `id` (true: send it). False when no
+/// such question waits (answered already, timed out, or the question stopped).
+#[tauri::command]
+pub fn answer_web_query(state: State<'_, AppState>, id: u64, send: bool) -> bool {
+    let waiting = state.web_query_approvals.lock().ok().and_then(|mut w| w.remove(&id));
+    waiting.is_some_and(|answer| answer.send(send).is_ok())
 }
 
 /// `stop_ask`: cancels the question running in `conversation`; false when none runs.

@@ -60,6 +60,7 @@ pub fn run() {
             commands::delete_conversation,
             commands::ask,
             commands::stop_ask,
+            commands::answer_web_query,
             commands::passage_context,
             commands::open_source,
             commands::export_report,

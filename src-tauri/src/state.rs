@@ -27,7 +27,12 @@ pub struct AppState {
     pub asks: Mutex<HashMap<String, CancellationToken>>,
     /// Where the parse workers come from: this executable with `parse-worker`.
     pub worker_program: PathBuf,
+    /// Web queries waiting for the person's "Send" or "Don't send" (the "ask" web query policy), by id.
+    pub web_query_approvals: WebQueryApprovals,
 }
+
+/// Pending web query approvals: id → the answer's channel (see `commands::answer_web_query`).
+pub type WebQueryApprovals = Arc<Mutex<HashMap<u64, tokio::sync::oneshot::Sender<bool>>>>;
 
 impl AppState {
     /// State over the data folder `data` (conversations in `<data>/conversations`) with `settings` read
@@ -51,6 +56,7 @@ impl AppState {
             ingests: Mutex::new(HashMap::new()),
             asks: Mutex::new(HashMap::new()),
             worker_program,
+            web_query_approvals: Arc::default(),
         }
     }
 

@@ -144,8 +144,8 @@ export interface Settings {
   network: "offline" | "online";
   llm: { model_file: string | null; url: string | null; model: string | null; threads: number | null; context_tokens: number; dry_multiplier?: number };
   embedding: { model: string | null; model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
-  /** `queries`: what the provider receives — only the typed question (the default), or every agent query too. */
-  web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number; queries?: "question" | "all" };
+  /** `queries`: what the provider receives — only the typed question (the default), each agent query the person approves ("ask"), or every agent query too. */
+  web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number; queries?: "question" | "ask" | "all" };
   data_dir: string | null;
 }
 
@@ -179,6 +179,8 @@ export const deleteConversation = (id: string) => invoke<void>("delete_conversat
 export const ask = (conversation: string | null, question: string, agent: Agent, libraries: string[]) =>
   invoke<Conversation>("ask", { conversation, question, agent, libraries });
 export const stopAsk = (conversation: string) => invoke<boolean>("stop_ask", { conversation });
+/** The person's answer to a `web_query_approval` event: send the query to the web or not. */
+export const answerWebQuery = (id: number, send: boolean) => invoke<boolean>("answer_web_query", { id, send });
 export const passageContext = (conversation: string, turn: number, number: number) =>
   invoke<PassageContext>("passage_context", { conversation, turn, number });
 export const openSource = (conversation: string, turn: number, number: number) =>

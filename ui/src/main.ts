@@ -28,6 +28,8 @@ const state = {
   /** Streamed text and trace of the running question. */
   liveText: "",
   liveTrace: [] as AgentEvent[],
+  /** Web queries the model wrote, waiting for "Send" or "Don't send" (the "ask" web query policy). */
+  approvals: [] as { id: number; source: string; query: string }[],
 };
 
 function showError(id: string, error: unknown) {
@@ -470,10 +472,28 @@ function renderMessages() {
     const live = el("article", { className: "turn live" });
     live.append(el("div", { className: "question" }, pendingQuestion));
     live.append(renderTrace(state.liveTrace, true));
+    for (const asked of state.approvals) live.append(renderApproval(asked));
     live.append(renderMarkdown(state.liveText || "…", null));
     messages.append(live);
   }
   messages.scrollTop = messages.scrollHeight;
+}
+
+/** A query the model wrote for the web, with "Send" and "Don't send": nothing goes out unapproved. */
+function renderApproval(asked: { id: number; source: string; query: string }): HTMLElement {
+  const answer = async (send: boolean) => {
+    state.approvals = state.approvals.filter((a) => a.id !== asked.id);
+    renderMessages();
+    await api.answerWebQuery(asked.id, send);
+  };
+  const box = el("div", { className: "web-approval" });
+  box.dataset.id = String(asked.id);
+  box.append(
+    el("p", {}, `The agent wants to search ${asked.source} for: `, el("q", {}, asked.query), " — it may quote your documents."),
+    el("button", { className: "send-query", type: "button", onclick: () => answer(true) }, "Send"),
+    el("button", { className: "withhold-query", type: "button", onclick: () => answer(false) }, "Don't send"),
+  );
+  return box;
 }
 
 let pendingQuestion = "";
@@ -482,7 +502,7 @@ async function send() {
   const question = ($("question") as HTMLTextAreaElement).value.trim();
   if (!question || state.running) return;
   const agent = ($("agent") as HTMLSelectElement).value as api.Agent;
-  Object.assign(state, { running: true, runningId: state.conversation?.id ?? null, liveText: "", liveTrace: [] });
+  Object.assign(state, { running: true, runningId: state.conversation?.id ?? null, liveText: "", liveTrace: [], approvals: [] });
   pendingQuestion = question;
   ($("question") as HTMLTextAreaElement).value = "";
   $("welcome").hidden = true;
@@ -511,6 +531,7 @@ function onAgentEvents(conversation: string, events: AgentEvent[]) {
   if (conversation !== state.runningId) return;
   for (const e of events) {
     if (e.event === "answer_delta") state.liveText += String(e.text);
+    else if (e.event === "web_query_approval") state.approvals.push({ id: Number(e.id), source: String(e.source), query: String(e.query) });
     else if (e.event !== "conversation") state.liveTrace.push(e);
   }
   renderMessages();
@@ -595,7 +616,7 @@ function fillSettings(view: api.SettingsView) {
   $<HTMLSelectElement>("web-provider").value = s.web.provider;
   input("web-url").value = s.web.url ?? "";
   input("web-pages").value = String(s.web.pages);
-  $<HTMLSelectElement>("web-queries").value = s.web.queries === "all" ? "all" : "question";
+  $<HTMLSelectElement>("web-queries").value = s.web.queries ?? "question";
   input("web-key").value = "";
   input("web-key").placeholder = keyNote(view, s.web.provider === "brave" ? "brave" : "tavily");
   $<HTMLSelectElement>("embedding-model").value = s.embedding.model === "e5" ? "e5" : "";
@@ -626,7 +647,7 @@ function readSettings(): api.Settings {
       provider: $<HTMLSelectElement>("web-provider").value as api.Settings["web"]["provider"],
       url: orNull(input("web-url").value),
       pages: Math.max(1, Number(input("web-pages").value) || 3),
-      queries: $<HTMLSelectElement>("web-queries").value === "all" ? "all" : "question",
+      queries: $<HTMLSelectElement>("web-queries").value as "question" | "ask" | "all",
     },
     data_dir: orNull(input("data-dir").value),
   };

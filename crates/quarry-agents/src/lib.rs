@@ -104,7 +104,7 @@ pub async fn ask(
     cancel: CancellationToken,
 ) -> Result<Answer, AgentError> {
     let web_log = web_gate::WebQueryLog::default();
-    let gated = gate_always_sources(libraries, question, config.web_queries, &web_log, &events);
+    let gated = gate_always_sources(libraries, question, &config, &web_log, &events);
     let libraries = &gated[..];
     let mut run = run_over_all(libraries, model, config, events, cancel)?;
     let mut searched: Vec<String> = libraries.iter().map(|l| l.info.name.clone()).collect();
@@ -149,11 +149,11 @@ pub async fn ask(
 }
 
 /// `libraries` with each always-searched source (the web) behind a [`web_gate::QueryGate`] for
-/// `question` under `policy`, recording into `log`.
+/// `question` under `config`'s web query policy and approver, recording into `log`.
 fn gate_always_sources(
     libraries: &[SearchableLibrary],
     question: &str,
-    policy: web_gate::WebQueryPolicy,
+    config: &AgentConfig,
     log: &web_gate::WebQueryLog,
     events: &EventSink,
 ) -> Vec<SearchableLibrary> {
@@ -167,10 +167,11 @@ fn gate_always_sources(
                 Arc::clone(&l.retriever),
                 &l.info.name,
                 question,
-                policy,
+                config.web_queries,
                 Arc::clone(log),
                 Arc::clone(events),
-            );
+            )
+            .with_approver(config.web_query_approver.clone());
             SearchableLibrary { info: l.info.clone(), retriever: Arc::new(gate), always: true }
         })
         .collect()
@@ -190,7 +191,7 @@ pub async fn research_report(
     cancel: CancellationToken,
 ) -> Result<ResearchReport, AgentError> {
     let web_log = web_gate::WebQueryLog::default();
-    let gated = gate_always_sources(libraries, topic, config.web_queries, &web_log, &events);
+    let gated = gate_always_sources(libraries, topic, &config, &web_log, &events);
     let run = run_over_all(&gated, model, config, events, cancel)?;
     let mut report = write_research_report(&run, topic, research).await?;
     report.libraries = libraries.iter().map(|l| l.info.name.clone()).collect();

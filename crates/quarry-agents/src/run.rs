@@ -43,6 +43,9 @@ pub struct AgentConfig {
     /// Which queries the web (an always-searched source) receives: by default only the person's
     /// question, never a query the model wrote from document passages (`crate::web_gate`).
     pub web_queries: crate::web_gate::WebQueryPolicy,
+    /// Under [`crate::web_gate::WebQueryPolicy::Ask`], who approves each query the model wrote (the app);
+    /// `None` withholds them.
+    pub web_query_approver: Option<crate::web_gate::QueryApprover>,
 }
 
 impl Default for AgentConfig {
@@ -60,6 +63,7 @@ impl Default for AgentConfig {
             max_documents_per_answer: 4,
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,
+            web_query_approver: None,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! them to outside engines), they would carry document text off the machine unannounced. So an
 //! always-searched source (the web) sits behind a [`QueryGate`]: with [`WebQueryPolicy::Question`], the
 //! default, it receives exactly the question the person typed and nothing the model wrote; with
-//! [`WebQueryPolicy::All`] it receives every query. Either way every query meant for it is recorded as
+//! [`WebQueryPolicy::Ask`] each query the model wrote is put to the person ([`QueryApprover`], the app's
+//! "Send / Don't send") and sent only when they approve it (without an approver — the CLI — it is
+//! withheld); with [`WebQueryPolicy::All`] it receives every query. Either way every query meant for it is recorded as
 //! sent or withheld ([`WebQuery`]), shown in the trace as it happens and listed with the answer and in
 //! the report.
 
@@ -20,6 +22,8 @@ pub enum WebQueryPolicy {
     /// Only the question as the person typed it (the default).
     #[default]
     Question,
+    /// The question, and each query the model wrote once the person approves it.
+    Ask,
     /// Every query the agent runs, including those the model wrote from document passages.
     All,
 }
@@ -29,8 +33,9 @@ impl std::str::FromStr for WebQueryPolicy {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "question" => Ok(WebQueryPolicy::Question),
+            "ask" => Ok(WebQueryPolicy::Ask),
             "all" => Ok(WebQueryPolicy::All),
-            other => Err(format!("web queries {other:?}: expected question or all")),
+            other => Err(format!("web queries {other:?}: expected question, ask or all")),
         }
     }
 }
@@ -39,6 +44,7 @@ impl std::fmt::Display for WebQueryPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             WebQueryPolicy::Question => "question",
+            WebQueryPolicy::Ask => "ask",
             WebQueryPolicy::All => "all",
         })
     }
@@ -57,6 +63,18 @@ pub struct WebQuery {
 /// The queries of one run, in the order they were first meant for a gated source.
 pub type WebQueryLog = Arc<Mutex<Vec<WebQuery>>>;
 
+/// Puts a query the model wrote to the person under [`WebQueryPolicy::Ask`]: called with the source's
+/// name and the query, it resolves to true when the person approves sending it. The app shows the query
+/// with "Send" and "Don't send"; an unanswered prompt should resolve to false after a while.
+#[derive(Clone)]
+pub struct QueryApprover(pub Arc<dyn Fn(String, String) -> futures::future::BoxFuture<'static, bool> + Send + Sync>);
+
+impl std::fmt::Debug for QueryApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QueryApprover")
+    }
+}
+
 /// A retriever that passes on only the queries its [`WebQueryPolicy`] allows (see the module docs);
 /// a withheld query returns no passages. Each distinct query is recorded once in the log and reported
 /// as an [`AgentEvent::WebQuery`].
@@ -65,6 +83,7 @@ pub struct QueryGate {
     source: String,
     question: String,
     policy: WebQueryPolicy,
+    approver: Option<QueryApprover>,
     log: WebQueryLog,
     events: EventSink,
 }
@@ -78,21 +97,54 @@ impl QueryGate {
         log: WebQueryLog,
         events: EventSink,
     ) -> Self {
-        QueryGate { inner, source: source.to_string(), question: question.to_string(), policy, log, events }
+        QueryGate {
+            inner,
+            source: source.to_string(),
+            question: question.to_string(),
+            policy,
+            approver: None,
+            log,
+            events,
+        }
     }
 
-    /// Whether `query` may go out: always under `All`; under `Question` only the person's question
-    /// (compared with spacing normalised).
+    /// Under [`WebQueryPolicy::Ask`], the model's queries are put to `approver`.
+    pub fn with_approver(mut self, approver: Option<QueryApprover>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Whether `query` may go out without asking: always under `All`; otherwise only the person's
+    /// question (compared with spacing normalised).
     pub fn allows(&self, query: &str) -> bool {
         let normal = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         self.policy == WebQueryPolicy::All || normal(query) == normal(&self.question)
+    }
+
+    /// Whether `query` goes out: [`QueryGate::allows`], else under `Ask` the approver's answer (no
+    /// approver: withheld). A query already decided keeps its decision, so the person is asked once.
+    async fn decide(&self, query: &str) -> bool {
+        if self.allows(query) {
+            return true;
+        }
+        let earlier = {
+            let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.iter().find(|q| q.source == self.source && q.query == query).map(|q| q.sent)
+        };
+        if let Some(sent) = earlier {
+            return sent;
+        }
+        match (&self.policy, &self.approver) {
+            (WebQueryPolicy::Ask, Some(approver)) => (approver.0)(self.source.clone(), query.to_string()).await,
+            _ => false,
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl Retriever for QueryGate {
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
-        let sent = self.allows(query);
+        let sent = self.decide(query).await;
         let first_time = {
             let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
             let seen = log.iter().any(|q| q.source == self.source && q.query == query);

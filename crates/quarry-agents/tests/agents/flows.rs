@@ -822,3 +822,78 @@ async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed(
     assert!(web_all.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()));
     assert!(answer.unwrap().web_queries.iter().all(|q| q.sent));
 }
+
+/// Under the "ask" policy each query the model wrote is put to the person, once, and only the approved
+/// ones reach the web; without anyone to ask (the CLI) they are withheld.
+#[tokio::test]
+async fn under_the_ask_policy_the_web_receives_the_queries_the_person_approves() {
+    use quarry_agents::web_gate::{QueryApprover, WebQueryPolicy};
+    let model = || {
+        Arc::new(
+            ScriptedModel::new()
+                .on(
+                    "sub_queries",
+                    text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#),
+                )
+                .on("relevance", text(r#"{"relevant": [1, 2]}"#))
+                .on("reflection", text(r#"{"queries": ["Jane Miller Dayton biography"]}"#))
+                .on("answer", text("Acme earned 4.2 billion [1].")),
+        )
+    };
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let work = Arc::new(corpus("work"));
+    let web = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose.")]));
+    let libraries = vec![
+        library(&work),
+        SearchableLibrary {
+            info: LibraryInfo { name: "web".into(), description: "web pages".into() },
+            retriever: Arc::clone(&web) as _,
+            always: true,
+        },
+    ];
+    // The person approves the query about Globex's revenue and refuses those naming Jane Miller.
+    let asked: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let approver = {
+        let asked = Arc::clone(&asked);
+        QueryApprover(Arc::new(move |source: String, query: String| {
+            asked.lock().unwrap().push(format!("{source}: {query}"));
+            let approve = !query.contains("Jane Miller");
+            Box::pin(async move { approve })
+        }))
+    };
+    let config =
+        AgentConfig { web_queries: WebQueryPolicy::Ask, web_query_approver: Some(approver), ..AgentConfig::default() };
+    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &model(), &libraries, config).await;
+    let answer = answer.unwrap();
+    let mut received = web.queries();
+    received.sort();
+    received.dedup();
+    assert_eq!(received, vec![question.to_string(), "Globex revenue 2023".to_string()], "typed and approved only");
+    let mut asked = asked.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(
+        asked,
+        ["web: Acme founded by Jane Miller in Dayton", "web: Globex revenue 2023", "web: Jane Miller Dayton biography"],
+        "each model-written query is asked about once; the typed question never"
+    );
+    let listed: Vec<(&str, bool)> = answer.web_queries.iter().map(|q| (q.query.as_str(), q.sent)).collect();
+    assert!(
+        listed.contains(&("Globex revenue 2023", true)) && listed.contains(&("Jane Miller Dayton biography", false))
+    );
+
+    // Nobody to ask: the model's queries are withheld.
+    let web = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose.")]));
+    let libraries = vec![
+        library(&work),
+        SearchableLibrary {
+            info: LibraryInfo { name: "web".into(), description: "web pages".into() },
+            retriever: Arc::clone(&web) as _,
+            always: true,
+        },
+    ];
+    let config = AgentConfig { web_queries: WebQueryPolicy::Ask, ..AgentConfig::default() };
+    let _ = run_agent(question, Some(AgentKind::Deep), &model(), &libraries, config).await;
+    let mut received = web.queries();
+    received.dedup();
+    assert_eq!(received, vec![question.to_string()]);
+}

@@ -138,8 +138,9 @@ pub struct WebArgs {
     pub web_pages: usize,
     /// Which queries go to the web provider: `question` (the default) sends exactly the question you
     /// typed; `all` also sends the queries the agent writes (DeepSearch's sub-queries and gap queries,
-    /// ChainOfRAG's follow-ups), which are often built from passages of your documents. Withheld
-    /// queries are listed with the answer.
+    /// ChainOfRAG's follow-ups), which are often built from passages of your documents; `ask` sends
+    /// those only when approved one by one, which the app does and the command line cannot (here they
+    /// are withheld). Withheld queries are listed with the answer.
     #[arg(long, default_value = "question")]
     pub web_queries: quarry_agents::web_gate::WebQueryPolicy,
 }
