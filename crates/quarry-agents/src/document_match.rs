@@ -271,6 +271,48 @@ pub fn uncovered_subject(question: &str, found: &[Passage]) -> Option<UncoveredS
     })
 }
 
+/// The quarter `question` names (fiscal or calendar: [`crate::claims::quarters`]) when none of the
+/// documents found is for it: no passage's context line names that quarter in any form (its fiscal
+/// quarter, "Q3 2023", or its file's label "2023 Q3 …"). `None` when the question names no quarter, when
+/// one document found is for one of the quarters it names, or when a passage has no context line.
+/// Passage texts do not count: filings compare with other quarters all the time.
+///
+/// "NVIDIA's Q3 2022 10-Q" asked of a library holding NVIDIA's first two filings of 2023: the closest
+/// passages are those filings', and a small model answers from them as if they were the third
+/// quarter's.
+pub fn missing_quarter(question: &str, found: &[Passage]) -> Option<(u8, u16)> {
+    if found.is_empty() || found.iter().any(|p| p.context.is_empty()) {
+        return None;
+    }
+    let named = crate::claims::quarters(question);
+    let first = *named.first()?;
+    let covered = found.iter().any(|p| crate::claims::quarters(&p.context).iter().any(|q| named.contains(q)));
+    (!covered).then_some(first)
+}
+
+/// Why NaiveRAG declines `question` without asking the model, given the passages `found` by its wider
+/// search: an [`uncovered_subject`], else a [`missing_quarter`] (the message names it and the documents
+/// found, at most four). `None`: the model is asked. The one decision NaiveRAG and
+/// `quarry eval answers --retrieval-only` share.
+pub fn decline_without_model(question: &str, found: &[Passage]) -> Option<String> {
+    if let Some(subject) = uncovered_subject(question, found) {
+        return Some(subject.message());
+    }
+    let (quarter, year) = missing_quarter(question, found)?;
+    let mut documents: Vec<&str> = Vec::new();
+    for p in found {
+        if !documents.contains(&p.file_name()) {
+            documents.push(p.file_name());
+        }
+    }
+    let more = if documents.len() > 4 { format!(" and {} more", documents.len() - 4) } else { String::new() };
+    documents.truncate(4);
+    Some(format!(
+        "None of the documents found is for Q{quarter} {year} (they are {}{more}), so this question cannot be answered from your documents.",
+        documents.join(", ")
+    ))
+}
+
 /// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
 pub fn asks_for_latest(question: &str) -> bool {
     let q = question.to_lowercase();
@@ -423,6 +465,39 @@ mod tests {
         assert_eq!(subject("How did Microsoft's cloud grow?", &many), None, "two passages mention it");
         found[1].context.clear();
         assert_eq!(subject("What was Apple's gross margin?", &found), None, "a passage without context");
+    }
+
+    #[test]
+    fn a_quarter_no_document_found_is_for_is_missing() {
+        let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · first quarter of fiscal 2024 · 2023 Q1 NVDA";
+        let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · second quarter of fiscal 2024 · 2023 Q2 NVDA";
+        let mut found = vec![passage(1, q1), passage(2, q2)];
+        found[0].text = "Compared with the third quarter of fiscal 2022, revenue rose.".into();
+        found[0].path = "/f/2023 Q1 NVDA.pdf".into();
+        found[1].path = "/f/2023 Q2 NVDA.pdf".into();
+        assert_eq!(
+            missing_quarter("How did NVIDIA's inventory change in Q3 2022?", &found),
+            Some((3, 2022)),
+            "texts do not count"
+        );
+        assert_eq!(missing_quarter("What did NVIDIA's Q3 2023 10-Q report?", &found), Some((3, 2023)));
+        // Named by fiscal quarter or by the file's label: covered.
+        assert_eq!(missing_quarter("Revenue in the first quarter of fiscal 2024?", &found), None);
+        assert_eq!(missing_quarter("What does NVIDIA's 2023 Q2 filing say?", &found), None);
+        assert_eq!(missing_quarter("Compare Q3 2022 with Q1 2023", &found), None, "one of them is covered");
+        assert_eq!(missing_quarter("How did revenue change over time?", &found), None, "no quarter named");
+        let message = decline_without_model("What did NVIDIA's Q3 2023 10-Q report?", &found).unwrap();
+        assert_eq!(
+            message,
+            "None of the documents found is for Q3 2023 (they are 2023 Q1 NVDA.pdf, 2023 Q2 NVDA.pdf), so this question cannot be answered from your documents."
+        );
+        assert!(crate::claims::is_decline(&message));
+        found[1].context.clear();
+        assert_eq!(
+            missing_quarter("What did NVIDIA's Q3 2023 10-Q report?", &found),
+            None,
+            "a passage without context"
+        );
     }
 
     #[test]

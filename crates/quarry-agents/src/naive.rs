@@ -14,11 +14,10 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     run.emit(AgentEvent::Queries { round: 1, queries: vec![question.to_string()] });
     // A wider search, then the passages of the document the question names first ([`document_match`]).
     let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
-    // A subject no document found is about and at most one passage mentions: the library holds nothing
-    // about it, and a small model given another company's passages answers with that company's figures.
-    if let Some(subject) = crate::document_match::uncovered_subject(question, &found) {
+    // A subject no document found is about, or a quarter none is for: the library holds nothing on it, and
+    // a small model given other passages answers with their figures.
+    if let Some(text) = crate::document_match::decline_without_model(question, &found) {
         run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: found.len(), new: found.len() });
-        let text = subject.message();
         run.emit(AgentEvent::AnswerDelta { text: text.clone() });
         let queries = vec![vec![question.to_string()]];
         return Ok(run.finish_answer("naive", question, text, Vec::new(), queries, found.len(), true));

@@ -309,8 +309,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
             let wider = runtime
                 .block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
-            // A subject no document found is about: NaiveRAG declines without the model.
-            let uncovered = quarry_agents::document_match::uncovered_subject(&q.text, &wider).map(|s| s.name);
+            // A subject no document found is about, or a quarter none is for: NaiveRAG declines without the model.
+            let uncovered = quarry_agents::document_match::decline_without_model(&q.text, &wider);
             let subject = quarry_agents::document_match::question_subject(&q.text).map(|subject| {
                 let mentions = quarry_agents::document_match::subject_mentions(&subject, &wider);
                 serde_json::json!({"name": subject, "in_context": mentions.in_context, "in_text": mentions.in_text, "of": wider.len()})
@@ -351,7 +351,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
                     "per_document": report.sums.per_document.last() == Some(&1.0),
-                    "uncovered_subject": uncovered,
+                    "declined_without_model": uncovered,
                     "subject": subject,
                     "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
                 });
