@@ -445,7 +445,23 @@ impl Supervisor<'_> {
     /// Why the worker died: the memory cap (allocation failure) or anything else.
     fn death_reason(&mut self) -> IngestError {
         let Some(worker) = self.worker.as_mut() else { return IngestError::Crashed("worker gone".into()) };
-        let status = worker.child.wait().ok();
+        // A worker that closed its pipes but lives on is given a second to exit, then killed: waiting
+        // for it would hang the batch.
+        let mut status = None;
+        for _ in 0..20 {
+            match worker.child.try_wait() {
+                Ok(Some(exited)) => {
+                    status = Some(exited);
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                Err(_) => break,
+            }
+        }
+        if status.is_none() {
+            let _ = worker.child.kill();
+            status = worker.child.wait().ok();
+        }
         // Give the stderr reader a moment to collect the last words.
         std::thread::sleep(Duration::from_millis(50));
         let tail: Vec<String> = worker.stderr_tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();

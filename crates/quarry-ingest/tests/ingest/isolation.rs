@@ -191,3 +191,16 @@ fn a_page_reader_worker_that_hangs_or_dies_costs_one_page() {
         assert!(message.contains("SIGSEGV") && message.contains("overflowed its stack"), "{message}");
     }
 }
+
+/// A worker that closes its pipes and lives on is not waited for: its file is reported and the batch goes
+/// on (before, the supervisor waited for it to exit, for ever).
+#[test]
+fn a_worker_that_closes_its_pipes_and_lives_on_does_not_hang_the_batch() {
+    let config = shell_worker("read line; exec 0<&- 1>&- 2>&-; sleep 30");
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(2), &config, |i, o| outcomes.push((i, o)));
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes.iter().all(|(_, o)| o.status == Status::Crashed), "{outcomes:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "the batch waited for the worker");
+}
