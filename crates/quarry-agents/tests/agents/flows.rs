@@ -753,41 +753,44 @@ async fn cancel_stops_within_the_model_call_in_progress() {
 /// queries, which are written from document passages — and every query meant for it is listed with the
 /// answer and in the trace, sent or withheld. With `--web-queries all` the sub-queries go too. (Before,
 /// the web received every query; a sub-query here quotes a document's founder.)
-#[tokio::test]
-async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed() {
-    let script = || {
-        Arc::new(
-            ScriptedModel::new()
-                .on(
-                    "sub_queries",
-                    text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#),
-                )
-                .on("relevance", text(r#"{"relevant": [1, 2]}"#))
-                .on("reflection", text(r#"{"queries": ["Jane Miller Dayton biography"]}"#))
-                .on("answer", text("Acme earned 4.2 billion [1].")),
-        )
-    };
-    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
-    let work = Arc::new(corpus("work"));
+/// A DeepSearch run whose sub-queries and gap query the model writes from document passages (one names a
+/// document's founder): the web policy tests.
+fn deep_search_writing_queries() -> Arc<ScriptedModel> {
+    Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#))
+            .on("relevance", text(r#"{"relevant": [1, 2]}"#))
+            .on("reflection", text(r#"{"queries": ["Jane Miller Dayton biography"]}"#))
+            .on("answer", text("Acme earned 4.2 billion [1].")),
+    )
+}
+
+/// `work` and a fresh web source (always searched) holding one news page; the web is returned to read
+/// the queries it received.
+fn work_and_web(work: &Arc<MemoryRetriever>) -> (Vec<SearchableLibrary>, Arc<MemoryRetriever>) {
     let web = Arc::new(MemoryRetriever::new(
         "web",
         &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")],
     ));
-    let libraries = |web: &Arc<MemoryRetriever>| {
-        vec![
-            library(&work),
-            SearchableLibrary {
-                info: LibraryInfo {
-                    name: "web".into(),
-                    description: "pages found by web search for this question".into(),
-                },
-                retriever: Arc::clone(web) as _,
-                always: true,
-            },
-        ]
-    };
+    let libraries = vec![
+        library(work),
+        SearchableLibrary {
+            info: LibraryInfo { name: "web".into(), description: "pages found by web search for this question".into() },
+            retriever: Arc::clone(&web) as _,
+            always: true,
+        },
+    ];
+    (libraries, web)
+}
+
+#[tokio::test]
+async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed() {
+    let script = deep_search_writing_queries;
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let work = Arc::new(corpus("work"));
+    let (libraries, web) = work_and_web(&work);
     let (answer, events) =
-        run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web), AgentConfig::default()).await;
+        run_agent(question, Some(AgentKind::Deep), &script(), &libraries, AgentConfig::default()).await;
     let answer = answer.unwrap();
     let mut received = web.queries();
     received.dedup();
@@ -813,12 +816,9 @@ async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed(
         "{report}"
     );
 
-    let web_all = Arc::new(MemoryRetriever::new(
-        "web",
-        &[("acme-news", 1, "Acme Corporation revenue 2023 rose, a news site says.")],
-    ));
+    let (libraries, web_all) = work_and_web(&work);
     let config = AgentConfig { web_queries: quarry_agents::web_gate::WebQueryPolicy::All, ..AgentConfig::default() };
-    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &script(), &libraries(&web_all), config).await;
+    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &script(), &libraries, config).await;
     assert!(web_all.queries().contains(&"Acme founded by Jane Miller in Dayton".to_string()));
     assert!(answer.unwrap().web_queries.iter().all(|q| q.sent));
 }
@@ -828,29 +828,10 @@ async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed(
 #[tokio::test]
 async fn under_the_ask_policy_the_web_receives_the_queries_the_person_approves() {
     use quarry_agents::web_gate::{QueryApprover, WebQueryPolicy};
-    let model = || {
-        Arc::new(
-            ScriptedModel::new()
-                .on(
-                    "sub_queries",
-                    text(r#"{"queries": ["Acme founded by Jane Miller in Dayton", "Globex revenue 2023"]}"#),
-                )
-                .on("relevance", text(r#"{"relevant": [1, 2]}"#))
-                .on("reflection", text(r#"{"queries": ["Jane Miller Dayton biography"]}"#))
-                .on("answer", text("Acme earned 4.2 billion [1].")),
-        )
-    };
+    let model = deep_search_writing_queries;
     let question = "Compare the 2023 revenue of Acme Corporation and Globex";
     let work = Arc::new(corpus("work"));
-    let web = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose.")]));
-    let libraries = vec![
-        library(&work),
-        SearchableLibrary {
-            info: LibraryInfo { name: "web".into(), description: "web pages".into() },
-            retriever: Arc::clone(&web) as _,
-            always: true,
-        },
-    ];
+    let (libraries, web) = work_and_web(&work);
     // The person approves the query about Globex's revenue and refuses those naming Jane Miller.
     let asked: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
     let approver = {
@@ -882,15 +863,7 @@ async fn under_the_ask_policy_the_web_receives_the_queries_the_person_approves()
     );
 
     // Nobody to ask: the model's queries are withheld.
-    let web = Arc::new(MemoryRetriever::new("web", &[("acme-news", 1, "Acme Corporation revenue 2023 rose.")]));
-    let libraries = vec![
-        library(&work),
-        SearchableLibrary {
-            info: LibraryInfo { name: "web".into(), description: "web pages".into() },
-            retriever: Arc::clone(&web) as _,
-            always: true,
-        },
-    ];
+    let (libraries, web) = work_and_web(&work);
     let config = AgentConfig { web_queries: WebQueryPolicy::Ask, ..AgentConfig::default() };
     let _ = run_agent(question, Some(AgentKind::Deep), &model(), &libraries, config).await;
     let mut received = web.queries();
