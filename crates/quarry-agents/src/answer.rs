@@ -58,14 +58,14 @@ impl Answer {
     }
 }
 
-/// The text given to the model for numbered passages: `[n] citation (document context)\ntext`, each
-/// passage's table rows kept to the periods `focus` asks about ([`crate::period_focus`]) and the passage
-/// cut to `max_chars_each` characters by [`focus_passage`] toward `focus` (the question or query the
-/// passages are read for), stopping once `budget_chars` would be exceeded (at least one passage).
-/// The context line names the document's issuer, type and period, so the model can tell the first
-/// quarter's filing from the second's; it is written once per document, and a later passage of the same
-/// document says `(same document as [n])` instead (≈ 30 prompt tokens saved a passage, ≈ 1 s each on 2
-/// cores). Returns the text and how many passages it holds.
+/// The text given to the model for numbered passages: `[n] citation (document context)\nexcerpt`, the
+/// excerpt of each passage chosen by [`passage_excerpts`] (its table rows kept to the periods `focus` asks
+/// about, its sentences and rows that share most words with `focus`, at most `max_chars_each` characters a
+/// passage and `budget_chars` characters of excerpts in all). The context line names the document's
+/// issuer, type and period, so the model can tell the first quarter's filing from the second's; it is
+/// written once per document, and a later passage of the same document says `(same document as [n])`
+/// instead (≈ 30 prompt tokens saved a passage, ≈ 1 s each on 2 cores). Returns the text and how many
+/// passages it holds (the first ones of `passages`).
 pub fn number_passages(
     passages: &[Passage],
     focus: &str,
@@ -85,11 +85,10 @@ pub fn number_passages_from(
     max_chars_each: usize,
     budget_chars: usize,
 ) -> (String, usize) {
+    let excerpts = passage_excerpts(passages, focus, max_chars_each, budget_chars);
     let mut out = String::new();
-    let mut used = 0;
     let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
-    for (i, p) in passages.iter().enumerate() {
-        let text = focus_passage(&crate::period_focus::keep_question_periods(&p.text, focus), focus, max_chars_each);
+    for (i, (p, text)) in passages.iter().zip(&excerpts).enumerate() {
         let number = first + i;
         let source = if p.context.is_empty() {
             p.citation()
@@ -99,15 +98,165 @@ pub fn number_passages_from(
                 None => format!("{} ({})", p.citation(), p.context),
             }
         };
-        let entry = format!("[{number}] {source}\n{}\n\n", text.trim());
-        if used > 0 && out.chars().count() + entry.chars().count() > budget_chars {
-            break;
-        }
-        out.push_str(&entry);
-        used += 1;
+        out.push_str(&format!("[{number}] {source}\n{}\n\n", text.trim()));
         first_of_document.entry((p.library.as_str(), p.document_id.as_str())).or_insert(number);
     }
-    (out.trim_end().to_string(), used)
+    (out.trim_end().to_string(), excerpts.len())
+}
+
+/// What an answer prompt shows of each passage, for the first passages of `passages` that fit: each
+/// passage's table rows are kept to the periods `focus` asks about ([`crate::period_focus`]: the spans it
+/// names, and the document's own period when it asks for that period), then its
+/// pieces (sentences, split after ". " and at line breaks, and table lines) compete for one shared budget
+/// of `budget_chars` characters: every passage shown gets its piece sharing most words with `focus`
+/// (its first piece when none shares any), then the remaining pieces are added best first — most words
+/// shared with `focus`, then the better-ranked passage, then the earlier piece — while their passage
+/// stays within `max_chars_each` and the excerpts within `budget_chars` (each gap costs 3 characters).
+/// A passage keeps its pieces in their original order with ` … ` where text was left out; a passage
+/// that fits whole within both limits is shown whole. Passages are shown while their first piece fits
+/// (always the first one), so the result is a prefix of `passages`: `result.len()` passages, the
+/// excerpts in the same order.
+///
+/// With a budget larger than the passages, this is [`focus_passage`] applied to each; a smaller budget
+/// moves characters from the weaker sentences of every passage to the stronger ones (issue 36: fewer
+/// prompt tokens, the figure-bearing rows kept — docs/ANSWERS.md, "Session 6").
+pub fn passage_excerpts(passages: &[Passage], focus: &str, max_chars_each: usize, budget_chars: usize) -> Vec<String> {
+    let texts: Vec<String> = passages
+        .iter()
+        .map(|p| {
+            let spans = crate::period_focus::keep_question_periods(&p.text, focus);
+            crate::period_focus::keep_document_period(&spans, &p.context, focus)
+        })
+        .collect();
+    excerpts(texts, focus, max_chars_each, budget_chars)
+}
+
+/// [`passage_excerpts`] of plain texts (no period focus): the selection itself.
+fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars: usize) -> Vec<String> {
+    let wanted = stems(focus);
+    if wanted.is_empty() {
+        // Nothing to choose by: the start of each passage, while the budget lasts.
+        let mut out = Vec::new();
+        let mut used = 0;
+        for text in &texts {
+            let excerpt: String = text.chars().take(max_chars_each).collect();
+            let n = excerpt.chars().count();
+            if !out.is_empty() && used + n > budget_chars {
+                break;
+            }
+            used += n;
+            out.push(excerpt);
+        }
+        return out;
+    }
+    let pieces: Vec<Vec<&str>> = texts.iter().map(|t| sentence_pieces(t)).collect();
+    let scores: Vec<Vec<usize>> =
+        pieces.iter().map(|ps| ps.iter().map(|p| stems(p).intersection(&wanted).count()).collect()).collect();
+    let cost = |piece: &str| piece.chars().count() + 3;
+    let mut keep: Vec<Vec<bool>> = pieces.iter().map(|ps| vec![false; ps.len()]).collect();
+    let mut length = vec![0usize; pieces.len()];
+    let mut total = 0;
+    let mut shown = 0;
+    // Each passage's best piece (cut to the passage's limit when it alone is longer), in rank order.
+    for (i, ps) in pieces.iter().enumerate() {
+        let best = (0..ps.len())
+            .filter(|&j| !ps[j].trim().is_empty())
+            .max_by(|&a, &b| scores[i][a].cmp(&scores[i][b]).then(b.cmp(&a)));
+        let n = best.map(|j| cost(ps[j]).min(max_chars_each)).unwrap_or(0);
+        if shown > 0 && total + n > budget_chars {
+            break;
+        }
+        if let Some(j) = best {
+            keep[i][j] = true;
+        }
+        length[i] = n;
+        total += n;
+        shown += 1;
+    }
+    // Then the other pieces of the shown passages, best first.
+    let mut order: Vec<(usize, usize)> = (0..shown)
+        .flat_map(|i| (0..pieces[i].len()).map(move |j| (i, j)))
+        .filter(|&(i, j)| !keep[i][j] && !pieces[i][j].trim().is_empty())
+        .collect();
+    order.sort_by(|&(ia, ja), &(ib, jb)| scores[ib][jb].cmp(&scores[ia][ja]).then(ia.cmp(&ib)).then(ja.cmp(&jb)));
+    for (i, j) in order {
+        let n = cost(pieces[i][j]);
+        if length[i] + n > max_chars_each || total + n > budget_chars {
+            continue;
+        }
+        keep[i][j] = true;
+        length[i] += n;
+        total += n;
+    }
+    (0..shown)
+        .map(|i| {
+            if keep[i].iter().zip(&pieces[i]).all(|(k, p)| *k || p.trim().is_empty()) {
+                return texts[i].clone();
+            }
+            let joined = join_kept(&pieces[i], &keep[i]);
+            if joined.chars().count() > max_chars_each {
+                // A single piece longer than the passage's limit.
+                joined.chars().take(max_chars_each).collect()
+            } else {
+                joined
+            }
+        })
+        .collect()
+}
+
+/// `text` split into sentences and table lines, keeping every character: the pieces, joined, give `text`
+/// back. A piece ends after ". " and at a line break, except where the text layer wrapped prose: a line of
+/// at least [`WRAPPED_LINE_CHARS`] characters that does not end in `.`, `:`, `;` or `)` and is followed by a
+/// line starting with a lower-case letter or a digit continues on that line (so a sentence over three
+/// lines is one piece, while labelled table rows, headings and short lines stay pieces of their own).
+fn sentence_pieces(text: &str) -> Vec<&str> {
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut start = 0;
+    let mut line_start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let ends = match b {
+            b'\n' => {
+                let line = text[line_start..i].trim_end();
+                line_start = i + 1;
+                let wrapped = line.chars().count() >= WRAPPED_LINE_CHARS
+                    && !line.ends_with(['.', ':', ';', ')'])
+                    && text[i + 1..].chars().next().is_some_and(|c| c.is_lowercase() || c.is_ascii_digit());
+                !wrapped
+            }
+            b'.' => bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()),
+            _ => false,
+        };
+        if ends {
+            pieces.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
+/// Shortest line, in characters, that may be prose wrapped onto the next line by a PDF's text layer.
+const WRAPPED_LINE_CHARS: usize = 60;
+
+/// The kept pieces in their order, ` … ` where non-blank pieces were left out between them.
+fn join_kept(pieces: &[&str], keep: &[bool]) -> String {
+    let mut out = String::new();
+    let mut gap = false;
+    for (piece, kept) in pieces.iter().zip(keep) {
+        if *kept {
+            if gap && !out.is_empty() {
+                out.push_str(" … ");
+            }
+            out.push_str(piece);
+            gap = false;
+        } else if !piece.trim().is_empty() {
+            gap = true;
+        }
+    }
+    out
 }
 
 /// Words too common to say what a question is about.
@@ -134,58 +283,7 @@ pub(crate) fn stems(text: &str) -> std::collections::HashSet<String> {
 /// order, with ` … ` where text was left out — so a fact near a long chunk's end is not cut off the way
 /// a plain prefix cuts it. With an empty `focus`, the first `max_chars` characters.
 pub fn focus_passage(text: &str, focus: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let wanted = stems(focus);
-    if wanted.is_empty() {
-        return text.chars().take(max_chars).collect();
-    }
-    // Sentences: split after ". " and at line breaks, keeping every character.
-    let mut pieces: Vec<&str> = Vec::new();
-    let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let ends = b == b'\n' || (b == b'.' && bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()));
-        if ends {
-            pieces.push(&text[start..=i]);
-            start = i + 1;
-        }
-    }
-    if start < text.len() {
-        pieces.push(&text[start..]);
-    }
-    let scores: Vec<usize> = pieces.iter().map(|p| stems(p).intersection(&wanted).count()).collect();
-    let mut order: Vec<usize> = (0..pieces.len()).filter(|&i| !pieces[i].trim().is_empty()).collect();
-    order.sort_by(|&a, &b| scores[b].cmp(&scores[a]).then(a.cmp(&b)));
-    let mut keep = vec![false; pieces.len()];
-    let mut length = 0;
-    for i in order {
-        let n = pieces[i].chars().count() + 3;
-        if length + n > max_chars {
-            continue;
-        }
-        keep[i] = true;
-        length += n;
-    }
-    let mut out = String::new();
-    let mut gap = false;
-    for (i, piece) in pieces.iter().enumerate() {
-        if keep[i] {
-            if gap && !out.is_empty() {
-                out.push_str(" … ");
-            }
-            out.push_str(piece);
-            gap = false;
-        } else if !piece.trim().is_empty() {
-            gap = true;
-        }
-    }
-    if out.is_empty() {
-        text.chars().take(max_chars).collect()
-    } else {
-        out
-    }
+    excerpts(vec![text.to_string()], focus, max_chars, usize::MAX).pop().unwrap_or_default()
 }
 
 /// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
@@ -335,6 +433,57 @@ mod tests {
         );
         assert_eq!(focus_passage("short", "anything", 400), "short");
         assert_eq!(focus_passage(&text, "", 20), text.chars().take(20).collect::<String>());
+    }
+
+    #[test]
+    fn a_shared_budget_keeps_every_passages_best_rows_and_cuts_the_filler() {
+        let passage = |id: u64, text: String| Passage {
+            chunk_id: id,
+            library: "l".into(),
+            document_id: format!("d{id}"),
+            path: format!("/docs/d{id}.pdf"),
+            page_start: Some(1),
+            page_end: Some(1),
+            sheet: None,
+            heading_path: vec![],
+            text,
+            context: String::new(),
+            score: 0.0,
+        };
+        let filler = "The Company designs chips for gaming and data centers. ".repeat(8);
+        let passages = [
+            passage(1, format!("{filler}Gross margin was 64.6% for the period.")),
+            passage(2, filler.clone()),
+            passage(
+                3,
+                format!("{filler}\nData Center revenue: $4,284 million (three months ended April 30, 2023)\n{filler}"),
+            ),
+        ];
+        let question = "What was NVIDIA's Data Center revenue?";
+        // A budget larger than the passages: each passage cut on its own, as focus_passage cuts it.
+        let roomy = passage_excerpts(&passages, question, 300, 100_000);
+        assert_eq!(roomy.len(), 3);
+        for (excerpt, p) in roomy.iter().zip(&passages) {
+            assert_eq!(excerpt, &focus_passage(&p.text, question, 300));
+        }
+        // A budget of 400 characters for three passages of 300 to 900: every passage is shown, the
+        // row the question asks about is kept whole, and the filler gives way.
+        let tight = passage_excerpts(&passages, question, 300, 400);
+        assert_eq!(tight.len(), 3, "{tight:?}");
+        let total: usize = tight.iter().map(|e| e.chars().count()).sum();
+        assert!(total <= 400 + 3 * 3, "{total}: {tight:?}");
+        assert!(
+            tight[2].contains("Data Center revenue: $4,284 million (three months ended April 30, 2023)"),
+            "{tight:?}"
+        );
+        assert!(tight.iter().all(|e| !e.trim().is_empty() && e.chars().count() <= 300), "{tight:?}");
+        // A budget smaller than the first passage's best piece still shows that one passage, and no more.
+        let one = passage_excerpts(&passages, question, 300, 10);
+        assert_eq!(one.len(), 1, "{one:?}");
+        // The numbered prompt text holds the same excerpts.
+        let (text, used) = number_passages(&passages, question, 300, 400);
+        assert_eq!(used, 3);
+        assert!(text.contains(tight[2].trim()), "{text}");
     }
 
     #[test]

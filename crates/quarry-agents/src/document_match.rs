@@ -325,6 +325,14 @@ pub(crate) fn period_phrase(context: &str) -> Option<&str> {
     context.split(" · ").find(|part| part.contains(" ended ")).map(str::trim)
 }
 
+/// The period end date a context line states, as written ("April 30, 2023" of "quarterly period ended
+/// April 30, 2023"), or `None`.
+pub(crate) fn period_end_text(context: &str) -> Option<&str> {
+    let phrase = period_phrase(context)?;
+    let date = phrase[phrase.find(" ended ")? + " ended ".len()..].trim();
+    (!date.is_empty()).then_some(date)
+}
+
 /// The period end date a context line states ("… ended April 30, 2023"), as (year, month, day).
 fn period_end(context: &str) -> Option<(u16, u8, u8)> {
     let phrase = period_phrase(context)?;

@@ -75,6 +75,100 @@ pub fn keep_question_periods(text: &str, question: &str) -> String {
     out.join("\n")
 }
 
+/// Words of a question that asks how figures differ between periods: it needs every column.
+const COMPARISON_WORDS: &[&str] = &[
+    "compare",
+    "compared",
+    "comparison",
+    "change",
+    "changed",
+    "changes",
+    "growth",
+    "grew",
+    "grow",
+    "increase",
+    "increased",
+    "decrease",
+    "decreased",
+    "decline",
+    "declined",
+    "rise",
+    "rose",
+    "fall",
+    "fell",
+    "trend",
+    "versus",
+    "vs",
+    "prior",
+    "previous",
+    "preceding",
+    "last year",
+    "year over year",
+    "year-over-year",
+    "over time",
+    "difference",
+    "differ",
+    "earlier",
+];
+
+/// Whether `question` compares periods (see [`COMPARISON_WORDS`]).
+pub fn compares_periods(question: &str) -> bool {
+    let q = question.to_lowercase();
+    let words: Vec<&str> = q.split(|c: char| !c.is_alphanumeric() && c != '-').filter(|w| !w.is_empty()).collect();
+    COMPARISON_WORDS.iter().any(|w| if w.contains(' ') { q.contains(w) } else { words.contains(w) })
+}
+
+/// `text`, a passage of a document whose context line `context` states its period ("… quarterly period
+/// ended April 30, 2023"), with each labelled table row kept to that period's cells when `question` asks
+/// for that period and compares nothing: the question names a quarter the context line names ("first
+/// quarter of fiscal 2024", "Q1 2024", [`crate::claims::quarters`]; the file name's "2023 Q1" only when
+/// the line states no quarter in words) or asks for the latest filing, and uses
+/// none of [`COMPARISON_WORDS`]. A filing's tables print the same quarter a year earlier beside its own;
+/// with both in front of it, Qwen2.5-Coder-1.5B answered the quick start's question with the prior year's
+/// $8,288 million (docs/ANSWERS.md, "Session 6"). Cells whose column names no date (change columns) stay;
+/// a row with no cell of the document's date is left whole, and so is every row when the question or the
+/// context line names no period.
+pub fn keep_document_period(text: &str, context: &str, question: &str) -> String {
+    if !text.contains(quarry_core::table_row::CELL_SEPARATOR) || compares_periods(question) {
+        return text.to_string();
+    }
+    let Some(date) = crate::document_match::period_end_text(context) else {
+        return text.to_string();
+    };
+    let named = crate::claims::quarters(question);
+    // The quarter the context line states in words ("first quarter of fiscal 2024") before the one its
+    // file name part suggests ("2023 Q1 NVDA" is NVIDIA's first quarter of fiscal 2024, not of 2023).
+    let stated = context.rsplit_once(" · ").map(|(before_file_name, _)| crate::claims::quarters(before_file_name));
+    let own = match stated {
+        Some(stated) if !stated.is_empty() => stated,
+        _ => crate::claims::quarters(context),
+    };
+    let asks_this_period =
+        named.iter().any(|q| own.contains(q)) || (named.is_empty() && crate::document_match::asks_for_latest(question));
+    if !asks_this_period {
+        return text.to_string();
+    }
+    let dated = |column: &str| {
+        column
+            .split(|c: char| !c.is_ascii_digit())
+            .any(|w| w.len() == 4 && (w.starts_with("19") || w.starts_with("20")))
+    };
+    let mut out: Vec<String> = Vec::new();
+    for line in text.split('\n') {
+        let Some((label, cells)) = parse_row(line) else {
+            out.push(line.to_string());
+            continue;
+        };
+        if !cells.iter().any(|c| c.column.contains(date)) {
+            out.push(line.to_string());
+            continue;
+        }
+        let kept: Vec<_> = cells.iter().filter(|c| c.column.contains(date) || !dated(&c.column)).cloned().collect();
+        out.push(if kept.len() == cells.len() { line.to_string() } else { write_row(label, &kept) });
+    }
+    out.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +198,42 @@ mod tests {
         let balance = "Inventories: $6,820 million (June 30, 2023); $4,946 million (September 24, 2022)";
         assert_eq!(keep_question_periods(balance, "What were inventories at the end of the quarter?"), balance);
         assert_eq!(spans_named("first quarter of fiscal year 2024"), [Span::Quarter]);
+    }
+
+    #[test]
+    fn a_question_about_the_documents_own_quarter_keeps_that_quarters_cells() {
+        let context = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · first quarter of fiscal 2024 · 2023 Q1 NVDA";
+        let row = "Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022); (13)% (change, three months ended)";
+        let text = format!("Revenue:\n{row}\nAs of April 30, 2023 we had …");
+        let own =
+            "Total revenue: $7,192 million (three months ended April 30, 2023); (13)% (change, three months ended)";
+        for question in [
+            "What was NVIDIA's revenue in the first quarter of fiscal 2024?",
+            "What was NVIDIA's revenue in Q1 2024?",
+            "What was NVIDIA's total revenue in its latest 10-Q?",
+        ] {
+            assert_eq!(
+                keep_document_period(&text, context, question),
+                format!("Revenue:\n{own}\nAs of April 30, 2023 we had …"),
+                "{question}"
+            );
+        }
+        for question in [
+            // Another quarter than the document's: the prior-year column may be the answer.
+            "What was NVIDIA's revenue in the first quarter of fiscal 2023?",
+            // Comparisons need both columns.
+            "How did NVIDIA's revenue in the first quarter of fiscal 2024 compare with a year earlier?",
+            "How much did revenue change in Q1 2024?",
+            // No period named.
+            "What was NVIDIA's revenue?",
+        ] {
+            assert_eq!(keep_document_period(&text, context, question), text, "{question}");
+        }
+        // A context line without a period, or a row without the document's date: unchanged.
+        assert_eq!(keep_document_period(&text, "NVIDIA CORPORATION · Form 10-Q", "revenue in Q1 2024?"), text);
+        let balance = "Inventories: $4,611 million (January 29, 2023); $5,159 million (October 30, 2022)";
+        assert_eq!(keep_document_period(balance, context, "Inventories in the first quarter of fiscal 2024?"), balance);
+        assert!(compares_periods("How has Apple's total net sales changed over time?"));
+        assert!(!compares_periods("What was the revenue from iPhone sales for the latest quarter?"));
     }
 }

@@ -27,12 +27,15 @@ pub struct AgentConfig {
     pub protected_question_hits: usize,
     /// Characters of each passage shown to the relevance judge and the reflection. Default 600.
     pub judge_chars: usize,
-    /// Characters of each passage in an answer prompt (cut toward the question by
-    /// `answer::focus_passage`). Default 700: against 1,500 it kept the answer-bearing passage in front of
-    /// the model for the same 36 of 45 sec-10-q questions (reference figures read 0.59 vs 0.61) and cut the
-    /// quick start's answer from 79 s to 66 s with Qwen2.5-Coder-1.5B on 2 cores (docs/ANSWERS.md, "Speed").
+    /// Most characters of one passage in an answer prompt (its sentences and table rows chosen toward
+    /// the question by `answer::passage_excerpts`). Default 500.
     pub passage_chars: usize,
-    /// Characters of all passages in an answer prompt (fits the context of small local models). Default 9,000.
+    /// Characters of passage excerpts in one answer prompt, shared among its passages (each keeps its
+    /// best piece; the rest go to the pieces sharing most words with the question). Default 3,000: against
+    /// 700 a passage and no shared limit, the sec-10-q single-document slice with Qwen2.5-Coder-1.5B on 2
+    /// cores took 40.5 s a question instead of 56.4 s (1,517 tokens instead of 2,027) and stated no fewer
+    /// reference figures (0.424 vs 0.354), while NaiveRAG's reading of the whole set kept the answer
+    /// passage for the same 38 of 45 questions (docs/ANSWERS.md, "Session 6").
     pub context_chars: usize,
     /// When several documents match a question alike (the same company's filings, no period named),
     /// NaiveRAG answers from each of at most this many of them in turn ([`crate::per_document`]); 1 turns
@@ -58,8 +61,8 @@ impl Default for AgentConfig {
             relevance_batch: 6,
             protected_question_hits: 3,
             judge_chars: 600,
-            passage_chars: 700,
-            context_chars: 9000,
+            passage_chars: 500,
+            context_chars: 3000,
             max_documents_per_answer: 4,
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,

@@ -364,6 +364,8 @@ impl Generation {
     /// The prompt's tokens, cut to fit `budget` tokens: the longest message loses its middle first.
     fn fitted_tokens(&self, budget: usize) -> Result<Vec<LlamaToken>, ChatError> {
         let mut messages = self.request.messages.clone();
+        // The whole prompt, for `QUARRY_LOG=quarry_gguf=trace`: what the model was given.
+        tracing::trace!(step = %self.request.step, "prompt:\n{}", self.prompt(&messages)?);
         for _ in 0..6 {
             let tokens = self.tokenize(&self.prompt(&messages)?);
             if tokens.len() <= budget {

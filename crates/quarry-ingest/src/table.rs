@@ -28,9 +28,11 @@
 //! - Its **header** is the run of lines just above the first row made only of period phrases ("Three
 //!   Months Ended", "Year Ended"), month-and-day dates, years, "Change" and unit notes ("(In millions)");
 //!   short section lines ("Revenue:") may sit between header and rows.
-//! - **Columns** are the header's years and "Change" words in reading order. Periods are spread evenly over
-//!   the columns (two periods over four years: two each); month-and-day dates pair one-to-one with the
-//!   years, or one per period. When the counts do not fit, the table is left as it was.
+//! - **Columns** are the header's years in reading order, each period's change columns after its years
+//!   (Microsoft prints "Percentage" above "Change" above the years, so "Change" is read first). Periods
+//!   are spread evenly over the columns (two periods over four years: two each); month-and-day dates pair
+//!   one-to-one with the years, or one per period. When the counts do not fit, the table is left as it
+//!   was.
 //! - The **unit** ("in millions", "in thousands", "in billions") comes from the header or the caption line
 //!   above it and is added to plain figures, not to percentages, and not in rows or sections about shares,
 //!   per-share amounts, rates, ratios or percentages.
@@ -55,6 +57,8 @@ struct Patterns {
     unit: Regex,
     /// A whole line of header material (checked after the items are removed).
     leftover: Regex,
+    /// A line that is only the first word of a column title over two lines ("Percentage" above "Change").
+    column_title: Regex,
     number: Regex,
     /// Labels and sections whose figures are not amounts in the table's unit.
     not_amount: Regex,
@@ -73,6 +77,7 @@ fn patterns() -> &'static Patterns {
         )
         .unwrap(),
         unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").unwrap(),
+        column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").unwrap(),
         leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").unwrap(),
         number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").unwrap(),
         not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").unwrap(),
@@ -161,6 +166,10 @@ pub(crate) fn label_table_rows(page: &str) -> String {
 
 /// The label and numeric cells of a row line, or `None` when it is not one.
 fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
+    // "Three Months Ended September 30, 2023 2022" ends in two numbers but is a header.
+    if is_header_line(line) {
+        return None;
+    }
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let mut cells: Vec<String> = Vec::new();
     let mut k = tokens.len();
@@ -213,6 +222,9 @@ fn is_section_line(line: &str) -> bool {
 /// True when `line` holds header items and nothing else but unit notes and punctuation.
 fn is_header_line(line: &str) -> bool {
     let p = patterns();
+    if p.column_title.is_match(line) {
+        return true;
+    }
     if !p.header_item.is_match(line) && !p.unit.is_match(line) {
         return false;
     }
@@ -267,16 +279,28 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
         items.iter().filter_map(|i| if let HeaderItem::Period(p) = i { Some(p) } else { None }).collect();
     let days: Vec<&String> =
         items.iter().filter_map(|i| if let HeaderItem::MonthDay(d) = i { Some(d) } else { None }).collect();
-    let years = items.iter().filter(|i| matches!(i, HeaderItem::Year(_))).count();
-    let slots: Vec<&HeaderItem> =
-        items.iter().filter(|i| matches!(i, HeaderItem::Year(_) | HeaderItem::Change)).collect();
-    let count = slots.len();
+    let years: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Year(_))).collect();
+    let changes: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Change)).collect();
+    let count = years.len() + changes.len();
     if count < MIN_CELLS {
         return None;
     }
-    if !periods.is_empty() && count % periods.len() != 0 {
+    // Each period's years, then its change columns: a change column sits right of the years it
+    // compares, though a two-line "Percentage / Change" title is read before the years under it.
+    let groups = periods.len().max(1);
+    if years.len() % groups != 0 || changes.len() % groups != 0 {
         return None;
     }
+    let (years_each, changes_each) = (years.len() / groups, changes.len() / groups);
+    let slots: Vec<&HeaderItem> = (0..groups)
+        .flat_map(|g| {
+            years[g * years_each..(g + 1) * years_each]
+                .iter()
+                .chain(&changes[g * changes_each..(g + 1) * changes_each])
+                .copied()
+        })
+        .collect();
+    let years = years.len();
     let per_period = if periods.is_empty() { count } else { count / periods.len() };
     let day_for = |year_index: usize, column: usize| -> Option<Option<&String>> {
         if days.is_empty() {
@@ -402,6 +426,51 @@ mod tests {
             ),
             "{out}"
         );
+    }
+
+    #[test]
+    fn microsoft_percentage_change_title_read_before_the_years_goes_after_them() {
+        // As the text layer of Microsoft's 10-Q for the quarter ended September 30, 2023 gives it (p. 34).
+        let page = "SEGMENT RESULTS OF OPERATIONS\n\
+                    (In millions, except percentages)\n\
+                    Three Months Ended\n\
+                    September 30,\n\
+                    Percentage\n\
+                    Change\n\
+                    2023 2022\n\
+                    Revenue\n\
+                    Productivity and Business Processes $ 18,592 $ 16,465 13%\n\
+                    More Personal Computing 13,666 13,332 3%\n\
+                    Operating Income\n\
+                    More Personal Computing 5,174 4,217 23%";
+        let out = label_table_rows(page);
+        assert!(out.contains("More Personal Computing: 13,666 million (three months ended September 30, 2023); 13,332 million (three months ended September 30, 2022); 3% (change, three months ended)"), "{out}");
+        assert!(
+            out.contains(
+                "Productivity and Business Processes: $18,592 million (three months ended September 30, 2023)"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.starts_with("SEGMENT RESULTS OF OPERATIONS\nRevenue\nProductivity"),
+            "the whole header dropped: {out}"
+        );
+    }
+
+    #[test]
+    fn a_header_on_one_line_with_the_years_last() {
+        // Microsoft's segment note (Item 1), quarter ended September 30, 2023.
+        let page = "PART I\nItem 1\n\
+                    Segment revenue and operating income were as follows during the periods presented:\n\
+                    (In millions)\n\
+                    Three Months Ended September 30, 2023 2022\n\
+                    Revenue\n\
+                    Productivity and Business Processes $ 18,592 $ 16,465\n\
+                    More Personal Computing 13,666 13,332\n\
+                    Total $ 56,517 $ 50,122\n\
+                    No sales to an individual customer accounted for more than 10% of revenue for the three months";
+        let out = label_table_rows(page);
+        assert!(out.contains("More Personal Computing: 13,666 million (three months ended September 30, 2023); 13,332 million (three months ended September 30, 2022)"), "{out}");
     }
 
     #[test]

@@ -147,6 +147,9 @@ struct AnswersReport {
     answer_passage_mrr: Option<f64>,
     /// With --retrieval-only: the same within the deeper list (`--depth`).
     answer_passage_found_deep: Option<f64>,
+    /// Mean characters of passage excerpts in the answer prompt(s) a question (what the model reads,
+    /// without passage headers): prompt processing is most of an answer's seconds on a CPU.
+    passage_chars_per_q: Option<f64>,
     /// With --retrieval-only: share of questions NaiveRAG answers one document at a time (several
     /// documents match alike: `quarry_agents::per_document`).
     per_document: Option<f64>,
@@ -172,6 +175,7 @@ struct Sums {
     declined_unanswerable: Vec<f64>,
     declined_answerable: Vec<f64>,
     figures_in_passages: Vec<f64>,
+    passage_chars: Vec<f64>,
     passage_found: Vec<f64>,
     passage_rr: Vec<f64>,
     passage_found_deep: Vec<f64>,
@@ -208,19 +212,13 @@ fn figures_found(passages: &[Passage], wanted: &[Figure]) -> f64 {
     wanted.iter().filter(|w| states(&found, w)).count() as f64 / wanted.len().max(1) as f64
 }
 
-/// The passages as the answering model reads them: those that fit its prompt
-/// ([`quarry_agents::answer::number_passages`] with `config`'s limits), each cut toward the question as
-/// the prompt cuts it.
+/// The passages as the answering model reads them: those that fit its prompt, each with the excerpt the
+/// prompt shows of it ([`quarry_agents::answer::passage_excerpts`] with `config`'s limits).
 fn as_read(passages: &[Passage], question: &str, config: &AgentConfig) -> Vec<Passage> {
-    let (_, used) =
-        quarry_agents::answer::number_passages(passages, question, config.passage_chars, config.context_chars);
-    passages
-        .iter()
-        .take(used)
-        .map(|p| Passage {
-            text: quarry_agents::answer::focus_passage(&p.text, question, config.passage_chars),
-            ..p.clone()
-        })
+    quarry_agents::answer::passage_excerpts(passages, question, config.passage_chars, config.context_chars)
+        .into_iter()
+        .zip(passages)
+        .map(|(text, p)| Passage { text, ..p.clone() })
         .collect()
 }
 
@@ -329,11 +327,18 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                 args.k,
             );
             report.sums.per_document.push(f64::from(u8::from(tied.is_some())));
-            let naive = match tied {
-                Some(tied) => tied.documents.concat(),
-                None => quarry_agents::document_match::select(&q.text, wider, args.k),
+            // One prompt per document when answering per document, one prompt otherwise.
+            let (naive, read) = match tied {
+                Some(tied) => (
+                    tied.documents.concat(),
+                    tied.documents.iter().flat_map(|document| as_read(document, &q.text, &config)).collect(),
+                ),
+                None => {
+                    let naive = quarry_agents::document_match::select(&q.text, wider, args.k);
+                    let read = as_read(&naive, &q.text, &config);
+                    (naive, read)
+                }
             };
-            let read = as_read(&naive, &q.text, &config);
             report.sums.seconds += started.elapsed().as_secs_f64();
             bar.inc(1);
             score_passages(&mut report.sums, q, &read);
@@ -454,6 +459,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
 
 /// Scores the passages an answer was (or would be) written from.
 fn score_passages(s: &mut Sums, q: &Question, passages: &[Passage]) {
+    s.passage_chars.push(passages.iter().map(|p| p.text.chars().count()).sum::<usize>() as f64);
     if !q.answerable || q.figures.is_empty() {
         return;
     }
@@ -480,6 +486,7 @@ fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &
     report.abstention = mean(&s.declined_unanswerable);
     report.false_decline = mean(&s.declined_answerable);
     report.figures_in_passages = mean(&s.figures_in_passages);
+    report.passage_chars_per_q = mean(&s.passage_chars);
     report.answer_passage_found = mean(&s.passage_found);
     report.answer_passage_mrr = mean(&s.passage_rr);
     report.answer_passage_found_deep = mean(&s.passage_found_deep);
@@ -503,10 +510,10 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         "## {} over library {} — {} agent, {} ({} answerable, {} unanswerable questions{failed})\n",
         report.set, report.library, report.agent, report.model, report.answerable, report.unanswerable
     );
-    println!("| key facts | key facts, 1 doc | cited | supported claims | abstention | false decline | figures in passages | answer passage read | answer passage MRR | found @depth | s/q | first token s/q | calls/q | tokens/q |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| key facts | key facts, 1 doc | cited | supported claims | abstention | false decline | figures in passages | answer passage read | answer passage MRR | found @depth | passage chars/q | s/q | first token s/q | calls/q | tokens/q |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
         f(report.key_fact_score),
         f(report.key_fact_score_single_doc),
         f(report.cited_rate),
@@ -517,6 +524,7 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         f(report.answer_passage_found),
         f(report.answer_passage_mrr),
         f(report.answer_passage_found_deep),
+        report.passage_chars_per_q.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into()),
         report.seconds_per_q,
         report.first_token_seconds_per_q.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into()),
         report.llm_calls_per_q,

@@ -168,4 +168,15 @@ fn table_rows_carry_their_column_and_unit() {
         "{}",
         &apple[..3000.min(apple.len())]
     );
+    // Microsoft prints "Percentage" over "Change" over the years: the change column was read first and
+    // every segment's revenue was labelled "(change)"; and a one-line header ("Three Months Ended
+    // September 30, 2023 2022") in the notes.
+    let microsoft = text_of(&parse_one(&c_docs("en_sec-10-q/2023 Q3 MSFT.pdf")));
+    for row in [
+        "More Personal Computing: 13,666 million (three months ended September 30, 2023); 13,332 million (three months ended September 30, 2022); 3% (change, three months ended)",
+        "More Personal Computing: 13,666 million (three months ended September 30, 2023); 13,332 million (three months ended September 30, 2022)\n",
+    ] {
+        assert!(microsoft.contains(row), "{row:?} not in Microsoft's 10-Q");
+    }
+    assert!(!microsoft.contains("13,666 (change)"), "a revenue figure labelled as a change");
 }
