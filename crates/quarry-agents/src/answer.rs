@@ -204,29 +204,16 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
         .collect()
 }
 
-/// `text` split into sentences and table lines, keeping every character: the pieces, joined, give `text`
-/// back. A piece ends after ". " and at a line break, except where the text layer wrapped prose: a line of
-/// at least [`WRAPPED_LINE_CHARS`] characters that does not end in `.`, `:`, `;` or `)` and is followed by a
-/// line starting with a lower-case letter or a digit continues on that line (so a sentence over three
-/// lines is one piece, while labelled table rows, headings and short lines stay pieces of their own).
+/// `text` split into sentences (after ". ") and lines, keeping every character: the pieces, joined, give
+/// `text` back. (Joining lines that a PDF's text layer wrapped mid-sentence into one piece was tried: on
+/// the whole sec-10-q set it cut the reference figures NaiveRAG reads from 0.553 to 0.507 at the default
+/// budget — longer pieces, fewer of them fit; docs/ANSWERS.md, "Session 6".)
 fn sentence_pieces(text: &str) -> Vec<&str> {
     let mut pieces: Vec<&str> = Vec::new();
     let mut start = 0;
-    let mut line_start = 0;
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
-        let ends = match b {
-            b'\n' => {
-                let line = text[line_start..i].trim_end();
-                line_start = i + 1;
-                let wrapped = line.chars().count() >= WRAPPED_LINE_CHARS
-                    && !line.ends_with(['.', ':', ';', ')'])
-                    && text[i + 1..].chars().next().is_some_and(|c| c.is_lowercase() || c.is_ascii_digit());
-                !wrapped
-            }
-            b'.' => bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()),
-            _ => false,
-        };
+        let ends = b == b'\n' || (b == b'.' && bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()));
         if ends {
             pieces.push(&text[start..=i]);
             start = i + 1;
@@ -238,8 +225,30 @@ fn sentence_pieces(text: &str) -> Vec<&str> {
     pieces
 }
 
-/// Shortest line, in characters, that may be prose wrapped onto the next line by a PDF's text layer.
-const WRAPPED_LINE_CHARS: usize = 60;
+/// Whether a model's answer says nothing: once its citation markers are removed, no word of two letters
+/// or more is left (Qwen2.5-Coder-1.5B sometimes answers "[1] [2] [3] [4] [5] [6] [7] [8]").
+pub fn says_nothing(markdown: &str) -> bool {
+    !strip_citations(markdown)
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
+}
+
+/// The sentence or table row of `passages` that shares the most words with `question` (the better-ranked
+/// passage, then the earlier piece, on ties; none when no piece shares a word), cut to `max_chars`
+/// characters, with its passage's number (1-based, as [`number_passages`] numbers them).
+pub fn closest_piece(passages: &[Passage], question: &str, max_chars: usize) -> Option<(usize, String)> {
+    let wanted = stems(question);
+    let mut best: Option<(usize, usize, String)> = None;
+    for (i, p) in passages.iter().enumerate() {
+        for piece in sentence_pieces(&p.text) {
+            let score = stems(piece).intersection(&wanted).count();
+            if score > 0 && best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                best = Some((score, i + 1, piece.trim().chars().take(max_chars).collect()));
+            }
+        }
+    }
+    best.map(|(_, number, piece)| (number, piece))
+}
 
 /// The kept pieces in their order, ` … ` where non-blank pieces were left out between them.
 fn join_kept(pieces: &[&str], keep: &[bool]) -> String {

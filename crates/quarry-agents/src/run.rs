@@ -225,7 +225,21 @@ impl Run {
             values.extend_from_slice(extra);
             let mut request = prompt.request(&values, self.config.answer_max_tokens);
             request.step = "answer".into();
-            self.call(&request, true).await?.text.trim().to_string()
+            let text = self.call(&request, true).await?.text.trim().to_string();
+            match crate::answer::closest_piece(&passages, question, 400).filter(|_| crate::answer::says_nothing(&text))
+            {
+                // An answer of citation markers alone: the person reads the passage closest to the
+                // question, quoted as such, instead of a row of numbers.
+                Some((number, piece)) => {
+                    self.degraded(
+                        "answer",
+                        "the model wrote only citation markers",
+                        "the passage closest to the question, quoted",
+                    );
+                    format!("The model wrote no answer from the passages found. The passage closest to the question says: “{piece}” [{number}]")
+                }
+                None => text,
+            }
         };
         Ok(self.finish_answer(agent, question, markdown, passages, queries, retrieved, nothing_found))
     }

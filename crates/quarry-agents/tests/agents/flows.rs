@@ -77,6 +77,34 @@ async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
     assert!(matches!(events.last(), Some(AgentEvent::Finished { llm_calls: 1, .. })));
 }
 
+#[tokio::test]
+async fn an_answer_of_citation_markers_alone_becomes_the_closest_passage_quoted() {
+    // Qwen2.5-Coder-1.5B answered a sec-10-q question with "[1] [2] [3] [4] [5] [6] [7] [8]".
+    let model = Arc::new(ScriptedModel::new().on("answer", text("[1] [2] [3]\n[4]")));
+    let retriever = Arc::new(corpus("work"));
+    let (answer, events) = run_agent(
+        "What was Acme Corporation revenue in 2023?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        AgentConfig::default(),
+    )
+    .await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["answer"], "no second model call");
+    assert!(
+        answer.markdown.starts_with("The model wrote no answer from the passages found. The passage closest to the question says: “Acme Corporation revenue in 2023"),
+        "{}",
+        answer.markdown
+    );
+    assert!(answer.markdown.ends_with("” [1]"), "{}", answer.markdown);
+    assert_eq!(answer.citations[0].passage.citation(), "acme.pdf, p. 2");
+    assert_eq!(degraded_steps(&events), vec!["answer"]);
+    // A real answer is left alone.
+    assert!(!quarry_agents::answer::says_nothing("Revenue was $7,192 million [3]."));
+    assert!(quarry_agents::answer::says_nothing("[1] [2], [3]."));
+}
+
 /// Four filings of one company, for questions that name the company and no period.
 fn quarterly_filings() -> MemoryRetriever {
     MemoryRetriever::new(
