@@ -153,10 +153,7 @@ pub async fn add_to_library(
     }
     let embedder = state.embedder_for_library(&library).await?;
     let model_id = embedder.lock().map_err(text)?.model_id().to_string();
-    let mut isolation = quarry_ingest::isolate::IsolationConfig::new(quarry_ingest::isolate::WorkerCommand {
-        program: state.worker_program.clone(),
-        args: vec!["parse-worker".into()],
-    });
+    let mut isolation = quarry_ingest::isolate::IsolationConfig::new(state.parse_worker());
     isolation.include_documents = true;
     let options = IngestOptions::new(isolation);
     {
@@ -345,10 +342,7 @@ async fn run_question(
         Arc::new(move |message: String| record(serde_json::json!({"event": "web_notice", "message": message})))
     };
     let embedder = if settings.web.enabled { Some(state.embedder().await?) } else { None };
-    let worker = quarry_ingest::isolate::WorkerCommand {
-        program: state.worker_program.clone(),
-        args: vec!["parse-worker".into()],
-    };
+    let worker = state.parse_worker();
     if let Some(web) =
         quarry_session::web_source(&settings.web, settings.network, embedder, Some(worker), &web_notice, problems)
             .map_err(|e| format!("{e:#}"))?

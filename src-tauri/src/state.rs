@@ -60,6 +60,15 @@ impl AppState {
         }
     }
 
+    /// The command that starts one parse worker (this executable with `parse-worker`): documents added
+    /// to a library and web pages are both read in one.
+    pub fn parse_worker(&self) -> quarry_ingest::isolate::WorkerCommand {
+        quarry_ingest::isolate::WorkerCommand {
+            program: self.worker_program.clone(),
+            args: vec!["parse-worker".into()],
+        }
+    }
+
     /// A copy of the current settings.
     pub fn settings(&self) -> Settings {
         self.settings.read().map(|s| s.clone()).unwrap_or_default()
