@@ -401,8 +401,9 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
 
 /// A stored answer carrying hostile markup (what a model can be made to write by a document) is shown
 /// without `style` attributes and without SVG links, and its citation of a launcher file outside the
-/// library's sources is refused when the person clicks "Open file". Before: the overlay's `style` and the
-/// SVG `xlink:href` reached the page, and the app handed any cited path to the system's default program.
+/// library's sources is refused when the person clicks "Open file"; brackets that are no marker of its
+/// passages stay text. Before: the overlay's `style` and the SVG `xlink:href` reached the page, the app
+/// handed any cited path to the system's default program, and "[2023]" became a citation link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not_opened() {
     let _one = one_app_at_a_time();
@@ -433,7 +434,7 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
     });
     let answer = serde_json::json!({
         "question": question, "agent": "naive",
-        "markdown": "It says <span style=\"position:fixed;top:0;left:0;width:100%;height:100%;background:white\">nothing</span> and <svg><a xlink:href=\"https://evil.example/\"><text y=\"20\">click</text></a></svg> [1].",
+        "markdown": "It says <span style=\"position:fixed;top:0;left:0;width:100%;height:100%;background:white\">nothing</span> and <svg><a xlink:href=\"https://evil.example/\"><text y=\"20\">click</text></a></svg> [1]. In [2023] it said so [1, 2].",
         "citations": [{"number": 1, "passage": passage}], "sources": [{"number": 1, "passage": passage}],
         "queries": [[question]], "retrieved": 1, "kept": 1, "llm_calls": 1,
         "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "seconds": 1.0, "model": "test",
@@ -460,6 +461,11 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
     assert!(shown.contains("nothing"), "the text stays: {shown}");
     assert!(!shown.contains("style="), "a style attribute reached the page: {shown}");
     assert!(!shown.contains("evil.example") && !shown.contains("<svg"), "an SVG link reached the page: {shown}");
+    // Only markers of the answer's own passages are links: "[2023]" and "[1, 2]" (no passage 2) stay text
+    // (the app's own marker regex linked both before).
+    let links = app.script("return document.querySelectorAll('.turn .answer .cite').length", vec![]).await.unwrap();
+    assert_eq!(links.as_u64(), Some(1), "{shown}");
+    assert!(shown.contains("In [2023] it said so [1, 2]."), "{shown}");
 
     app.wait_for(".sources .cite", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_until("return !document.getElementById('citation').hidden", MINUTE).await.unwrap();

@@ -4,7 +4,7 @@
 import DOMPurify from "dompurify";
 import { marked } from "marked";
 import * as api from "./api";
-import type { AgentEvent, Conversation, IngestEvent, LibraryView, Turn } from "./api";
+import type { AgentEvent, Answer, Conversation, IngestEvent, LibraryView, Turn } from "./api";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -329,10 +329,12 @@ function newConversation() {
 
 // ---------------------------------------------------------------- chat
 
-const CITATION = /\[(\d+(?:\s*[,–-]\s*\d+)*)\]/g;
+/** A citation marker as Quarry stores it (`quarry_agents::answer::canonical_markers`): `[2]`, `[1, 3]`. */
+const CITATION = /\[(\d+(?:, \d+)*)\]/g;
 
-/** Markdown → sanitised HTML; `[n]` markers become citation links when the answer is finished. */
-function renderMarkdown(markdown: string, turnIndex: number | null): HTMLElement {
+/** Markdown → sanitised HTML; `[n]` markers of `answer`'s passages become citation links when the answer
+ * is finished (`turnIndex` set). */
+function renderMarkdown(markdown: string, turnIndex: number | null, answer?: Answer): HTMLElement {
   const div = el("div", { className: "answer" });
   // An answer is model text over document text: no images (they fetch), no forms, no `style` (a
   // full-window overlay can fake the app), no SVG or MathML (their `xlink:href` links navigate).
@@ -348,6 +350,8 @@ function renderMarkdown(markdown: string, turnIndex: number | null): HTMLElement
     const node = walker.currentNode as Text;
     if (!node.parentElement?.closest("code, pre")) texts.push(node);
   }
+  // Numbers the answer can resolve: a bracket of other numbers ("[2023]") stays text.
+  const known = new Set([...(answer?.citations ?? []), ...(answer?.sources ?? [])].map((c) => c.number));
   for (const node of texts) {
     const value = node.nodeValue ?? "";
     if (!CITATION.test(value)) continue;
@@ -355,9 +359,10 @@ function renderMarkdown(markdown: string, turnIndex: number | null): HTMLElement
     const fragment = document.createDocumentFragment();
     let last = 0;
     for (const match of value.matchAll(CITATION)) {
+      const numbers = match[1].split(", ");
+      if (!numbers.every((n) => known.has(Number(n)))) continue;
       fragment.append(value.slice(last, match.index));
       fragment.append("[");
-      const numbers = match[1].split(/\s*[,–-]\s*/);
       numbers.forEach((n, i) => {
         if (i > 0) fragment.append(", ");
         const link = el("button", { className: "cite", type: "button", textContent: n });
@@ -424,7 +429,7 @@ function renderTurn(turn: Turn, index: number): HTMLElement {
   box.append(renderTrace(turn.trace, false));
   if (turn.answer) {
     const a = turn.answer;
-    box.append(renderMarkdown(a.markdown, index));
+    box.append(renderMarkdown(a.markdown, index, a));
     const unsupported = (a.claims ?? []).filter((c) => !c.supported);
     if (unsupported.length > 0) {
       const warning = el("div", { className: "unsupported" }, `Unsupported by the cited passages (${unsupported.length} of ${(a.claims ?? []).length} claims) — check before relying on them:`);

@@ -374,6 +374,23 @@ pub fn cited_numbers(markdown: &str, count: usize) -> Vec<usize> {
     out
 }
 
+/// `markdown` with every citation marker whose numbers are all passages (1..=`count`) written in one
+/// form, `[1, 2, 3]` — "[1-3]", "[1 3]", "[1,3]" and "[1–3]" included — and every other bracket left as
+/// it was. Answers are stored and shown in this form, so the app links exactly the markers this parser
+/// reads ([`marker_numbers`]) instead of parsing them a second way.
+pub fn canonical_markers(markdown: &str, count: usize) -> String {
+    pieces(markdown)
+        .into_iter()
+        .map(|piece| match piece {
+            Piece::Marker { numbers, .. } if numbers.iter().all(|&n| (1..=count).contains(&n)) => {
+                format!("[{}]", numbers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "))
+            }
+            Piece::Marker { raw, .. } => raw.to_string(),
+            Piece::Text(text) => text.to_string(),
+        })
+        .collect()
+}
+
 /// `markdown` without its citation markers (`[2]`, `[1, 3]`) and the spaces before them, e.g. to score
 /// it against a reference answer or to quote it in a later prompt.
 pub fn strip_citations(markdown: &str) -> String {
@@ -427,6 +444,10 @@ mod tests {
             .collect();
         assert_eq!(joined, text, "pieces give the text back");
         assert_eq!(pieces("[x][2]")[1], Piece::Marker { raw: "[2]", numbers: vec![2] });
+        assert_eq!(
+            canonical_markers("A [1-3]. B [1 3] and [2,3]. C [1–2][4]. D [9] [2023] [see 2].", 4),
+            "A [1, 2, 3]. B [1, 3] and [2, 3]. C [1, 2][4]. D [9] [2023] [see 2]."
+        );
     }
 
     #[test]

@@ -245,7 +245,7 @@ impl Run {
     }
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
-    /// them): a citation whose figures are in another passage is moved there
+    /// them): its citation markers in one form ([`crate::answer::canonical_markers`]), a citation whose figures are in another passage is moved there
     /// ([`crate::claims::repair_citations`]), each sentence gets its claim check, and the run's model calls,
     /// tokens and seconds are recorded. Emits [`AgentEvent::Finished`]. `nothing_found` skips the repair
     /// and the check (no model wrote the text).
@@ -260,6 +260,8 @@ impl Run {
         retrieved: usize,
         nothing_found: bool,
     ) -> Answer {
+        let markdown =
+            if nothing_found { markdown } else { crate::answer::canonical_markers(&markdown, passages.len()) };
         let (_, sources) = citations_for(&markdown, &passages);
         // A figure cited to a passage that does not hold it is re-cited to the one that does.
         let (markdown, citation_repairs) =
