@@ -290,11 +290,38 @@ pub fn missing_quarter(question: &str, found: &[Passage]) -> Option<(u8, u16)> {
     (!covered).then_some(first)
 }
 
+/// Share of `text`'s letters that are Chinese, Japanese or Korean characters ([`quarry_core::is_cjk_char`]);
+/// `None` without letters.
+fn cjk_share(text: &str) -> Option<f64> {
+    let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+    (letters > 0).then(|| quarry_core::count_cjk_chars(text) as f64 / letters as f64)
+}
+
+/// The message for a question written in Chinese, Japanese or Korean characters (at least half its
+/// letters) when the passages found hold almost none (under 5 % of their letters): search matched the
+/// question's numbers and stray Latin words, and a small model then answers from passages it cannot
+/// relate to the question (issue 36: "a question in another language than the library … never a
+/// made-up answer"). The other way round — an English question over Chinese documents — goes to the
+/// model: the multilingual embedder (`e5`) retrieves across languages and Qwen reads Chinese. `None`
+/// when the scripts agree or either side has no letters.
+pub fn other_script(question: &str, found: &[Passage]) -> Option<String> {
+    let asked = cjk_share(question)?;
+    let text: String = found.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n");
+    let read = cjk_share(&text)?;
+    (asked >= 0.5 && read < 0.05).then(|| {
+        "The question is written in Chinese, Japanese or Korean characters, but the passages found in your documents are not, so it cannot be answered reliably from them: ask in the language of your documents.".to_string()
+    })
+}
+
 /// Why NaiveRAG declines `question` without asking the model, given the passages `found` by its wider
-/// search: an [`uncovered_subject`], else a [`missing_quarter`] (the message names it and the documents
+/// search: a Chinese, Japanese or Korean question over passages in another script ([`other_script`]), an
+/// [`uncovered_subject`], else a [`missing_quarter`] (the message names it and the documents
 /// found, at most four). `None`: the model is asked. The one decision NaiveRAG and
 /// `quarry eval answers --retrieval-only` share.
 pub fn decline_without_model(question: &str, found: &[Passage]) -> Option<String> {
+    if let Some(message) = other_script(question, found) {
+        return Some(message);
+    }
     if let Some(subject) = uncovered_subject(question, found) {
         return Some(subject.message());
     }
@@ -378,6 +405,32 @@ fn match_order(question: &str, passages: Vec<Passage>) -> (Vec<Passage>, usize) 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_chinese_question_over_english_passages_is_declined_and_the_reverse_is_not() {
+        let passage = |text: &str| Passage {
+            chunk_id: 1,
+            library: "l".into(),
+            document_id: "d".into(),
+            path: "/docs/d.pdf".into(),
+            page_start: Some(1),
+            page_end: Some(1),
+            sheet: None,
+            heading_path: vec![],
+            text: text.into(),
+            context: String::new(),
+            score: 0.0,
+        };
+        let english = [passage("Revenue for the first quarter of fiscal year 2024 was $7.19 billion.")];
+        let chinese = [passage("中国移动 2023 年第一季度营业收入为 2,640 亿元。")];
+        let message = other_script("英伟达 2024 财年第一季度的收入是多少？", &english).unwrap();
+        assert!(message.contains("ask in the language of your documents") && !message.contains('\n'), "{message}");
+        assert_eq!(decline_without_model("英伟达 2024 财年第一季度的收入是多少？", &english), Some(message));
+        assert_eq!(other_script("中国移动第一季度营业收入是多少？", &chinese), None);
+        assert_eq!(other_script("What was China Mobile's revenue?", &chinese), None);
+        assert_eq!(other_script("What was NVIDIA's revenue?", &english), None);
+        assert_eq!(other_script("2024?", &english), None, "no letters: no script to compare");
+    }
     use super::*;
 
     fn passage(id: u64, context: &str) -> Passage {

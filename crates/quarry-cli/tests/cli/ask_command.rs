@@ -96,6 +96,13 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert_eq!(streamed.trim(), answer["markdown"].as_str().unwrap());
     sources_exist(&data, &answer);
 
+    // A question in Chinese over English reports: one clear line, no model call, no made-up answer
+    // (keyword search finds "NTSB" in every report, so passages are found).
+    let (_, answer) = ask(&data, &["根据 NTSB 报告，事故的可能原因是什么？", "--agent", "naive"]);
+    assert_eq!(answer["llm_calls"], 0, "{answer}");
+    let text = answer["markdown"].as_str().unwrap();
+    assert!(text.contains("ask in the language of your documents") && !text.contains('\n'), "{text}");
+
     // DeepSearch: the question and ≤ 4 sub-queries, ≤ 3 gap queries a round, ≤ 2 rounds; its sources are kept passages.
     // It also writes a Markdown report next to the documents' folder.
     let report = tmp.path().join("reports/deep search.md");
@@ -162,6 +169,11 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
         String::from_utf8_lossy(&output.stderr)
     );
     run(&data, &["library", "create", "empty"]);
+    // An empty library: NaiveRAG says it holds nothing on the question, without a model call.
+    let output = run(&data, &["ask", "What was the revenue?", "--library", "empty", "--agent", "naive", "--json"]);
+    let last: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(last["llm_calls"], 0, "{last}");
+    assert!(last["markdown"].as_str().unwrap().contains("does not contain passages relevant"), "{last}");
     let output = quarry(&data)
         .args(["ask", "anything", "--model", "/nonexistent/model.gguf", "--agent", "naive"])
         .output()
