@@ -117,8 +117,9 @@ pub fn number_passages_from(
 /// (always the first one), so the result is a prefix of `passages`: `result.len()` passages, the
 /// excerpts in the same order.
 ///
-/// With a budget larger than the passages, this is [`focus_passage`] applied to each; a smaller budget
-/// moves characters from the weaker sentences of every passage to the stronger ones (issue 36: fewer
+/// With a budget larger than the passages, each passage is cut on its own: a passage that fits is shown
+/// whole, a longer one keeps its sentences sharing most words with `focus` (so a fact near a long chunk's
+/// end is not cut off the way a plain prefix cuts it); a smaller budget moves characters from the weaker sentences of every passage to the stronger ones (issue 36: fewer
 /// prompt tokens, the figure-bearing rows kept — docs/ANSWERS.md, "Session 6").
 pub fn passage_excerpts(passages: &[Passage], focus: &str, max_chars_each: usize, budget_chars: usize) -> Vec<String> {
     let texts: Vec<String> = passages
@@ -287,14 +288,6 @@ pub(crate) fn stems(text: &str) -> std::collections::HashSet<String> {
         .collect()
 }
 
-/// `text` cut to at most `max_chars` characters. A passage that fits is returned whole; a longer one
-/// keeps the sentences (and table lines) that share the most words with `focus`, in their original
-/// order, with ` … ` where text was left out — so a fact near a long chunk's end is not cut off the way
-/// a plain prefix cuts it. With an empty `focus`, the first `max_chars` characters.
-pub fn focus_passage(text: &str, focus: &str, max_chars: usize) -> String {
-    excerpts(vec![text.to_string()], focus, max_chars, usize::MAX).pop().unwrap_or_default()
-}
-
 /// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
 /// or `None` when it is not a citation marker (other characters, empty, a reversed or longer range).
 pub fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
@@ -454,6 +447,9 @@ mod tests {
     fn a_long_passage_keeps_the_sentences_about_the_question() {
         let filler = "The Company designs chips for gaming and data centers. ".repeat(30);
         let text = format!("{filler}Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13%. Gross margin was 64.6%.");
+        let focus_passage = |text: &str, focus: &str, max_chars: usize| {
+            excerpts(vec![text.to_string()], focus, max_chars, usize::MAX).pop().unwrap()
+        };
         let focused = focus_passage(&text, "What was NVIDIA's revenue in the first quarter of fiscal 2024?", 400);
         assert!(focused.chars().count() <= 400, "{focused}");
         assert!(focused.contains("Revenue for the first quarter of fiscal year 2024 was $7.19 billion"), "{focused}");
@@ -490,11 +486,11 @@ mod tests {
             ),
         ];
         let question = "What was NVIDIA's Data Center revenue?";
-        // A budget larger than the passages: each passage cut on its own, as focus_passage cuts it.
+        // A budget larger than the passages: each passage cut on its own.
         let roomy = passage_excerpts(&passages, question, 300, 100_000);
         assert_eq!(roomy.len(), 3);
         for (excerpt, p) in roomy.iter().zip(&passages) {
-            assert_eq!(excerpt, &focus_passage(&p.text, question, 300));
+            assert_eq!(excerpt, &excerpts(vec![p.text.clone()], question, 300, usize::MAX)[0]);
         }
         // A budget of 400 characters for three passages of 300 to 900: every passage is shown, the
         // row the question asks about is kept whole, and the filler gives way.
