@@ -408,13 +408,17 @@ impl Library {
                 }
             };
             if let Some(rows) = by_origin.get(hash.as_str()) {
-                let here = rows.iter().any(|d| d.file_path == file_path);
+                // A file is whole in the library once its own row is there. An archive's row is written
+                // after all its members, so members without it are what a killed run left: the archive
+                // is read again, and the members already indexed are kept as they are.
+                let whole_here = rows.iter().any(|d| d.file_path == file_path && d.path == d.file_path);
+                let partly_here = rows.iter().any(|d| d.file_path == file_path);
                 let failed_retry = rows.iter().any(|d| d.path == d.file_path && retry(d));
-                if here && !failed_retry {
+                if whole_here && !failed_retry {
                     summary.unchanged += 1;
                     continue;
                 }
-                if !here {
+                if !partly_here {
                     let old = rows[0].file_path.clone();
                     if !Path::new(&old).exists() {
                         self.store.rename_origin(&hash, &old, &file_path, modified_ms).await?;
@@ -526,7 +530,9 @@ impl Library {
                 (Status::Ok, Some(document)) => {
                     let id = document.content_hash.clone();
                     if let Some(existing) = known_by_id.get(id.as_str()).filter(|d| d.state == DocumentState::Indexed) {
-                        if replaced_origins.contains(&existing.origin_id) {
+                        if existing.path == outcome.path && existing.origin_id == planned.hash {
+                            // A member indexed before a run was killed, its archive being read again.
+                        } else if replaced_origins.contains(&existing.origin_id) {
                             // An unchanged member of a changed archive: keep it, under the new archive.
                             rehome.push((
                                 id.clone(),

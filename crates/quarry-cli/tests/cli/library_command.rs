@@ -388,6 +388,43 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
     assert_eq!(s["chunks"].as_u64(), s["keyword_chunks"].as_u64(), "nothing half-indexed remains: {s}");
 }
 
+/// What a `kill -9` leaves when a commit group ends inside a ZIP archive: its first member indexed, the
+/// next ones `pending` (their group's commit cut off), the archive's own row (written after all its
+/// members) missing. The next `add` must read the archive again and end with every member, as an
+/// uninterrupted run does; it once took the archive for unchanged and lost the members for good.
+#[test]
+fn an_archive_cut_off_between_its_members_by_a_kill_is_read_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let zip = tmp.path().join("more-ntsb-reports.zip");
+    std::fs::copy(sample_library().join("ntsb/more-ntsb-reports.zip"), &zip).unwrap();
+    let zip_arg = zip.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "cut"]);
+    ingest(&data, &["add", &zip_arg, "--library", "cut", "--json"]);
+    let expected = check_consistent(&data, "cut");
+    assert!(expected.0 >= 2, "the archive has several members: {expected:?}");
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let dir = quarry_store::DataDir::at(&data);
+        let library = quarry_store::Library::open_read(&dir, "cut").await.unwrap();
+        let mut rows: Vec<quarry_store::DocumentRecord> = library.documents().cloned().collect();
+        rows.sort_by(|a, b| a.path.cmp(&b.path));
+        let (archive, members): (Vec<_>, Vec<_>) = rows.into_iter().partition(|d| d.path == d.file_path);
+        assert_eq!(archive.len(), 1, "one row for the archive itself");
+        library.store().delete_documents(&[archive[0].document_id.clone()]).await.unwrap();
+        let cut: Vec<String> = members[1..].iter().map(|d| d.document_id.clone()).collect();
+        library.store().set_state(&cut, quarry_store::DocumentState::Pending).await.unwrap();
+    });
+    assert_eq!(check_consistent(&data, "cut").0, 1, "only the first member is left indexed");
+
+    let (events, summary) = ingest(&data, &["add", &zip_arg, "--library", "cut", "--json"]);
+    assert_eq!(check_consistent(&data, "cut"), expected, "{events:?}");
+    assert_eq!(summary["skipped"].as_u64(), Some(0), "the member already in is not a duplicate: {summary}");
+    let s = status(&data, "cut");
+    assert_eq!((count(&s, "pending"), s["archives"].as_u64()), (0, Some(1)), "{s}");
+}
+
 /// `kill -9` during `sync` (a new file, a changed file, a vanished file), `remove` and `library reindex`,
 /// each at 2 random moments from the same starting library: after every kill the library is consistent
 /// (what `check_consistent` asserts: every indexed document whole in LanceDB and tantivy, searches see
