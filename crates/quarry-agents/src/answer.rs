@@ -369,17 +369,49 @@ pub fn cited_numbers(markdown: &str, count: usize) -> Vec<usize> {
 
 /// `markdown` with every citation marker whose numbers are all passages (1..=`count`) written in one
 /// form, `[1, 2, 3]` — "[1-3]", "[1 3]", "[1,3]" and "[1–3]" included — and every other bracket left as
-/// it was. Answers are stored and shown in this form, so the app links exactly the markers this parser
-/// reads ([`marker_numbers`]) instead of parsing them a second way.
+/// it was. Markers next to each other (nothing but spaces between) become one, each number once: "[2][2]"
+/// → "[2]", "[1] [3]" → "[1, 3]". Answers are stored and shown in this form, so the app links exactly
+/// the markers this parser reads ([`marker_numbers`]) instead of parsing them a second way.
 pub fn canonical_markers(markdown: &str, count: usize) -> String {
-    pieces(markdown)
-        .into_iter()
-        .map(|piece| match piece {
+    enum Out<'a> {
+        Text(&'a str),
+        Marker(Vec<usize>),
+    }
+    let mut out: Vec<Out> = Vec::new();
+    for piece in pieces(markdown) {
+        match piece {
             Piece::Marker { numbers, .. } if numbers.iter().all(|&n| (1..=count).contains(&n)) => {
+                if matches!(out.last(), Some(Out::Text(t)) if t.trim_matches(' ').is_empty())
+                    && matches!(out.iter().rev().nth(1), Some(Out::Marker(_)))
+                {
+                    out.pop();
+                }
+                let mut merged = match out.last_mut() {
+                    Some(Out::Marker(previous)) => std::mem::take(previous),
+                    _ => {
+                        out.push(Out::Marker(Vec::new()));
+                        Vec::new()
+                    }
+                };
+                for n in numbers {
+                    if !merged.contains(&n) {
+                        merged.push(n);
+                    }
+                }
+                if let Some(Out::Marker(last)) = out.last_mut() {
+                    *last = merged;
+                }
+            }
+            Piece::Marker { raw, .. } => out.push(Out::Text(raw)),
+            Piece::Text(text) => out.push(Out::Text(text)),
+        }
+    }
+    out.into_iter()
+        .map(|o| match o {
+            Out::Text(text) => text.to_string(),
+            Out::Marker(numbers) => {
                 format!("[{}]", numbers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "))
             }
-            Piece::Marker { raw, .. } => raw.to_string(),
-            Piece::Text(text) => text.to_string(),
         })
         .collect()
 }
@@ -439,7 +471,12 @@ mod tests {
         assert_eq!(pieces("[x][2]")[1], Piece::Marker { raw: "[2]", numbers: vec![2] });
         assert_eq!(
             canonical_markers("A [1-3]. B [1 3] and [2,3]. C [1–2][4]. D [9] [2023] [see 2].", 4),
-            "A [1, 2, 3]. B [1, 3] and [2, 3]. C [1, 2][4]. D [9] [2023] [see 2]."
+            "A [1, 2, 3]. B [1, 3] and [2, 3]. C [1, 2, 4]. D [9] [2023] [see 2]."
+        );
+        // Markers side by side are one marker, each number once; text between keeps them apart.
+        assert_eq!(
+            canonical_markers("was $7,192 million, as stated in [2][2]. Up [1] [3], [1]. X [2, 2].", 3),
+            "was $7,192 million, as stated in [2]. Up [1, 3], [1]. X [2]."
         );
     }
 

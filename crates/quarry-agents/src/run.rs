@@ -264,8 +264,13 @@ impl Run {
             if nothing_found { markdown } else { crate::answer::canonical_markers(&markdown, passages.len()) };
         let (_, sources) = citations_for(&markdown, &passages);
         // A figure cited to a passage that does not hold it is re-cited to the one that does.
-        let (markdown, citation_repairs) =
-            if nothing_found { (markdown, Vec::new()) } else { crate::claims::repair_citations(&markdown, &sources) };
+        let (markdown, citation_repairs) = if nothing_found {
+            (markdown, Vec::new())
+        } else {
+            // A repair can put a number next to the same one ("[3][2]" → "[2][2]"): one form again.
+            let (repaired, repairs) = crate::claims::repair_citations(&markdown, &sources);
+            (crate::answer::canonical_markers(&repaired, passages.len()), repairs)
+        };
         let (citations, sources) = citations_for(&markdown, &passages);
         let claims = if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources) };
         let (llm_calls, usage) = self.stats();

@@ -44,6 +44,9 @@ enum Command {
     /// Write a long-form research report on a topic: planned sections, each researched with DeepSearch,
     /// reviewed once, with an introduction and conclusion, as one Markdown file.
     Report(commands::report::ReportArgs),
+    /// Serve the libraries to other tools over the Model Context Protocol (stdio): search, get_passage,
+    /// ask and list_libraries, for MCP hosts such as desktop chat apps, editors and coding agents.
+    Mcp(commands::mcp::McpArgs),
     /// API keys (llm, tavily, brave) in the OS keyring: set (from stdin), delete, status.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Search(args) => data().map_err(Into::into).and_then(|d| commands::library::search(d, args)),
         Command::Ask(args) => data().map_err(Into::into).and_then(|d| commands::ask::ask(d, args)),
         Command::Report(args) => data().map_err(Into::into).and_then(|d| commands::report::report(d, args)),
+        Command::Mcp(args) => data().map_err(Into::into).and_then(|d| commands::mcp::mcp(d, args)),
         Command::Eval(command) => commands::eval::run(command, || data().map_err(Into::into)),
         Command::Secret(command) => commands::secret::run(command),
         Command::ParseWorker => commands::parse::run_worker(),

@@ -183,10 +183,31 @@ pub async fn open_sources(
     llm: &LlmArgs,
     json: bool,
 ) -> anyhow::Result<(Vec<SearchableLibrary>, Arc<dyn ChatModel>)> {
-    let embedders = if mode == SearchMode::Bm25 { None } else { Some(embedding.cache()) };
-    let mut libraries = open_libraries(data, names, mode, embedders.as_ref()).await?;
+    let libraries = open_searchable(data, names, mode, &embedding.cache(), web, llm.network, json).await?;
+    let model = llm.load()?;
+    if !json {
+        eprintln!("model: {}", model.describe());
+    }
+    Ok((libraries, model))
+}
+
+/// The sources of a research run without its model: the libraries `names` (every library when empty),
+/// each with its own embedding model from `embedders` (none loaded for BM25), and the web when `web`
+/// turns it on and `network` allows it. Web notices go to stderr, or to stdout as `web_notice` JSON
+/// lines with `json`. Errors: as [`open_libraries`] and [`WebArgs::source`].
+pub async fn open_searchable(
+    data: &DataDir,
+    names: &[String],
+    mode: SearchMode,
+    embedders: &Arc<quarry_session::EmbedderCache>,
+    web: &WebArgs,
+    network: quarry_net::NetworkMode,
+    json: bool,
+) -> anyhow::Result<Vec<SearchableLibrary>> {
+    let embedders = if mode == SearchMode::Bm25 { None } else { Some(embedders) };
+    let mut libraries = open_libraries(data, names, mode, embedders).await?;
     // Web pages are embedded with the configured model, loaded only when the web is searched.
-    let embedder = match &embedders {
+    let embedder = match embedders {
         Some(cache) if web.web => Some(cache.configured()?),
         _ => None,
     };
@@ -198,14 +219,10 @@ pub async fn open_sources(
         }
     };
     let problems: quarry_web::WebProblemSink = Arc::new(move |message: String| notice(&message));
-    if let Some(source) = web.source(llm.network, embedder, &notice, problems)? {
+    if let Some(source) = web.source(network, embedder, &notice, problems)? {
         libraries.push(source);
     }
-    let model = llm.load()?;
-    if !json {
-        eprintln!("model: {}", model.describe());
-    }
-    Ok((libraries, model))
+    Ok(libraries)
 }
 
 /// A cancellation token that Ctrl-C cancels (the run stops within the model call in progress).
@@ -288,61 +305,72 @@ pub fn show_event(event: &AgentEvent, json: bool) {
         println!("{}", serde_json::to_string(event).unwrap_or_default());
         return;
     }
-    match event {
-        AgentEvent::AnswerDelta { text } => {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
-        }
+    if let AgentEvent::AnswerDelta { text } = event {
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+    } else if let Some(line) = event_line(event) {
+        eprintln!("{line}");
+    }
+}
+
+/// What a person follows a run by: one event as the line(s) `quarry ask` prints on stderr (`quarry mcp`
+/// sends the same text as progress messages). `None` for events with nothing to show (the streamed
+/// answer text, start and finish).
+pub fn event_line(event: &AgentEvent) -> Option<String> {
+    let line = match event {
+        AgentEvent::AnswerDelta { .. } | AgentEvent::Started { .. } | AgentEvent::Finished { .. } => return None,
         AgentEvent::Routed { agent, libraries, reason } => {
-            eprintln!("agent {agent} over {} ({reason})", libraries.join(", "))
+            format!("agent {agent} over {} ({reason})", libraries.join(", "))
         }
-        AgentEvent::Started { .. } | AgentEvent::Finished { .. } => {}
         AgentEvent::Queries { round, queries } => {
-            eprintln!("round {round}: {}", queries.iter().map(|q| format!("{q:?}")).collect::<Vec<_>>().join(", "))
+            format!("round {round}: {}", queries.iter().map(|q| format!("{q:?}")).collect::<Vec<_>>().join(", "))
         }
-        AgentEvent::Retrieved { query, hits, new, .. } => eprintln!("  {hits} passages ({new} new) for {query:?}"),
+        AgentEvent::Retrieved { query, hits, new, .. } => format!("  {hits} passages ({new} new) for {query:?}"),
         AgentEvent::Judged { kept, rejected, .. } => {
-            eprintln!("  kept {} of {} new passages", kept.len(), kept.len() + rejected.len());
+            let mut text = format!("  kept {} of {} new passages", kept.len(), kept.len() + rejected.len());
             for p in kept {
-                eprintln!("    + {}", p.citation);
+                text.push_str(&format!("\n    + {}", p.citation));
             }
+            text
         }
         AgentEvent::IntermediateAnswer { answer, supporting, .. } => {
-            eprintln!("  answer: {answer}");
+            let mut text = format!("  answer: {answer}");
             for p in supporting {
-                eprintln!("    + {}", p.citation);
+                text.push_str(&format!("\n    + {}", p.citation));
             }
+            text
         }
         AgentEvent::Reflected { facts, queries, .. } => {
-            for fact in facts {
-                eprintln!("  fact: {fact}");
-            }
+            let mut lines: Vec<String> = facts.iter().map(|fact| format!("  fact: {fact}")).collect();
             if queries.is_empty() {
-                eprintln!("  reflection: nothing missing");
+                lines.push("  reflection: nothing missing".into());
             }
+            if lines.is_empty() {
+                return None;
+            }
+            lines.join("\n")
         }
-        AgentEvent::Stopped { reason, .. } => eprintln!("  stop: {reason}"),
-        AgentEvent::WebQuery { source, query, sent: true } => eprintln!("  sent to {source}: {query:?}"),
+        AgentEvent::Stopped { reason, .. } => format!("  stop: {reason}"),
+        AgentEvent::WebQuery { source, query, sent: true } => format!("  sent to {source}: {query:?}"),
         AgentEvent::WebQuery { source, query, sent: false } => {
-            eprintln!(
-                "  withheld from {source} (written by the model; --web-queries all sends such queries): {query:?}"
-            )
+            format!("  withheld from {source} (written by the model; --web-queries all sends such queries): {query:?}")
         }
         AgentEvent::Ordered { query, kept } => {
-            eprintln!("  {kept} passages for the answer ordered by a search for {query:?}")
+            format!("  {kept} passages for the answer ordered by a search for {query:?}")
         }
         AgentEvent::Section { index, count, title, stage } => {
             if *index == 0 {
-                eprintln!("{title}: {stage}");
+                format!("{title}: {stage}")
             } else {
-                eprintln!("section {index}/{count} {title:?}: {stage}");
+                format!("section {index}/{count} {title:?}: {stage}")
             }
         }
-        AgentEvent::Degraded { step, problem, fallback } => eprintln!("  {step}: {problem}; {fallback}"),
+        AgentEvent::Degraded { step, problem, fallback } => format!("  {step}: {problem}; {fallback}"),
         AgentEvent::LlmCall { step, prompt_tokens, completion_tokens, seconds } => {
-            eprintln!("  [{step}: {prompt_tokens}+{completion_tokens} tokens, {seconds:.1} s]")
+            format!("  [{step}: {prompt_tokens}+{completion_tokens} tokens, {seconds:.1} s]")
         }
-    }
+    };
+    Some(line)
 }
 
 fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {

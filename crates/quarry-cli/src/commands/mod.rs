@@ -5,6 +5,7 @@ pub mod eval_library;
 pub mod eval_qa;
 pub mod latency;
 pub mod library;
+pub mod mcp;
 pub mod parse;
 pub mod progress;
 pub mod report;

@@ -2,4 +2,5 @@
 
 mod ask_command;
 mod library_command;
+mod mcp_command;
 mod parse_command;

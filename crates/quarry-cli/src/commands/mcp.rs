@@ -1,0 +1,418 @@
+//! `quarry mcp`: Quarry's libraries for other tools — a Model Context Protocol server over stdio, built
+//! on the official Rust SDK (`rmcp`). An MCP host (a desktop chat app, an editor, a coding agent) starts
+//! `quarry mcp` as a child process and calls its tools:
+//!
+//! - `list_libraries`: each library's name, embedding model, documents, chunks and sources;
+//! - `search`: hybrid (or BM25, or dense) search over some or all libraries — passages with their
+//!   citation, path, page, score and text; several libraries are fused by reciprocal rank fusion;
+//! - `get_passage`: one passage (by library and chunk id) with the text before and after it;
+//! - `ask`: a research agent's cited answer (NaiveRAG, DeepSearch, ChainOfRAG or the router's choice),
+//!   with its citations, the claims the claim check found unsupported, and model calls and tokens. Each
+//!   step of the run is sent as a progress notification when the host asks for progress; cancelling the
+//!   request stops the run within the model call in progress.
+//!
+//! The flags of `quarry ask` apply as they do there: the network mode (offline by default: a remote
+//! model server or web provider is refused before any connection), the web search settings (off unless
+//! `--web`), the language and embedding models. The language model is loaded at the first `ask` and
+//! kept. Libraries are opened read-only at each call, so a library being written by `quarry add` is
+//! searchable meanwhile and new documents show up without a restart. Stdout carries the protocol only;
+//! logs go to stderr. A call with bad arguments (a missing or empty query, an unknown agent, mode or
+//! library) or one that fails (no model file) is a tool error whose text says why, which the host's model
+//! can read and correct (the MCP specification's advice; `rmcp` reports arguments that do not
+//! deserialize the same way); an unknown tool is a protocol error. Neither stops the server.
+
+use super::ask::{event_line, open_searchable, LlmArgs, WebArgs};
+use super::library::ModelArgs;
+use anyhow::Context;
+use quarry_agents::{AgentConfig, AgentError, AgentKind, Answer, EventSink, FusedRetriever};
+use quarry_core::{ChatModel, Passage};
+use quarry_store::{DataDir, Library, SearchMode};
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::ServerConfig;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities};
+use rmcp::service::RequestContext;
+use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Most passages one `search` call returns.
+pub const MAX_SEARCH_PASSAGES: usize = 50;
+
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// Libraries the tools may reach (repeat the flag; default: every library, looked up at each call).
+    #[arg(long, short)]
+    pub library: Vec<String>,
+    #[command(flatten)]
+    pub web: WebArgs,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    #[command(flatten)]
+    pub embedding: ModelArgs,
+}
+
+/// Serves the MCP tools on stdin/stdout until the host closes the connection.
+pub fn mcp(data: DataDir, args: McpArgs) -> anyhow::Result<()> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let server = QuarryServer::new(data, args);
+        let service = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
+        service.waiting().await.context("serving MCP")?;
+        anyhow::Ok(())
+    })
+}
+
+/// Arguments of the `search` tool.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct SearchRequest {
+    /// What to look for, in any language (words, a question, a figure).
+    pub query: String,
+    /// Libraries to search; empty or absent: every library this server reaches.
+    #[serde(default)]
+    pub libraries: Vec<String>,
+    /// `hybrid` (BM25 and embeddings together; the default), `bm25` (keywords only) or `dense`
+    /// (embeddings only).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// How many passages to return, best first (default 8, at most 50).
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+/// Arguments of the `get_passage` tool.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct PassageRequest {
+    /// The library the passage came from (`library` of a search result).
+    pub library: String,
+    /// The passage's id in that library (`chunk_id` of a search result).
+    pub chunk_id: u64,
+}
+
+/// Arguments of the `ask` tool.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct AskRequest {
+    /// The question, in any language.
+    pub question: String,
+    /// `auto` (the router picks; the default), `naive` (one search, one answer: fastest), `deep`
+    /// (sub-queries, reflection, several rounds) or `chain` (one follow-up question at a time).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Libraries to answer from; empty or absent: every library this server reaches.
+    #[serde(default)]
+    pub libraries: Vec<String>,
+}
+
+/// The server: where libraries live, which ones it serves, the models and web settings of the flags.
+#[derive(Clone)]
+pub struct QuarryServer {
+    data: DataDir,
+    /// Libraries named with `--library`; empty: all.
+    served: Vec<String>,
+    web: WebArgs,
+    llm: LlmArgs,
+    embedders: Arc<quarry_session::EmbedderCache>,
+    /// The language model, loaded by the first `ask`.
+    model: Arc<tokio::sync::Mutex<Option<Arc<dyn ChatModel>>>>,
+    #[allow(dead_code)] // read by the code `tool_handler` generates
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl QuarryServer {
+    pub fn new(data: DataDir, args: McpArgs) -> QuarryServer {
+        QuarryServer {
+            data,
+            served: args.library,
+            embedders: args.embedding.cache(),
+            web: args.web,
+            llm: args.llm,
+            model: Arc::new(tokio::sync::Mutex::new(None)),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(description = "The libraries of documents this server can search: for each, its name, \
+        embedding model, number of indexed documents and chunks, failed documents, and the folders \
+        and files it was made from.")]
+    async fn list_libraries(&self) -> Result<CallToolResult, ErrorData> {
+        Ok(tool_result(self.libraries_listed().await, None))
+    }
+
+    #[tool(description = "Search the person's document libraries. Returns the best passages, best first, \
+        each with `citation` (file and page), `path`, `library`, `chunk_id` (for get_passage), `score` \
+        and `text`. Cite passages by their `citation`.")]
+    async fn search(&self, Parameters(request): Parameters<SearchRequest>) -> Result<CallToolResult, ErrorData> {
+        let k = request.k.unwrap_or(8).clamp(1, MAX_SEARCH_PASSAGES);
+        let outcome = async {
+            if request.query.trim().is_empty() {
+                anyhow::bail!("`query` is empty: give words or a question to search for");
+            }
+            let mode: SearchMode = match request.mode.as_deref() {
+                None | Some("") => SearchMode::Hybrid,
+                Some(mode) => mode.parse().map_err(anyhow::Error::msg)?,
+            };
+            let names = self.chosen(&request.libraries)?;
+            let embedders = (mode != SearchMode::Bm25).then_some(&self.embedders);
+            let libraries = quarry_session::open_libraries(&self.data, &names, mode, embedders).await?;
+            let retriever = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
+            let passages = retriever.retrieve(&request.query, k).await?;
+            let text = passages
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    format!("{}. {} ({}, chunk {})\n{}", i + 1, p.citation(), p.library, p.chunk_id, p.text.trim())
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            let value = json!({
+                "query": request.query,
+                "mode": mode.name(),
+                "passages": passages.iter().map(passage_value).collect::<Vec<_>>(),
+            });
+            anyhow::Ok((value, if text.is_empty() { "no passages found".to_string() } else { text }))
+        }
+        .await;
+        Ok(match outcome {
+            Ok((value, text)) => tool_result(Ok(value), Some(text)),
+            Err(e) => tool_result(Err(e), None),
+        })
+    }
+
+    #[tool(description = "One passage of a library by its chunk id (from search or ask), with the text \
+        just before and after it in the same document, and its citation.")]
+    async fn get_passage(&self, Parameters(request): Parameters<PassageRequest>) -> Result<CallToolResult, ErrorData> {
+        let outcome = async {
+            let names = self.chosen(std::slice::from_ref(&request.library))?;
+            let name = &names[0];
+            let library = Library::open_read(&self.data, name).await?;
+            let Some((before, chunk, after)) = library.chunk_in_context(request.chunk_id).await? else {
+                anyhow::bail!(
+                    "library {name:?} has no passage {} (its document may have been removed or re-read since)",
+                    request.chunk_id
+                );
+            };
+            let document = library.documents().find(|d| d.document_id == chunk.document_id);
+            let passage = Passage {
+                chunk_id: chunk.chunk_id,
+                library: name.clone(),
+                document_id: chunk.document_id.clone(),
+                path: document.map(|d| d.path.clone()).unwrap_or_default(),
+                page_start: chunk.page_start,
+                page_end: chunk.page_end,
+                sheet: chunk.sheet.clone(),
+                heading_path: chunk.heading_path.clone(),
+                text: chunk.text.clone(),
+                context: document.and_then(|d| d.context.clone()).unwrap_or_default(),
+                score: 0.0,
+            };
+            let mut value = passage_value(&passage);
+            value["before"] = json!(before);
+            value["after"] = json!(after);
+            Ok(value)
+        }
+        .await;
+        Ok(tool_result(outcome, None))
+    }
+
+    #[tool(description = "Answer a question from the person's documents with a research agent. Returns \
+        the answer in Markdown with [n] citation markers, the cited passages (citation, path, page, text), \
+        claims the claim check found unsupported by their citations, and the model calls and tokens used. \
+        Takes from half a minute to several minutes with a local model; progress is reported.")]
+    async fn ask(
+        &self,
+        Parameters(request): Parameters<AskRequest>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let prepared = async {
+            if request.question.trim().is_empty() {
+                anyhow::bail!("`question` is empty");
+            }
+            let agent: Option<AgentKind> = match request.agent.as_deref() {
+                None | Some("") | Some("auto") => None,
+                Some(name) => Some(name.parse().map_err(anyhow::Error::msg)?),
+            };
+            let names = self.chosen(&request.libraries)?;
+            let libraries = open_searchable(
+                &self.data,
+                &names,
+                SearchMode::Hybrid,
+                &self.embedders,
+                &self.web,
+                self.llm.network,
+                false,
+            )
+            .await?;
+            anyhow::Ok((agent, libraries, self.model().await?))
+        }
+        .await;
+        let (agent, libraries, model) = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => return Ok(tool_result(Err(e), None)),
+        };
+
+        // Each step the CLI prints on stderr goes to the host as a progress notification.
+        let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let events: EventSink = Arc::new(move |event| {
+            if let Some(line) = event_line(&event) {
+                let _ = sender.send(line.trim().to_string());
+            }
+        });
+        let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
+        let progress = tokio::spawn(async move {
+            let mut step = 0u32;
+            while let Some(line) = lines.recv().await {
+                if let Some(token) = &token {
+                    step += 1;
+                    let param = ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(line);
+                    let _ = peer.notify_progress(param).await;
+                }
+            }
+        });
+        // As `quarry ask` with its defaults; the web query policy of the flags (`ask` withholds: no one
+        // is there to approve a query one by one).
+        let config = AgentConfig { web_queries: self.web.web_queries, ..AgentConfig::default() };
+        let cancel = context.ct.child_token();
+        let result = quarry_agents::ask(&request.question, agent, model, &libraries, config, events, cancel).await;
+        // The sender went with the run; the last notifications go out before the result.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), progress).await;
+        Ok(match result {
+            Ok(answer) => tool_result(Ok(answer_value(&answer)), Some(answer_text(&answer))),
+            Err(AgentError::Cancelled) => tool_result(Err(anyhow::anyhow!("cancelled")), None),
+            Err(e) => tool_result(Err(e.into()), None),
+        })
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for QuarryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Quarry searches the person's own documents (PDF, Word, spreadsheets, ZIP archives …) on \
+                 this computer. Use `search` for passages and `ask` for a cited answer; cite what you use \
+                 by the passage's `citation` (file and page).",
+            )
+    }
+}
+
+impl QuarryServer {
+    /// The libraries a call reaches: those it names (each must be served), else every served library
+    /// (every library when `--library` was not given). Errors: a name this server does not serve.
+    fn chosen(&self, asked: &[String]) -> anyhow::Result<Vec<String>> {
+        if let Some(name) = asked.iter().find(|n| !self.served.is_empty() && !self.served.contains(n)) {
+            anyhow::bail!("library {name:?} is not served here (this server reaches: {})", self.served.join(", "));
+        }
+        Ok(if asked.is_empty() { self.served.clone() } else { asked.to_vec() })
+    }
+
+    /// The language model of the flags, loaded once (a GGUF file takes seconds to map).
+    async fn model(&self) -> anyhow::Result<Arc<dyn ChatModel>> {
+        let mut slot = self.model.lock().await;
+        if let Some(model) = slot.as_ref() {
+            return Ok(Arc::clone(model));
+        }
+        let llm = self.llm.clone();
+        let model = tokio::task::spawn_blocking(move || llm.load()).await??;
+        tracing::info!("model: {}", model.describe());
+        *slot = Some(Arc::clone(&model));
+        Ok(model)
+    }
+
+    async fn libraries_listed(&self) -> anyhow::Result<Value> {
+        let mut listed = Vec::new();
+        for manifest in self.data.list()? {
+            if !self.served.is_empty() && !self.served.contains(&manifest.name) {
+                continue;
+            }
+            let mut library = Library::open_read(&self.data, &manifest.name).await?;
+            let status = library.status().await?;
+            listed.push(json!({
+                "name": manifest.name,
+                "embedding_model": manifest.embedding.model_id,
+                "documents": status.documents.get("indexed").copied().unwrap_or(0),
+                "failed_documents": status.documents.get("failed").copied().unwrap_or(0),
+                "chunks": status.chunks,
+                "formats": status.formats,
+                "sources": manifest.sources,
+            }));
+        }
+        Ok(json!({ "libraries": listed }))
+    }
+}
+
+/// A passage as the tools return it.
+fn passage_value(p: &Passage) -> Value {
+    json!({
+        "library": p.library,
+        "chunk_id": p.chunk_id,
+        "citation": p.citation(),
+        "path": p.path,
+        "page_start": p.page_start,
+        "page_end": p.page_end,
+        "sheet": p.sheet,
+        "heading_path": p.heading_path,
+        "context": p.context,
+        "score": p.score,
+        "text": p.text,
+    })
+}
+
+/// An answer as `ask` returns it (structured content).
+fn answer_value(answer: &Answer) -> Value {
+    json!({
+        "answer": answer.markdown,
+        "agent": answer.agent,
+        "model": answer.model,
+        "libraries": answer.libraries,
+        "nothing_found": answer.nothing_found,
+        "citations": answer.citations.iter().map(|c| {
+            let mut value = passage_value(&c.passage);
+            value["number"] = json!(c.number);
+            value
+        }).collect::<Vec<_>>(),
+        "unsupported_claims": answer.unsupported_claims().map(|c| json!({
+            "sentence": c.sentence,
+            "problem": c.problem,
+        })).collect::<Vec<_>>(),
+        "llm_calls": answer.llm_calls,
+        "prompt_tokens": answer.usage.prompt_tokens,
+        "completion_tokens": answer.usage.completion_tokens,
+        "seconds": answer.seconds,
+    })
+}
+
+/// An answer as text for the host's model: the Markdown, its sources, the unsupported claims.
+fn answer_text(answer: &Answer) -> String {
+    let mut text = answer.markdown.trim().to_string();
+    if !answer.citations.is_empty() {
+        text.push_str("\n\nSources:");
+        for c in &answer.citations {
+            text.push_str(&format!("\n[{}] {} — {}", c.number, c.passage.citation(), c.passage.path));
+        }
+    }
+    let unsupported: Vec<_> = answer.unsupported_claims().collect();
+    if !unsupported.is_empty() {
+        text.push_str("\n\nNot supported by the cited passages (check before relying on them):");
+        for claim in unsupported {
+            text.push_str(&format!("\n- \"{}\" — {}", claim.sentence, claim.problem));
+        }
+    }
+    text
+}
+
+/// A tool's outcome as a result: JSON as structured content (and as text, unless `text` is given), or
+/// a tool error whose text is the error with its causes.
+fn tool_result(outcome: anyhow::Result<Value>, text: Option<String>) -> CallToolResult {
+    match outcome {
+        Ok(value) => {
+            let mut result = CallToolResult::structured(value);
+            if let Some(text) = text {
+                result.content = vec![ContentBlock::text(text)];
+            }
+            result
+        }
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(format!("{error:#}"))]),
+    }
+}

@@ -1,0 +1,106 @@
+//! `quarry mcp` driven by an MCP client written by others: the official Python SDK (`mcp` on PyPI,
+//! installed into the test venv by scripts/setup.sh), through `mcp_client.py` beside this file.
+
+use crate::library_command::{run, sample_library};
+use serde_json::Value;
+use std::path::Path;
+
+/// The quick start's library and question over MCP: the tools are listed; `list_libraries`, `search` and
+/// `get_passage` return the library's real passages; calls with bad arguments are tool errors that say
+/// why, an unknown tool a protocol error, and the server keeps serving after them; `ask` (NaiveRAG, the embedded
+/// Qwen2.5-Coder-1.5B) states $7.19 billion, cites the first quarter's filing, and reports its steps as
+/// progress notifications. The server runs under `strace`: offline, it opens no network connection.
+#[test]
+fn an_mcp_client_lists_searches_and_asks_over_stdio() {
+    let qwen = quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf")
+        .expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)");
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("sec-10-q");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"] {
+        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "sec"]);
+    run(&data, &["library", "create", "other"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
+
+    let python = std::env::var("QUARRY_PYTHON")
+        .unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()));
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
+    let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
+    // The server runs under `strace`, which lists every connection it attempts (there must be none).
+    let trace = tmp.path().join("mcp.trace");
+    let output = std::process::Command::new(&python)
+        .arg(&client)
+        .args(["sec", question, "--", "strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o"])
+        .arg(&trace)
+        .args([env!("CARGO_BIN_EXE_quarry"), "--data-dir", data.to_str().unwrap(), "mcp"])
+        // The server serves `sec` only: `other` must not be reachable.
+        .args(["--library", "sec", "--model", qwen.to_str().unwrap(), "--threads", "2"])
+        .env_remove("QUARRY_NETWORK")
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e} (scripts/setup.sh installs the mcp package there)"));
+    assert!(
+        output.status.success(),
+        "the MCP client failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let trace = std::fs::read_to_string(&trace).expect("the server ran under strace");
+    let connects: Vec<&str> = trace.lines().filter(|l| l.contains("AF_INET")).collect();
+    assert_eq!(connects, Vec::<&str>::new(), "offline (the default), the MCP server reaches no other computer");
+
+    assert_eq!(seen["server"], "quarry");
+    assert_eq!(seen["tools"], serde_json::json!(["ask", "get_passage", "list_libraries", "search"]));
+    let libraries = seen["list_libraries"]["structured"]["libraries"].as_array().unwrap();
+    assert_eq!(libraries.len(), 1, "only the served library is listed: {libraries:?}");
+    assert_eq!((libraries[0]["name"].as_str(), libraries[0]["documents"].as_u64()), (Some("sec"), Some(2)));
+
+    let passages = seen["search"]["structured"]["passages"].as_array().unwrap();
+    assert_eq!(passages.len(), 5, "{}", seen["search"]);
+    for p in passages {
+        assert_eq!(p["library"], "sec");
+        assert!(p["path"].as_str().unwrap().ends_with("NVDA.pdf") && p["page_start"].as_u64().is_some(), "{p}");
+        assert!(p["citation"].as_str().unwrap().contains("NVDA.pdf, p"), "{p}");
+    }
+    let passage = &seen["get_passage"]["structured"];
+    assert_eq!(passage["chunk_id"], passages[0]["chunk_id"]);
+    assert_eq!(passage["text"], passages[0]["text"], "get_passage returns the passage search found");
+    assert!(passage["before"].is_string() || passage["after"].is_string(), "with its neighbours: {passage}");
+
+    // Bad arguments are tool errors that say what is wrong (the host's model can correct them); an
+    // unknown tool is a protocol error.
+    for (call, says) in [
+        ("empty_query", "`query` is empty"),
+        ("missing_query", "missing field `query`"),
+        ("bad_mode", "fuzzy"),
+        ("unknown_library", "\"nope\" is not served here"),
+    ] {
+        assert_eq!(seen[call]["is_error"], true, "{call}: {}", seen[call]);
+        assert!(seen[call]["text"].as_str().unwrap().contains(says), "{call}: {}", seen[call]);
+    }
+    assert_eq!(seen["unknown_tool"]["protocol_error"], "tool not found", "{}", seen["unknown_tool"]);
+    assert_eq!(seen["after_errors"]["is_error"], false, "the server keeps serving: {}", seen["after_errors"]);
+
+    let ask = &seen["ask"];
+    assert_eq!(ask["is_error"], false, "{ask}");
+    let answer = &ask["structured"];
+    let markdown = answer["answer"].as_str().unwrap();
+    let stated = quarry_agents::figures::figures(&quarry_agents::answer::strip_citations(markdown));
+    let revenue = &quarry_agents::figures::figures("$7.19 billion")[0];
+    assert!(quarry_agents::figures::states(&stated, revenue), "the answer states $7.19 billion: {markdown}");
+    let citations = answer["citations"].as_array().unwrap();
+    assert!(
+        !citations.is_empty() && citations.iter().all(|c| c["path"].as_str().unwrap().ends_with("2023 Q1 NVDA.pdf")),
+        "cites the first quarter's filing: {citations:?}\n{markdown}"
+    );
+    let text = ask["text"].as_str().unwrap();
+    let first = citations[0]["number"].as_u64().unwrap();
+    assert!(text.contains(&format!("\n\nSources:\n[{first}] 2023 Q1 NVDA.pdf, p")), "{text}");
+    assert!(answer["llm_calls"].as_u64().unwrap() >= 1 && answer["prompt_tokens"].as_u64().unwrap() > 0, "{answer}");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().filter_map(|m| m.as_str()).collect();
+    assert!(progress.iter().any(|m| m.contains("passages")), "progress names the retrieval: {progress:?}");
+    assert!(progress.iter().any(|m| m.contains("tokens")), "and the model call: {progress:?}");
+}
