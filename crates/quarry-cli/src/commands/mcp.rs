@@ -11,6 +11,9 @@
 //!   step of the run is sent as a progress notification when the host asks for progress; cancelling the
 //!   request stops the run within the model call in progress.
 //!
+//! Each indexed document is a resource, `quarry://LIBRARY/DOCUMENT_ID`, whose text (its chunks in order,
+//! with page marks) a host can read whole.
+//!
 //! The flags of `quarry ask` apply as they do there: the network mode (offline by default: a remote
 //! model server or web provider is refused before any connection), the web search settings (off unless
 //! `--web`), the language and embedding models. The language model is loaded at the first `ask` and
@@ -28,12 +31,18 @@ use quarry_agents::{AgentConfig, AgentError, AgentKind, Answer, EventSink, Fused
 use quarry_core::{ChatModel, Passage};
 use quarry_store::{DataDir, Library, SearchMode};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::ServerConfig;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities};
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ListResourcesResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig,
+};
 use rmcp::service::RequestContext;
 use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use std::sync::Arc;
+
+/// The scheme of document resources: `quarry://LIBRARY/DOCUMENT_ID` (library name percent-encoded).
+pub const DOCUMENT_URI_SCHEME: &str = "quarry://";
 
 /// Most passages one `search` call returns.
 pub const MAX_SEARCH_PASSAGES: usize = 50;
@@ -287,14 +296,81 @@ impl QuarryServer {
 #[tool_handler]
 impl ServerHandler for QuarryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Quarry searches the person's own documents (PDF, Word, spreadsheets, ZIP archives …) on \
                  this computer. Use `search` for passages and `ask` for a cited answer; cite what you use \
-                 by the passage's `citation` (file and page).",
+                 by the passage's `citation` (file and page). Each indexed document is also a resource \
+                 (`quarry://LIBRARY/DOCUMENT_ID`) whose text can be read whole.",
             )
     }
+
+    /// Every indexed document of the served libraries, as `quarry://LIBRARY/DOCUMENT_ID`.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let documents = self.documents().await.map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
+        Ok(ListResourcesResult::with_all_items(documents))
+    }
+
+    /// The text of one document: its chunks in order, overlaps removed, with a `[p. N]` line where a
+    /// new page starts. Errors: a URI that is not a document of a served library (`resource not found`).
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let not_found = |why: String| ErrorData::resource_not_found(format!("{}: {why}", request.uri), None);
+        let (library, document_id) = parse_document_uri(&request.uri).ok_or_else(|| {
+            not_found("not a Quarry document (quarry://LIBRARY/DOCUMENT_ID, as resources/list gives)".into())
+        })?;
+        let text = self.document_text(&library, &document_id).await.map_err(|e| not_found(format!("{e:#}")))?;
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri.clone())]).into())
+    }
+}
+
+/// (library, document id) of a `quarry://LIBRARY/DOCUMENT_ID` URI; `None` unless the id is lowercase
+/// hex (document ids are BLAKE3 hashes), so nothing else reaches a LanceDB filter.
+fn parse_document_uri(uri: &str) -> Option<(String, String)> {
+    let rest = uri.strip_prefix(DOCUMENT_URI_SCHEME)?;
+    let (library, id) = rest.rsplit_once('/')?;
+    let library = percent_decode(library)?;
+    let valid =
+        !library.is_empty() && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    valid.then(|| (library, id.to_string()))
+}
+
+/// `name` with the characters a URI path segment cannot hold percent-encoded.
+fn percent_encode(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl QuarryServer {
@@ -318,6 +394,74 @@ impl QuarryServer {
         tracing::info!("model: {}", model.describe());
         *slot = Some(Arc::clone(&model));
         Ok(model)
+    }
+
+    /// The indexed documents of the served libraries as resources.
+    async fn documents(&self) -> anyhow::Result<Vec<Resource>> {
+        let mut resources = Vec::new();
+        for name in self.served_names()? {
+            let library = Library::open_read(&self.data, &name).await?;
+            let mut documents: Vec<_> = library
+                .documents()
+                .filter(|d| d.state == quarry_store::DocumentState::Indexed && d.chunk_count > 0)
+                .collect();
+            documents.sort_by(|a, b| a.path.cmp(&b.path));
+            for d in documents {
+                let file_name = d.path.rsplit(['/', '!']).next().unwrap_or(&d.path).to_string();
+                let pages = d.page_count.map(|n| format!(", {n} pages")).unwrap_or_default();
+                let about = d.context.as_deref().map(|c| format!(" — {c}")).unwrap_or_default();
+                resources.push(
+                    Resource::new(
+                        format!("{DOCUMENT_URI_SCHEME}{}/{}", percent_encode(&name), d.document_id),
+                        file_name,
+                    )
+                    .with_description(format!("{} in library {name} ({}{pages}){about}", d.path, d.format))
+                    .with_mime_type("text/plain"),
+                );
+            }
+        }
+        Ok(resources)
+    }
+
+    /// Every library this server reaches: the `--library` names, else all in the data folder.
+    fn served_names(&self) -> anyhow::Result<Vec<String>> {
+        if !self.served.is_empty() {
+            return Ok(self.served.clone());
+        }
+        Ok(self.data.list()?.into_iter().map(|m| m.name).collect())
+    }
+
+    /// A document's text from its chunks (see [`ServerHandler::read_resource`]). Errors: a library that
+    /// is not served, or no indexed document with that id.
+    async fn document_text(&self, library: &str, document_id: &str) -> anyhow::Result<String> {
+        let name = self.chosen(&[library.to_string()])?.remove(0);
+        let library = Library::open_read(&self.data, &name).await?;
+        let indexed = library
+            .documents()
+            .any(|d| d.document_id == document_id && d.state == quarry_store::DocumentState::Indexed);
+        anyhow::ensure!(indexed, "library {name:?} has no indexed document {document_id}");
+        let mut chunks = library.store().chunks_where(Some(format!("document_id = '{document_id}'"))).await?;
+        chunks.sort_by_key(|c| c.chunk_index);
+        let (mut text, mut covered, mut page) = (String::new(), 0u64, None);
+        for chunk in &chunks {
+            if chunk.page_start.is_some() && chunk.page_start != page {
+                page = chunk.page_start;
+                text.push_str(&format!("\n[p. {}]\n", page.unwrap_or_default()));
+            }
+            // Chunks overlap: skip what the previous one already gave, when the offsets describe the text.
+            let length = chunk.text.chars().count() as u64;
+            let skip = if chunk.char_end.saturating_sub(chunk.char_start) == length {
+                covered.saturating_sub(chunk.char_start).min(length)
+            } else {
+                0
+            };
+            if skip == 0 && !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.extend(chunk.text.chars().skip(skip as usize));
+            covered = covered.max(chunk.char_end);
+        }
+        Ok(text.trim().to_string())
     }
 
     async fn libraries_listed(&self) -> anyhow::Result<Value> {

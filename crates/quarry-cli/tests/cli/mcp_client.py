@@ -46,6 +46,19 @@ async def main():
                 seen["get_passage"] = await call(
                     session, "get_passage", {"library": first["library"], "chunk_id": first["chunk_id"]}
                 )
+            resources = (await session.list_resources()).resources
+            seen["resources"] = [
+                {"uri": str(r.uri), "name": r.name, "description": r.description} for r in resources
+            ]
+            if resources:
+                contents = (await session.read_resource(str(resources[0].uri))).contents
+                seen["resource_text"] = "".join(getattr(c, "text", "") for c in contents)
+            for name, uri in [("bad_uri", "quarry://sec/'; DROP"), ("other_library", "quarry://other/00ff")]:
+                try:
+                    await session.read_resource(uri)
+                    seen[name] = {"read": True}
+                except MCPError as error:
+                    seen[name] = {"protocol_error": error.error.message}
             # Malformed calls and failing calls: errors, and the server keeps serving.
             seen["empty_query"] = await call(session, "search", {"query": "  "})
             seen["missing_query"] = await call(session, "search", {"k": 3})

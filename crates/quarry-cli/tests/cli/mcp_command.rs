@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// The quick start's library and question over MCP: the tools are listed; `list_libraries`, `search` and
-/// `get_passage` return the library's real passages; calls with bad arguments are tool errors that say
+/// `get_passage` return the library's real passages; each document is a resource that reads whole; calls with bad arguments are tool errors that say
 /// why, an unknown tool a protocol error, and the server keeps serving after them; `ask` (NaiveRAG, the embedded
 /// Qwen2.5-Coder-1.5B) states $7.19 billion, cites the first quarter's filing, and reports its steps as
 /// progress notifications. The server runs under `strace`: offline, it opens no network connection.
@@ -69,6 +69,23 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio() {
     assert_eq!(passage["chunk_id"], passages[0]["chunk_id"]);
     assert_eq!(passage["text"], passages[0]["text"], "get_passage returns the passage search found");
     assert!(passage["before"].is_string() || passage["after"].is_string(), "with its neighbours: {passage}");
+
+    // Each document is a resource whose text reads whole: pages marked, chunk overlaps not repeated.
+    let resources = seen["resources"].as_array().unwrap();
+    let names: Vec<&str> = resources.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"], "{resources:?}");
+    assert!(resources.iter().all(|r| r["uri"].as_str().unwrap().starts_with("quarry://sec/")), "{resources:?}");
+    let document = seen["resource_text"].as_str().unwrap();
+    assert!(
+        document.contains("\n[p. 22]\n") && document.contains("Total revenue: $7,192 million"),
+        "{}",
+        &document[..2000]
+    );
+    let sentence = "Revenue for the first quarter of fiscal year 2024 was $7.19 billion";
+    assert_eq!(document.matches(sentence).count(), 1, "overlapping chunks are not repeated");
+    for refused in ["bad_uri", "other_library"] {
+        assert!(seen[refused]["protocol_error"].is_string(), "{refused}: {}", seen[refused]);
+    }
 
     // Bad arguments are tool errors that say what is wrong (the host's model can correct them); an
     // unknown tool is a protocol error.
