@@ -36,9 +36,6 @@
 //! - The **unit** ("in millions", "in thousands", "in billions") comes from the header or the caption line
 //!   above it and is added to plain figures, not to percentages, and not in rows or sections about shares,
 //!   per-share amounts, rates, ratios or percentages.
-//! - A label printed more than once in one table (a segment under "Revenue" and again under "Operating
-//!   Income") carries its section line: "More Personal Computing (Operating Income): 5,174 million …", so
-//!   a chunk that cuts the section line off still says which figure it is.
 //! - A row with more cells than columns gives its leading cells back to the label ("Balance as of June 30,
 //!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
 //!   left as it was. The header lines are dropped only when every row of the table was rewritten.
@@ -132,31 +129,12 @@ pub(crate) fn label_table_rows(page: &str) -> String {
             .captures_iter(&lines[caption_start..i].join(" "))
             .last()
             .map(|c| c[1].to_lowercase().trim_end_matches('s').to_string());
-        // Labels printed more than once in the table ("More Personal Computing" under Revenue and again
-        // under Operating Income): such rows name their section, since a chunk may cut the section off.
-        let mut seen = std::collections::HashSet::new();
-        let repeated: std::collections::HashSet<String> = lines[i..end]
-            .iter()
-            .filter_map(|l| row_cells(l))
-            .map(|(label, _)| label)
-            .filter(|l| !seen.insert(l.clone()))
-            .collect();
-        // A section line between header and first row ("Revenue") is the first rows' section.
-        let mut section = match lines[..i].last() {
-            Some(line) if is_section_line(line) && !is_header_line(line) => line.trim().to_string(),
-            _ => String::new(),
-        };
+        let mut section = String::new();
         let mut rewritten = Vec::with_capacity(end - i);
         let mut all = true;
         for line in &lines[i..end] {
             match row_cells(line) {
-                Some((label, cells)) => match label_row(
-                    &with_section(&label, &section, &repeated),
-                    &cells,
-                    &columns,
-                    unit.as_deref(),
-                    &section,
-                ) {
+                Some((label, cells)) => match label_row(&label, &cells, &columns, unit.as_deref(), &section) {
                     Some(row) => rewritten.push(row),
                     None => {
                         all = false;
@@ -229,16 +207,6 @@ fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
     }
     cells.reverse();
     Some((label, cells))
-}
-
-/// `label` with its `section` in brackets when the label is printed more than once in its table
-/// ("More Personal Computing (Operating Income)"); otherwise as it is.
-fn with_section(label: &str, section: &str, repeated: &std::collections::HashSet<String>) -> String {
-    let section = section.trim().trim_end_matches(':').trim();
-    if section.is_empty() || !repeated.contains(label) {
-        return label.to_string();
-    }
-    format!("{label} ({section})")
 }
 
 /// A short line without figures inside a table: "Revenue:", "Operating Income".
@@ -444,8 +412,8 @@ mod tests {
                     Operating Income\n\
                     More Personal Computing 4,237 4,788 11,774 16,000";
         let out = label_table_rows(page);
-        assert!(out.contains("More Personal Computing (Revenue): 13,260 million (three months ended March 31, 2023); 14,584 million (three months ended March 31, 2022); 40,829 million (nine months ended March 31, 2023)"), "{out}");
-        assert!(out.contains("Operating Income\nMore Personal Computing (Operating Income): 4,237 million"), "{out}");
+        assert!(out.contains("More Personal Computing: 13,260 million (three months ended March 31, 2023); 14,584 million (three months ended March 31, 2022); 40,829 million (nine months ended March 31, 2023)"), "{out}");
+        assert!(out.contains("Operating Income\nMore Personal Computing: 4,237 million"), "{out}");
 
         let amazon = "Net sales information is as follows (in\nmillions):\nThree Months Ended\nJune 30,\nSix Months Ended\nJune 30,\n\
                       2022 2023 2022 2023\nNet Sales:\nAWS 19,739 22,140 38,180 43,494\n\
@@ -476,18 +444,12 @@ mod tests {
                     Operating Income\n\
                     More Personal Computing 5,174 4,217 23%";
         let out = label_table_rows(page);
-        assert!(out.contains("More Personal Computing (Revenue): 13,666 million (three months ended September 30, 2023); 13,332 million (three months ended September 30, 2022); 3% (change, three months ended)"), "{out}");
-        assert!(
-            out.contains(
-                "More Personal Computing (Operating Income): 5,174 million (three months ended September 30, 2023)"
-            ),
-            "{out}"
-        );
+        assert!(out.contains("More Personal Computing: 13,666 million (three months ended September 30, 2023); 13,332 million (three months ended September 30, 2022); 3% (change, three months ended)"), "{out}");
         assert!(
             out.contains(
                 "Productivity and Business Processes: $18,592 million (three months ended September 30, 2023)"
             ),
-            "a label printed once keeps its name alone: {out}"
+            "{out}"
         );
         assert!(
             out.starts_with("SEGMENT RESULTS OF OPERATIONS\nRevenue\nProductivity"),
