@@ -72,19 +72,7 @@ impl SearchHit {
 
     /// The hit as a retrieved passage of library `library` (what the agents work with).
     pub fn passage(&self, library: &str) -> quarry_core::Passage {
-        quarry_core::Passage {
-            chunk_id: self.chunk.chunk_id,
-            library: library.to_string(),
-            document_id: self.chunk.document_id.clone(),
-            path: self.path.clone(),
-            page_start: self.chunk.page_start,
-            page_end: self.chunk.page_end,
-            sheet: self.chunk.sheet.clone(),
-            heading_path: self.chunk.heading_path.clone(),
-            text: self.chunk.text.clone(),
-            context: self.context.clone().unwrap_or_default(),
-            score: self.score,
-        }
+        self.chunk.passage(library, &self.path, self.context.as_deref(), self.score)
     }
 }
 

@@ -105,6 +105,26 @@ pub struct ChunkRecord {
     pub token_count: u32,
 }
 
+impl ChunkRecord {
+    /// This chunk as the agents' [`quarry_core::Passage`]: of `library`, in the document at virtual `path`
+    /// whose context line is `context` (`None`: unknown), with the retriever's `score`.
+    pub fn passage(&self, library: &str, path: &str, context: Option<&str>, score: f32) -> quarry_core::Passage {
+        quarry_core::Passage {
+            chunk_id: self.chunk_id,
+            library: library.to_string(),
+            document_id: self.document_id.clone(),
+            path: path.to_string(),
+            page_start: self.page_start,
+            page_end: self.page_end,
+            sheet: self.sheet.clone(),
+            heading_path: self.heading_path.clone(),
+            text: self.text.clone(),
+            context: context.unwrap_or_default().to_string(),
+            score,
+        }
+    }
+}
+
 /// The stable id of chunk `index` of `document_id`: the first 8 bytes of BLAKE3(document id, index),
 /// little-endian. Deterministic, so re-indexing a document gives the same ids and no counter is stored.
 pub fn chunk_id(document_id: &str, index: u32) -> u64 {

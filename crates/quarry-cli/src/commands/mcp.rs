@@ -27,6 +27,7 @@
 use super::ask::{event_line, open_searchable, LlmArgs, WebArgs};
 use super::library::ModelArgs;
 use anyhow::Context;
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use quarry_agents::{AgentConfig, AgentError, AgentKind, Answer, EventSink, FusedRetriever};
 use quarry_core::{ChatModel, Passage};
 use quarry_store::{DataDir, Library, SearchMode};
@@ -202,19 +203,8 @@ impl QuarryServer {
                 );
             };
             let document = library.documents().find(|d| d.document_id == chunk.document_id);
-            let passage = Passage {
-                chunk_id: chunk.chunk_id,
-                library: name.clone(),
-                document_id: chunk.document_id.clone(),
-                path: document.map(|d| d.path.clone()).unwrap_or_default(),
-                page_start: chunk.page_start,
-                page_end: chunk.page_end,
-                sheet: chunk.sheet.clone(),
-                heading_path: chunk.heading_path.clone(),
-                text: chunk.text.clone(),
-                context: document.and_then(|d| d.context.clone()).unwrap_or_default(),
-                score: 0.0,
-            };
+            let path = document.map(|d| d.path.as_str()).unwrap_or_default();
+            let passage = chunk.passage(name, path, document.and_then(|d| d.context.as_deref()), 0.0);
             let mut value = passage_value(&passage);
             value["before"] = json!(before);
             value["after"] = json!(after);
@@ -337,41 +327,15 @@ impl ServerHandler for QuarryServer {
 fn parse_document_uri(uri: &str) -> Option<(String, String)> {
     let rest = uri.strip_prefix(DOCUMENT_URI_SCHEME)?;
     let (library, id) = rest.rsplit_once('/')?;
-    let library = percent_decode(library)?;
+    let library = percent_decode_str(library).decode_utf8().ok()?.into_owned();
     let valid =
         !library.is_empty() && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     valid.then(|| (library, id.to_string()))
 }
 
-/// `name` with the characters a URI path segment cannot hold percent-encoded.
-fn percent_encode(name: &str) -> String {
-    name.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
+/// What a library name keeps unescaped in a document URI: letters, digits and `-_.~` (RFC 3986's
+/// unreserved characters); everything else is percent-encoded.
+const NAME_ESCAPES: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
 impl QuarryServer {
     /// The libraries a call reaches: those it names (each must be served), else every served library
@@ -412,7 +376,7 @@ impl QuarryServer {
                 let about = d.context.as_deref().map(|c| format!(" — {c}")).unwrap_or_default();
                 resources.push(
                     Resource::new(
-                        format!("{DOCUMENT_URI_SCHEME}{}/{}", percent_encode(&name), d.document_id),
+                        format!("{DOCUMENT_URI_SCHEME}{}/{}", utf8_percent_encode(&name, NAME_ESCAPES), d.document_id),
                         file_name,
                     )
                     .with_description(format!("{} in library {name} ({}{pages}){about}", d.path, d.format))

@@ -191,6 +191,33 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     assert!(message.contains("cannot write the report to /nonexistent/folder/r.md"), "{message}");
 }
 
+/// The default answer model, Qwen2.5-Coder-1.5B-Instruct (installed by scripts/setup.sh).
+pub fn qwen_model() -> std::path::PathBuf {
+    quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf")
+        .expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)")
+}
+
+/// A data folder under `tmp` with library `sec` of the quick start's two NVIDIA filings (copied to
+/// `tmp/sec-10-q`): the first and second quarters of fiscal 2024.
+pub fn quick_start_library(tmp: &Path) -> std::path::PathBuf {
+    let data = tmp.join("data");
+    let docs = tmp.join("sec-10-q");
+    std::fs::create_dir_all(&docs).unwrap();
+    for name in ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"] {
+        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
+    }
+    run(&data, &["library", "create", "sec"]);
+    run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
+    data
+}
+
+/// The test venv's Python (scripts/setup.sh: xllamacpp and the MCP SDK): `$QUARRY_PYTHON`, else the
+/// set-up script's default place.
+pub fn test_python() -> String {
+    std::env::var("QUARRY_PYTHON")
+        .unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()))
+}
+
 /// A data folder under `tmp` with a library `ntsb` of the named sample NTSB reports (copied to `tmp/ntsb`).
 fn ntsb_library(tmp: &Path, names: &[&str]) -> std::path::PathBuf {
     let data = tmp.join("data");
@@ -618,8 +645,7 @@ struct LlmServer {
 impl LlmServer {
     fn start() -> LlmServer {
         use std::io::BufRead;
-        let python = std::env::var("QUARRY_PYTHON")
-            .unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()));
+        let python = test_python();
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let model = quarry_core::models::find_model_file("smollm2-135m-instruct/model.gguf").unwrap();
         let mut child = std::process::Command::new(&python)
@@ -807,17 +833,9 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
 /// --retrieval-only` over the same library finds the answer passage among what NaiveRAG reads.
 #[test]
 fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_filing() {
-    let qwen = quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf")
-        .expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)");
+    let qwen = qwen_model();
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let docs = tmp.path().join("sec-10-q");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"] {
-        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
-    }
-    run(&data, &["library", "create", "sec"]);
-    run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
+    let data = quick_start_library(tmp.path());
 
     let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/eval/quickstart");
     let output = run(

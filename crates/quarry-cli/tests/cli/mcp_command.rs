@@ -1,7 +1,8 @@
 //! `quarry mcp` driven by an MCP client written by others: the official Python SDK (`mcp` on PyPI,
 //! installed into the test venv by scripts/setup.sh), through `mcp_client.py` beside this file.
 
-use crate::library_command::{run, sample_library};
+use crate::ask_command::{quick_start_library, qwen_model, test_python};
+use crate::library_command::run;
 use serde_json::Value;
 use std::path::Path;
 
@@ -12,21 +13,12 @@ use std::path::Path;
 /// progress notifications. The server runs under `strace`: offline, it opens no network connection.
 #[test]
 fn an_mcp_client_lists_searches_and_asks_over_stdio() {
-    let qwen = quarry_core::models::find_model_file("qwen2.5-coder-1.5b-instruct/model.gguf")
-        .expect("Qwen2.5-Coder-1.5B (scripts/setup.sh installs it)");
+    let qwen = qwen_model();
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let docs = tmp.path().join("sec-10-q");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"] {
-        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
-    }
-    run(&data, &["library", "create", "sec"]);
+    let data = quick_start_library(tmp.path());
     run(&data, &["library", "create", "other"]);
-    run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
 
-    let python = std::env::var("QUARRY_PYTHON")
-        .unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap()));
+    let python = test_python();
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
     let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
     // The server runs under `strace`, which lists every connection it attempts (there must be none).
