@@ -3,8 +3,9 @@
 //!
 //! Used where the primary path (lopdf + pdf-extract) falls short: PDFs whose structure lopdf cannot read
 //! (PDFium rebuilds broken cross-reference tables), pages with no text or where pdf-extract failed, the
-//! pages of forms (field values live in annotations), and documents with CJK CID fonts, whose glyphs
-//! pdf-extract drops without an error. `crate::pdf` keeps, per page, the fuller of the two readings.
+//! pages of forms (field values live in annotations), documents with CJK CID fonts, whose glyphs
+//! pdf-extract drops without an error, and pages where pdf-extract split words apart. `crate::pdf` reads
+//! every page with both and keeps, per page, the better reading.
 
 use pdfium_render::prelude::*;
 use std::path::Path;

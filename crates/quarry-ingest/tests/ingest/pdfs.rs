@@ -143,6 +143,13 @@ fn words_that_pdf_extract_splits_apart_are_read_whole_through_pdfium() {
     let apple = text_of(&parse_one(&path.with_file_name("2023 Q1 AAPL.pdf")));
     assert!(apple.contains("The following discussion should be read"), "{}", &apple[..2000.min(apple.len())]);
     assert!(apple.contains("last Saturday of September"));
+    // Intel's 2023 10-Qs split a few words a page, too few lone letters to notice ("INTEL CORPORA TION",
+    // "QUAR TERLY", "of fices"), so no context line named the issuer; PDFium's reading keeps them whole.
+    let intel = parse_one(&c_docs("en_sec-10-q/2023 Q2 INTC.pdf"));
+    let cover = &intel.document.as_ref().unwrap().blocks.iter().find(|b| b.location.page == Some(1)).unwrap().text;
+    for phrase in ["INTEL CORPORATION", "QUARTERLY REPORT", "principal executive offices", "(Mark One)"] {
+        assert!(cover.contains(phrase), "{phrase:?} in page 1: {cover}");
+    }
 }
 
 #[test]
