@@ -41,7 +41,8 @@ def main() -> int:
     params.n_parallel = 1
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
-    params.model_alias = args.alias
+    # A set of names in xllamacpp ≥ 2026 (a plain string would be taken letter by letter).
+    params.model_alias = {args.alias}
     params.ui = False
     server = xlc.Server(params)  # starts serving on a background thread
 

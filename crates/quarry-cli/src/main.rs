@@ -47,6 +47,9 @@ enum Command {
     /// Serve the libraries to other tools over the Model Context Protocol (stdio): search, get_passage,
     /// ask and list_libraries, for MCP hosts such as desktop chat apps, editors and coding agents.
     Mcp(commands::mcp::McpArgs),
+    /// The language models Quarry can use: GGUF files installed for the embedded model, and
+    /// OpenAI-compatible servers running on this computer (Ollama, LM Studio, llama.cpp server, vLLM, Jan).
+    Models(commands::models::ModelsArgs),
     /// API keys (llm, tavily, brave) in the OS keyring: set (from stdin), delete, status.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Report(args) => data().map_err(Into::into).and_then(|d| commands::report::report(d, args)),
         Command::Mcp(args) => data().map_err(Into::into).and_then(|d| commands::mcp::mcp(d, args)),
         Command::Eval(command) => commands::eval::run(command, || data().map_err(Into::into)),
+        Command::Models(args) => commands::models::run(args),
         Command::Secret(command) => commands::secret::run(command),
         Command::ParseWorker => commands::parse::run_worker(),
     };

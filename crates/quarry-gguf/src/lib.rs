@@ -122,6 +122,37 @@ impl GgufConfig {
     }
 }
 
+/// GGUF files installed in the model folders (`quarry_core::models::model_search_dirs`), at most two
+/// levels down (`qwen2.5-coder-1.5b-instruct/model.gguf`), each file once, in folder order then by path.
+pub fn installed_models() -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for dir in quarry_core::models::model_search_dirs() {
+        let mut here = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                let Ok(inner) = std::fs::read_dir(&path) else { continue };
+                here.extend(inner.flatten().map(|e| e.path()).filter(|p| is_gguf(p)));
+            } else if is_gguf(&path) {
+                here.push(path);
+            }
+        }
+        here.sort();
+        for path in here {
+            if seen.insert(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone())) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+fn is_gguf(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
 /// The default embedded model, relative to a model folder: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB),
 /// joined by scripts/setup.sh from PyPI packages (../shared/MODELS.md).
 pub const DEFAULT_MODEL_FILE: &str = "qwen2.5-coder-1.5b-instruct/model.gguf";

@@ -81,10 +81,73 @@ impl Default for LlmSettings {
     }
 }
 
+/// The server URL that means "a local server if one is running": `--llm-url auto`, or `auto` in the
+/// settings (see [`LlmSettings::resolve_auto`]).
+pub const AUTO_SERVER: &str = "auto";
+
 impl LlmSettings {
-    /// Loads the chosen model. Errors: a missing or unreadable model file; a server URL without a model
-    /// name; a remote URL in offline mode.
+    /// Resolves [`AUTO_SERVER`]: the first OpenAI-compatible server answering on this computer's usual
+    /// ports ([`quarry_llm::find_local_servers`]; Ollama, LM Studio, llama.cpp server, vLLM, Jan, then the
+    /// ports in `QUARRY_LLM_PORTS`) that serves `model` — any model, its first, when `model` is `None` — else the embedded
+    /// model (`model_file`, or the default). No stored API key is sent to a server found this way. Returns
+    /// the settings to load and, for `auto`, one sentence saying what was chosen and why; other settings
+    /// come back unchanged with no note.
+    ///
+    /// Errors: `model` is named but no server found serves it (the message lists what was found).
+    pub fn resolve_auto(&self) -> anyhow::Result<(LlmSettings, Option<String>)> {
+        if self.url.as_deref().map(str::trim) != Some(AUTO_SERVER) {
+            return Ok((self.clone(), None));
+        }
+        let servers = quarry_llm::find_local_servers_blocking(&[], quarry_llm::PROBE_TIMEOUT);
+        let chosen = servers.iter().find_map(|server| {
+            let model = match &self.model {
+                Some(wanted) => server.models.iter().find(|m| *m == wanted)?,
+                None => server.models.first()?,
+            };
+            Some((server, model.clone()))
+        });
+        let mut settings = self.clone();
+        match (chosen, &self.model) {
+            (Some((server, model)), _) => {
+                let note =
+                    format!("using {} at {} with model {model} (found on this computer)", server.name, server.url);
+                settings.url = Some(server.url.clone());
+                settings.model = Some(model);
+                settings.api_key = Some(String::new());
+                Ok((settings, Some(note)))
+            }
+            (None, Some(wanted)) => {
+                let found: Vec<String> =
+                    servers.iter().map(|s| format!("{} at {}: {}", s.name, s.url, s.models.join(", "))).collect();
+                anyhow::bail!(
+                    "no local LLM server serves model {wanted:?} ({})",
+                    if found.is_empty() { "none answered".to_string() } else { format!("found {}", found.join("; ")) }
+                )
+            }
+            (None, None) => {
+                settings.url = None;
+                let ports: Vec<String> = quarry_llm::USUAL_PORTS.iter().map(|(port, _)| port.to_string()).collect();
+                let note = format!(
+                    "no local LLM server with a model answered (127.0.0.1 ports {} and {}); using the embedded model",
+                    ports.join(", "),
+                    quarry_llm::PORTS_VARIABLE
+                );
+                Ok((settings, Some(note)))
+            }
+        }
+    }
+
+    /// Loads the chosen model ([`AUTO_SERVER`] resolved first, see [`resolve_auto`](Self::resolve_auto)).
+    /// Errors: a missing or unreadable model file; a server URL without a model name; a remote URL in
+    /// offline mode; `auto` with a model name no local server serves.
     pub fn load(&self) -> anyhow::Result<Arc<dyn ChatModel>> {
+        if self.url.as_deref().map(str::trim) == Some(AUTO_SERVER) {
+            let (settings, note) = self.resolve_auto()?;
+            if let Some(note) = note {
+                tracing::info!("{note}");
+            }
+            return settings.load();
+        }
         if let Some(url) = &self.url {
             let model = self.model.clone().context("an OpenAI-compatible server needs a model name (--llm-model)")?;
             let mut config = quarry_llm::OpenAiConfig::new(url, &model);

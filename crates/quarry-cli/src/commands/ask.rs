@@ -25,7 +25,9 @@ pub struct LlmArgs {
     #[arg(long, conflicts_with = "llm_url")]
     pub model: Option<PathBuf>,
     /// Base URL of an OpenAI-compatible server, with its API prefix: http://127.0.0.1:11434/v1 (Ollama),
-    /// http://127.0.0.1:8080/v1 (llama.cpp server), https://api.openai.com/v1 …
+    /// http://127.0.0.1:8080/v1 (llama.cpp server), https://api.openai.com/v1 … `auto`: a server running
+    /// on this computer if one answers on its usual port (Ollama, LM Studio, llama.cpp server, vLLM, Jan,
+    /// or a port in $QUARRY_LLM_PORTS; see `quarry models`), serving --llm-model if given, else the embedded model.
     #[arg(long, env = "QUARRY_LLM_URL")]
     pub llm_url: Option<String>,
     /// Model name on that server.
@@ -72,9 +74,14 @@ impl LlmArgs {
         }
     }
 
-    /// Loads the chosen model. Errors: a missing model file; a bad URL.
+    /// Loads the chosen model; with `--llm-url auto` says on stderr which one was found. Errors: a missing
+    /// model file; a bad URL; `auto` with an --llm-model no local server serves.
     pub fn load(&self) -> anyhow::Result<Arc<dyn ChatModel>> {
-        self.settings().load()
+        let (settings, note) = self.settings().resolve_auto()?;
+        if let Some(note) = note {
+            eprintln!("quarry: {note}");
+        }
+        settings.load()
     }
 }
 

@@ -6,6 +6,7 @@ pub mod eval_qa;
 pub mod latency;
 pub mod library;
 pub mod mcp;
+pub mod models;
 pub mod parse;
 pub mod progress;
 pub mod report;

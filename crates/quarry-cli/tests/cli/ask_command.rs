@@ -710,6 +710,48 @@ fn deep_search_through_a_real_openai_compatible_server() {
 }
 
 #[test]
+fn a_local_server_is_found_listed_and_chosen_by_llm_url_auto() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = ntsb_library(tmp.path(), &["20080102X00002.pdf"]);
+    let server = LlmServer::start();
+    let port = server.url.trim_end_matches("/v1").rsplit(':').next().unwrap().to_string();
+    // `quarry models` lists the installed GGUF files and the server, with the model it serves.
+    let listed: Value = serde_json::from_slice(&run(&data, &["models", "--port", &port, "--json"]).stdout).unwrap();
+    let servers = listed["servers"].as_array().unwrap();
+    let found = servers.iter().find(|s| s["url"] == server.url.as_str()).unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(found["name"], "llama.cpp server", "{found}");
+    assert_eq!(found["models"], serde_json::json!(["smollm2"]), "{found}");
+    let embedded = listed["embedded"].as_array().unwrap();
+    assert!(embedded.iter().any(|m| m["path"].as_str().unwrap().ends_with(quarry_gguf::LOW_MEMORY_MODEL_FILE)));
+    assert_eq!(embedded.iter().filter(|m| m["default"] == true).count(), 1, "{listed}");
+    let text = String::from_utf8(run(&data, &["models", "--port", &port]).stdout).unwrap();
+    assert!(text.contains(&format!("llama.cpp server  {}  models: smollm2", server.url)), "{text}");
+
+    // `--llm-url auto` answers through the server found (its port named in QUARRY_LLM_PORTS) and says so.
+    let question = "What was the probable cause of the accident?";
+    let args = ["ask", question, "--library", "ntsb", "--agent", "naive", "--json", "--answer-tokens", "60"];
+    let auto = |extra: &[&str]| {
+        let mut command = quarry(&data);
+        command.args(args).args(extra).env("QUARRY_LLM_PORTS", &port).env_remove("QUARRY_LLM_URL");
+        command.output().unwrap()
+    };
+    let output = auto(&["--llm-url", "auto", "--llm-model", "smollm2"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("using llama.cpp server at {} with model smollm2", server.url)), "{stderr}");
+    let answer: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().last().unwrap()).unwrap();
+    assert!(answer["model"].as_str().unwrap().contains(&server.url), "{}", answer["model"]);
+    // A model no server serves is an error that says what was found, not a silent switch.
+    let output = auto(&["--llm-url", "auto", "--llm-model", "no-such-model"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("no local LLM server serves model \"no-such-model\"") && stderr.contains("smollm2"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_long_form_report_with_the_embedded_model_has_planned_sections_and_working_links() {
     let tmp = tempfile::tempdir().unwrap();
     let data = ntsb_library(tmp.path(), &["20080102X00002.pdf", "20080108X00029.pdf"]);
