@@ -22,6 +22,7 @@ const COMMANDS: &[&str] = &[
     "get_settings",
     "save_settings",
     "test_connection",
+    "find_llm_servers",
 ];
 
 fn main() {

@@ -67,6 +67,7 @@ pub fn run() {
             commands::get_settings,
             commands::save_settings,
             commands::test_connection,
+            commands::find_llm_servers,
         ])
         .run(context);
     if let Err(error) = result {

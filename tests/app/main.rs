@@ -36,6 +36,44 @@ fn tauri_driver() -> PathBuf {
     path
 }
 
+/// llama.cpp's server (the `xllamacpp` wheel, scripts/llm-server.py) serving SmolLM2 as `smollm2` on a
+/// loopback port: a local LLM server for Settings to find. Killed on drop.
+struct LlmServer {
+    child: Child,
+    url: String,
+    port: String,
+}
+
+impl LlmServer {
+    fn start() -> LlmServer {
+        use std::io::BufRead;
+        let python = std::env::var("QUARRY_PYTHON")
+            .unwrap_or_else(|_| format!("{}/.cache/quarry/venv/bin/python", std::env::var("HOME").unwrap_or_default()));
+        let model = quarry_core::models::find_model_file(quarry_gguf::LOW_MEMORY_MODEL_FILE).unwrap();
+        let mut child = Command::new(&python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llm-server.py"))
+            .args(["--model", model.to_str().unwrap(), "--threads", "2", "--alias", "smollm2"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{python}: {e} (scripts/setup.sh installs xllamacpp there)"));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("no server: {line:?}")).to_string();
+        let port = url.trim_end_matches("/v1").rsplit(':').next().unwrap().to_string();
+        LlmServer { child, url, port }
+    }
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// tauri-driver on a free port under its own Xvfb display; killed (with the display) on drop.
 struct Driver {
     child: Child,
@@ -158,12 +196,16 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     // API keys go to a private GNOME Keyring on a private session bus, never the machine's own.
     let keyring = quarry_secrets::test_session::KeyringSession::start();
     let bus = PathBuf::from(keyring.address());
+    // A local LLM server on a port of its own, named to the app in QUARRY_LLM_PORTS, for Settings to find.
+    let server = LlmServer::start();
+    let server_port = PathBuf::from(&server.port);
     let driver = Driver::start(
         &[
             ("QUARRY_DATA_DIR", &data),
             ("QUARRY_CONFIG_DIR", &config),
             ("QUARRY_APP_SAVE_PATH", &report),
             ("DBUS_SESSION_BUS_ADDRESS", &bus),
+            ("QUARRY_LLM_PORTS", &server_port),
         ],
         &[],
     );
@@ -274,6 +316,25 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#test-connection", MINUTE).await.unwrap().click().await.unwrap();
     let connection = app.wait_until("const t = document.getElementById('connection-result').textContent; return (t.startsWith('OK') || t.includes('rror')) && t", 5 * MINUTE).await.unwrap();
     assert!(connection.as_str().unwrap().starts_with("OK: smollm2"), "{connection}");
+    // The LLM server running on this computer is listed (Settings looks when it opens); one click fills
+    // the form with it, and the connection test goes through it. Then back to the embedded model.
+    let use_server = format!(".use-server[data-url='{}'][data-model='smollm2']", server.url);
+    app.wait_for(&use_server, MINUTE).await.unwrap().click().await.unwrap();
+    let chosen = app
+        .script("return [document.getElementById('llm-server').checked, document.getElementById('llm-url').value, document.getElementById('llm-model').value]", vec![])
+        .await
+        .unwrap();
+    assert_eq!(chosen, serde_json::json!([true, server.url, "smollm2"]));
+    let listed = app.wait_for("#servers", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(listed.contains("llama.cpp server"), "{listed}");
+    app.screenshot(&shots.join("settings-local-server.png")).await.unwrap();
+    app.wait_for("#test-connection", MINUTE).await.unwrap().click().await.unwrap();
+    let connection = app.wait_until("const t = document.getElementById('connection-result').textContent; return (t.startsWith('OK') || t.includes('rror')) && t", 5 * MINUTE).await.unwrap();
+    assert!(
+        connection.as_str().unwrap().starts_with("OK") && connection.as_str().unwrap().contains(&server.url),
+        "{connection}"
+    );
+    app.wait_for("#llm-embedded", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("#llm-key", MINUTE).await.unwrap().type_text("sk-quarry-test-key").await.unwrap();
     app.wait_for("#web-enabled", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("#web-url", MINUTE).await.unwrap().type_text("http://127.0.0.1:9").await.unwrap();

@@ -191,6 +191,10 @@ export const getSettings = () => invoke<SettingsView>("get_settings");
 /** Saves `settings`; `keys` are [name, value] pairs stored in the OS keyring (an empty value deletes). */
 export const saveSettings = (settings: Settings, keys: [string, string][]) => invoke<SettingsView>("save_settings", { settings, keys });
 export const testConnection = (settings: Settings, llmKey: string | null) => invoke<string>("test_connection", { settings, llmKey });
+/** An OpenAI-compatible server running on this computer (quarry_llm::LocalServer). */
+export interface LocalServer { name: string; url: string; models: string[] }
+/** Servers answering on this computer's usual ports (loopback only, 1.5 s at most). */
+export const findLlmServers = () => invoke<LocalServer[]>("find_llm_servers");
 
 /** Batches of ingest progress for `library` (see src-tauri/src/batch.rs). */
 export function onIngest(handler: (library: string, events: IngestEvent[]) => void): Promise<UnlistenFn> {

@@ -665,6 +665,7 @@ async function openSettings() {
     $("settings").hidden = false;
     $("settings-result").textContent = "";
     $("connection-result").textContent = "";
+    void findServers();
   } catch (error) {
     setStatus(String(error));
   }
@@ -696,6 +697,31 @@ async function testConnection() {
     $("connection-result").textContent = `OK: ${await api.testConnection(readSettings(), orNull(input("llm-key").value))}`;
   } catch (error) {
     $("connection-result").textContent = String(error);
+  }
+}
+
+/** Lists the LLM servers running on this computer, each model with a button that fills the form with it. */
+async function findServers() {
+  $("servers-result").textContent = "Looking on this computer's usual ports…";
+  $("servers").replaceChildren();
+  const servers = await api.findLlmServers().catch(() => [] as api.LocalServer[]);
+  $("servers-result").textContent = servers.length
+    ? "Choose a model, then Test connection and Save."
+    : "None found (Ollama 11434, LM Studio 1234, llama.cpp server 8080, vLLM 8000, Jan 1337).";
+  for (const server of servers) {
+    const models = server.models.length ? server.models : [""];
+    for (const model of models) {
+      const use = el("button", { type: "button", className: "small use-server" }, "Use");
+      use.dataset.url = server.url;
+      use.dataset.model = model;
+      use.onclick = () => {
+        input("llm-server").checked = true;
+        input("llm-url").value = server.url;
+        input("llm-model").value = model;
+        $("connection-result").textContent = "";
+      };
+      $("servers").append(el("li", {}, use, ` ${server.name} · ${server.url} · ${model || "no model loaded"}`));
+    }
   }
 }
 
@@ -740,6 +766,7 @@ function wire() {
   $("close-settings").onclick = closeSettings;
   $("settings-form").onsubmit = (e) => (e.preventDefault(), saveSettings());
   $("test-connection").onclick = testConnection;
+  $("find-servers").onclick = findServers;
   $("cancel-ingest").onclick = () => api.cancelIngest(ingest.library);
   $("close-ingest").onclick = () => ($("ingest").hidden = true);
   $("close-citation").onclick = () => ($("citation").hidden = true);
