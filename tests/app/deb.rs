@@ -68,6 +68,7 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
     let contents = run(Command::new("dpkg-deb").arg("--contents").arg(&deb));
     for file in [
         "usr/bin/quarry-app",
+        "usr/bin/quarry",
         "usr/share/applications/Quarry.desktop",
         "usr/lib/Quarry/models/onnxruntime/libonnxruntime.so",
         "usr/lib/Quarry/models/pdfium/libpdfium.so",
@@ -141,4 +142,28 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
     }
     assert!(!maps.contains("assets/models"), "the app mapped a file from the checkout:\n{maps}");
     app.quit().await.unwrap();
+
+    // The CLI the package installs beside the app: it finds the package's models (`../lib/Quarry/models`
+    // beside /usr/bin) before any other folder, and searches the library the app built.
+    let cli = install.join("usr/bin/quarry");
+    let clean = |command: &mut Command| {
+        command
+            .env("QUARRY_DATA_DIR", &data)
+            .env("XDG_DATA_HOME", &xdg_data)
+            .env_remove("QUARRY_MODELS_DIR")
+            .env_remove("QUARRY_BUNDLED_MODELS_DIR")
+            .env_remove("QUARRY_LLM_MODEL_FILE");
+    };
+    let mut models = Command::new(&cli);
+    models.args(["models", "--json"]);
+    clean(&mut models);
+    let models: serde_json::Value = serde_json::from_str(&run(&mut models)).unwrap();
+    let default = models["embedded"].as_array().unwrap().iter().find(|m| m["default"] == true).unwrap().clone();
+    let expected = bundled_models.join("qwen2.5-coder-1.5b-instruct/model.gguf");
+    assert_eq!(default["path"].as_str().map(Path::new), Some(expected.as_path()), "{models}");
+    let mut search = Command::new(&cli);
+    search.args(["search", "damage to the airplane", "--library", "installed", "--json"]);
+    clean(&mut search);
+    let hits = run(&mut search);
+    assert!(hits.contains("20080102X00002.pdf"), "{hits}");
 }

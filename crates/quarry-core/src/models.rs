@@ -7,7 +7,8 @@ use std::path::PathBuf;
 /// Folders searched, in order: `$QUARRY_MODELS_DIR`; the per-user data folder (`~/.local/share/quarry/models`
 /// on Linux); `$QUARRY_BUNDLED_MODELS_DIR` (the desktop app sets it to the `models` folder of its installed
 /// resources, e.g. `/usr/lib/Quarry/models` from the `.deb`, before any thread or parser worker starts, so
-/// a person's own files still win over the bundled ones); the `assets/models` folder of the source
+/// a person's own files still win over the bundled ones); `../lib/Quarry/models` beside the running
+/// binary's folder (what the `.deb` installs for `/usr/bin/quarry`, the CLI); the `assets/models` folder of the source
 /// checkout this binary was built from (what `scripts/setup.sh` fills; compiled in, so a build shared
 /// between clones through one `CARGO_TARGET_DIR` may point at another clone — `scripts/env.sh` sets
 /// `QUARRY_MODELS_DIR` for that reason). Only folders that exist are returned.
@@ -21,6 +22,9 @@ pub fn model_search_dirs() -> Vec<PathBuf> {
     }
     if let Some(dir) = std::env::var_os("QUARRY_BUNDLED_MODELS_DIR") {
         dirs.push(PathBuf::from(dir));
+    }
+    if let Some(prefix) = std::env::current_exe().ok().as_deref().and_then(|exe| exe.parent()?.parent()) {
+        dirs.push(prefix.join("lib/Quarry/models"));
     }
     dirs.push(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/models")));
     dirs.into_iter().filter(|d| d.is_dir()).collect()
