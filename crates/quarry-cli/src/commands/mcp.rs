@@ -1,6 +1,7 @@
-//! `quarry mcp`: Quarry's libraries for other tools — a Model Context Protocol server over stdio, built
-//! on the official Rust SDK (`rmcp`). An MCP host (a desktop chat app, an editor, a coding agent) starts
-//! `quarry mcp` as a child process and calls its tools:
+//! `quarry mcp`: Quarry's libraries for other tools — a Model Context Protocol server over stdio (or,
+//! with `--http 127.0.0.1:PORT`, the streamable HTTP transport on loopback), built on the official Rust
+//! SDK (`rmcp`). An MCP host (a desktop chat app, an editor, a coding agent) starts `quarry mcp` as a
+//! child process, or connects to `http://127.0.0.1:PORT/mcp`, and calls its tools:
 //!
 //! - `list_libraries`: each library's name, embedding model, documents, chunks and sources;
 //! - `search`: hybrid (or BM25, or dense) search over some or all libraries — passages with their
@@ -53,6 +54,11 @@ pub struct McpArgs {
     /// Libraries the tools may reach (repeat the flag; default: every library, looked up at each call).
     #[arg(long, short)]
     pub library: Vec<String>,
+    /// Serve the streamable HTTP transport at http://ADDRESS/mcp instead of stdio, on this computer only:
+    /// 127.0.0.1:PORT or [::1]:PORT (port 0 picks a free one; the address is printed on stderr).
+    /// Requests from web pages (any Origin header) and for other host names are refused.
+    #[arg(long, value_name = "ADDRESS")]
+    pub http: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub web: WebArgs,
     #[command(flatten)]
@@ -61,16 +67,65 @@ pub struct McpArgs {
     pub embedding: ModelArgs,
 }
 
-/// Serves the MCP tools on stdin/stdout until the host closes the connection.
+/// Serves the MCP tools on stdin/stdout until the host closes the connection, or with `--http` over
+/// streamable HTTP on a loopback address until the process is stopped.
+///
+/// Errors: `--http` with an address other than this computer's loopback; the address cannot be bound.
 pub fn mcp(data: DataDir, args: McpArgs) -> anyhow::Result<()> {
+    if let Some(address) = args.http.filter(|a| !a.ip().is_loopback()) {
+        anyhow::bail!(
+            "--http {address}: quarry mcp serves this computer only; give 127.0.0.1:PORT or [::1]:PORT \
+             (it has no authentication: anyone who can reach the port can read the libraries)"
+        );
+    }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
+        let http = args.http;
         let server = QuarryServer::new(data, args);
-        let service = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
-        service.waiting().await.context("serving MCP")?;
-        anyhow::Ok(())
+        match http {
+            Some(address) => serve_http(server, address).await,
+            None => {
+                let service = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
+                service.waiting().await.context("serving MCP")?;
+                Ok(())
+            }
+        }
     })
+}
+
+/// The streamable HTTP transport (rmcp's tower service, served by hyper, one task per connection) on a
+/// loopback `address`; each MCP session gets its own handle on the one [`QuarryServer`] (libraries,
+/// embedders and the loaded language model are shared). rmcp refuses a `Host` header other than
+/// `localhost`, `127.0.0.1` or `::1` (DNS rebinding) and, with origin validation enforced and no origin
+/// allowed, any request that carries an `Origin` header: a web page in a browser on this computer cannot
+/// call the tools. Runs until the process is stopped.
+async fn serve_http(server: QuarryServer, address: std::net::SocketAddr) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    let config = StreamableHttpServerConfig::default().enforce_origin_validation();
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let listener = tokio::net::TcpListener::bind(address).await.with_context(|| format!("binding {address}"))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    eprintln!("quarry mcp: serving http://{bound}/mcp (streamable HTTP, this computer only; Ctrl-C stops)");
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(connection) => connection,
+            Err(error) => {
+                tracing::warn!("accepting an MCP connection: {error}");
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
+                tracing::debug!("MCP connection closed: {error}");
+            }
+        });
+    }
 }
 
 /// Arguments of the `search` tool.

@@ -3,15 +3,20 @@ drives `quarry mcp` over stdio the way an MCP host does, and prints what it saw 
 the Rust test (tests/cli/mcp_command.rs) to check.
 
 Usage: mcp_client.py LIBRARY QUESTION -- SERVER_COMMAND…  (e.g. -- quarry --data-dir D mcp --library L)
+       mcp_client.py LIBRARY QUESTION --url http://127.0.0.1:PORT/mcp  (streamable HTTP; no `ask`, and
+       two raw requests a browser page or a rebound host name would send, to see them refused)
 """
 
 import asyncio
 import json
 import os
 import sys
+import urllib.error
+import urllib.request
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 
@@ -25,12 +30,37 @@ async def call(session, name, arguments, **options):
     return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
 
 
+def refused(url, headers):
+    """The HTTP status of an initialize request sent with `headers` (the SDK cannot forge them)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def transport():
+    """The client transport the arguments name: the server command over stdio, or --url over HTTP."""
+    if "--url" in sys.argv:
+        return streamable_http_client(sys.argv[sys.argv.index("--url") + 1])
+    command = sys.argv[sys.argv.index("--") + 1 :]
+    return stdio_client(StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ)))
+
+
 async def main():
     library, question = sys.argv[1:3]
-    command = sys.argv[sys.argv.index("--") + 1 :]
-    server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    over_http = "--url" in sys.argv
     seen = {}
-    async with stdio_client(server) as (read, write):
+    if over_http:
+        url = sys.argv[sys.argv.index("--url") + 1]
+        seen["with_origin"] = refused(url, {"Origin": "http://attacker.example"})
+        seen["with_other_host"] = refused(url, {"Host": "attacker.example"})
+    async with transport() as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             seen["server"] = init.server_info.name
@@ -66,6 +96,9 @@ async def main():
             seen["unknown_library"] = await call(session, "search", {"query": "revenue", "libraries": ["nope"]})
             seen["unknown_tool"] = await call(session, "no_such_tool", {})
             seen["after_errors"] = await call(session, "list_libraries", {})
+            if over_http:
+                print(json.dumps(seen))
+                return
 
             progress = []
 

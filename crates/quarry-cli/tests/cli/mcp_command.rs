@@ -2,7 +2,7 @@
 //! installed into the test venv by scripts/setup.sh), through `mcp_client.py` beside this file.
 
 use crate::ask_command::{quick_start_library, qwen_model, test_python};
-use crate::library_command::run;
+use crate::library_command::{quarry, run};
 use serde_json::Value;
 use std::path::Path;
 
@@ -10,9 +10,10 @@ use std::path::Path;
 /// `get_passage` return the library's real passages; each document is a resource that reads whole; calls with bad arguments are tool errors that say
 /// why, an unknown tool a protocol error, and the server keeps serving after them; `ask` (NaiveRAG, the embedded
 /// Qwen2.5-Coder-1.5B) states $7.19 billion, cites the first quarter's filing, and reports its steps as
-/// progress notifications. The server runs under `strace`: offline, it opens no network connection.
+/// progress notifications. The server runs under `strace`: offline, it opens no network connection. Then
+/// the same over streamable HTTP on loopback, and what that transport refuses.
 #[test]
-fn an_mcp_client_lists_searches_and_asks_over_stdio() {
+fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     let qwen = qwen_model();
     let tmp = tempfile::tempdir().unwrap();
     let data = quick_start_library(tmp.path());
@@ -112,4 +113,40 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio() {
     let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().filter_map(|m| m.as_str()).collect();
     assert!(progress.iter().any(|m| m.contains("passages")), "progress names the retrieval: {progress:?}");
     assert!(progress.iter().any(|m| m.contains("tokens")), "and the model call: {progress:?}");
+
+    // The same tools over streamable HTTP on loopback (`--http 127.0.0.1:0`), through the SDK's client;
+    // a request from a web page (an Origin header) or for another host name (DNS rebinding) is refused,
+    // and an address other than loopback is refused before anything is bound.
+    let refused = quarry(&data).args(["mcp", "--http", "0.0.0.0:0"]).output().unwrap();
+    let says = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && says.contains("serves this computer only"), "{says}");
+    let mut server = quarry(&data)
+        .args(["mcp", "--http", "127.0.0.1:0", "--library", "sec"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    // Keep reading the server's log (a closed pipe would fail its next log line).
+    let log = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let url = line.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:")).unwrap_or_else(|| panic!("{line}"));
+    let output =
+        std::process::Command::new(&python).arg(&client).args(["sec", question, "--url", url]).output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let log = log.join().unwrap();
+    assert!(
+        output.status.success(),
+        "the HTTP client failed:\n{}\nserver:\n{log}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((seen["with_origin"].as_u64(), seen["with_other_host"].as_u64()), (Some(403), Some(403)), "{seen}");
+    assert_eq!(seen["tools"], serde_json::json!(["ask", "get_passage", "list_libraries", "search"]));
+    let passages = seen["search"]["structured"]["passages"].as_array().unwrap();
+    assert_eq!(passages.len(), 5, "{}", seen["search"]);
+    assert!(seen["resource_text"].as_str().unwrap().contains("Total revenue: $7,192 million"));
+    assert_eq!(seen["unknown_library"]["is_error"], true, "{}", seen["unknown_library"]);
+    assert_eq!(seen["after_errors"]["is_error"], false, "{}", seen["after_errors"]);
 }
