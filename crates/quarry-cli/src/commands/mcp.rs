@@ -12,6 +12,9 @@
 //!   step of the run is sent as a progress notification when the host asks for progress; cancelling the
 //!   request stops the run within the model call in progress.
 //!
+//! - `add` (only with `--allow-writes`): files, folders and ZIP archives on this computer read into a
+//!   served library, with per-file progress and each failure's reason.
+//!
 //! Each indexed document is a resource, `quarry://LIBRARY/DOCUMENT_ID`, whose text (its chunks in order,
 //! with page marks) a host can read whole.
 //!
@@ -59,6 +62,11 @@ pub struct McpArgs {
     /// Requests from web pages (any Origin header) and for other host names are refused.
     #[arg(long, value_name = "ADDRESS")]
     pub http: Option<std::net::SocketAddr>,
+    /// Offer the `add` tool, which reads files, folders and ZIP archives on this computer into a served
+    /// library. Off by default: with it, the host's model can put any file this user can read into a
+    /// library, and so into what `search` returns.
+    #[arg(long)]
+    pub allow_writes: bool,
     #[command(flatten)]
     pub web: WebArgs,
     #[command(flatten)]
@@ -154,6 +162,15 @@ pub struct PassageRequest {
     pub chunk_id: u64,
 }
 
+/// Arguments of the `add` tool (offered only with `--allow-writes`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct AddRequest {
+    /// The library to add to; it must exist (`quarry library create`) and be served.
+    pub library: String,
+    /// Absolute paths of files, folders (read recursively) and ZIP archives on this computer.
+    pub paths: Vec<String>,
+}
+
 /// Arguments of the `ask` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct AskRequest {
@@ -179,7 +196,6 @@ pub struct QuarryServer {
     embedders: Arc<quarry_session::EmbedderCache>,
     /// The language model, loaded by the first `ask`.
     model: Arc<tokio::sync::Mutex<Option<Arc<dyn ChatModel>>>>,
-    #[allow(dead_code)] // read by the code `tool_handler` generates
     tool_router: ToolRouter<Self>,
 }
 
@@ -193,7 +209,13 @@ impl QuarryServer {
             web: args.web,
             llm: args.llm,
             model: Arc::new(tokio::sync::Mutex::new(None)),
-            tool_router: Self::tool_router(),
+            tool_router: {
+                let mut router = Self::tool_router();
+                if !args.allow_writes {
+                    router.remove_route("add");
+                }
+                router
+            },
         }
     }
 
@@ -269,6 +291,86 @@ impl QuarryServer {
         Ok(tool_result(outcome, None))
     }
 
+    #[tool(description = "Add files, folders (read recursively) and ZIP archives on this computer to a \
+        library: each file is read, chunked, embedded and indexed, and searchable when the call returns. \
+        Paths must be absolute. Unchanged files are not read again; a file that cannot be read is listed \
+        with its reason and never stops the others. Returns the run's totals and the failures. Progress is \
+        reported per file; cancelling stops after the files being read (what was read stays indexed).")]
+    async fn add(
+        &self,
+        Parameters(request): Parameters<AddRequest>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
+        let progress = tokio::spawn(async move {
+            let mut step = 0u32;
+            while let Some(line) = lines.recv().await {
+                if let Some(token) = &token {
+                    step += 1;
+                    let param = ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(line);
+                    let _ = peer.notify_progress(param).await;
+                }
+            }
+        });
+        let outcome = async {
+            let name = self.chosen(std::slice::from_ref(&request.library))?.remove(0);
+            if request.paths.is_empty() {
+                anyhow::bail!("`paths` is empty: give absolute paths of files, folders or ZIP archives");
+            }
+            let mut paths = Vec::new();
+            for path in &request.paths {
+                let path = std::path::PathBuf::from(path);
+                if !path.is_absolute() {
+                    anyhow::bail!("{:?} is not an absolute path", path.display().to_string());
+                }
+                if !path.exists() {
+                    anyhow::bail!("{}: not found", path.display());
+                }
+                paths.push(path);
+            }
+            let embedder = self.embedders.for_library(&self.data, &name)?;
+            let model_id =
+                embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?.model_id().to_string();
+            let worker = quarry_ingest::isolate::WorkerCommand::current_exe(&["parse-worker"])
+                .context("locating the quarry executable")?;
+            let mut isolation = quarry_ingest::isolate::IsolationConfig::new(worker);
+            isolation.include_documents = true;
+            let options = quarry_store::IngestOptions::new(isolation);
+            // Cancelling the request stops the run gently, as Ctrl-C does for `quarry add`.
+            let (stop, cancelled) = (options.isolation.stop.clone(), context.ct.clone());
+            let watcher = tokio::spawn(async move {
+                cancelled.cancelled().await;
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+            let mut library = Library::open_write(&self.data, &name, &model_id).await?;
+            let mut failures = Vec::new();
+            let summary = library
+                .add(&paths, &embedder, &options, &mut |event| {
+                    let line = match &event {
+                        quarry_store::IngestEvent::Read { path, chunks, .. } => format!("read {path}: {chunks} chunks"),
+                        quarry_store::IngestEvent::Failed { path, status, error } => {
+                            failures.push(json!({ "path": path, "status": status, "error": error }));
+                            format!("{status} {path}: {error}")
+                        }
+                        quarry_store::IngestEvent::Indexed { documents, chunks } => {
+                            format!("indexed {documents} documents ({chunks} chunks)")
+                        }
+                        _ => return,
+                    };
+                    let _ = sender.send(line);
+                })
+                .await;
+            watcher.abort();
+            let summary = summary?;
+            anyhow::Ok(json!({ "library": name, "summary": summary, "failures": failures }))
+        }
+        .await;
+        drop(sender);
+        let _ = progress.await;
+        Ok(tool_result(outcome, None))
+    }
+
     #[tool(description = "Answer a question from the person's documents with a research agent. Returns \
         the answer in Markdown with [n] citation markers, the cited passages (citation, path, page, text), \
         claims the claim check found unsupported by their citations, and the model calls and tokens used. \
@@ -338,7 +440,7 @@ impl QuarryServer {
     }
 }
 
-#[tool_handler]
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for QuarryServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())

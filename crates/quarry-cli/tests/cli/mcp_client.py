@@ -3,8 +3,9 @@ drives `quarry mcp` over stdio the way an MCP host does, and prints what it saw 
 the Rust test (tests/cli/mcp_command.rs) to check.
 
 Usage: mcp_client.py LIBRARY QUESTION -- SERVER_COMMAND…  (e.g. -- quarry --data-dir D mcp --library L)
-       mcp_client.py LIBRARY QUESTION --url http://127.0.0.1:PORT/mcp  (streamable HTTP; no `ask`, and
-       two raw requests a browser page or a rebound host name would send, to see them refused)
+       mcp_client.py LIBRARY QUESTION --url http://127.0.0.1:PORT/mcp [--add PATH…]  (streamable HTTP; no
+       `ask`; two raw requests a browser page or a rebound host name would send, to see them refused;
+       with --add, the `add` tool with a relative path and then with the PATHs, and a search after it)
 """
 
 import asyncio
@@ -96,6 +97,13 @@ async def main():
             seen["unknown_library"] = await call(session, "search", {"query": "revenue", "libraries": ["nope"]})
             seen["unknown_tool"] = await call(session, "no_such_tool", {})
             seen["after_errors"] = await call(session, "list_libraries", {})
+            if "--add" in sys.argv:
+                paths = sys.argv[sys.argv.index("--add") + 1 :]
+                seen["add_relative"] = await call(session, "add", {"library": library, "paths": ["notes.pdf"]})
+                seen["add"] = await call(session, "add", {"library": library, "paths": paths})
+                seen["search_added"] = await call(
+                    session, "search", {"query": "airplane accident probable cause", "libraries": [library], "k": 3}
+                )
             if over_http:
                 print(json.dumps(seen))
                 return

@@ -121,7 +121,7 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     let says = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && says.contains("serves this computer only"), "{says}");
     let mut server = quarry(&data)
-        .args(["mcp", "--http", "127.0.0.1:0", "--library", "sec"])
+        .args(["mcp", "--http", "127.0.0.1:0", "--library", "sec", "--allow-writes"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -131,8 +131,16 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     // Keep reading the server's log (a closed pipe would fail its next log line).
     let log = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
     let url = line.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:")).unwrap_or_else(|| panic!("{line}"));
-    let output =
-        std::process::Command::new(&python).arg(&client).args(["sec", question, "--url", url]).output().unwrap();
+    // With --allow-writes the `add` tool is offered: a real NTSB report and a broken PDF go into `sec`.
+    let report = crate::library_command::sample_library().join("ntsb/20080102X00002.pdf");
+    let broken = tmp.path().join("broken.pdf");
+    std::fs::write(&broken, b"%PDF-1.7\nnot really a PDF").unwrap();
+    let output = std::process::Command::new(&python)
+        .arg(&client)
+        .args(["sec", question, "--url", url, "--add"])
+        .args([&report, &broken])
+        .output()
+        .unwrap();
     let _ = server.kill();
     let _ = server.wait();
     let log = log.join().unwrap();
@@ -143,9 +151,28 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     );
     let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!((seen["with_origin"].as_u64(), seen["with_other_host"].as_u64()), (Some(403), Some(403)), "{seen}");
-    assert_eq!(seen["tools"], serde_json::json!(["ask", "get_passage", "list_libraries", "search"]));
+    assert_eq!(seen["tools"], serde_json::json!(["add", "ask", "get_passage", "list_libraries", "search"]));
     let passages = seen["search"]["structured"]["passages"].as_array().unwrap();
     assert_eq!(passages.len(), 5, "{}", seen["search"]);
+    assert_eq!(seen["add_relative"]["is_error"], true, "{}", seen["add_relative"]);
+    assert!(
+        seen["add_relative"]["text"].as_str().unwrap().contains("not an absolute path"),
+        "{}",
+        seen["add_relative"]
+    );
+    let added = &seen["add"]["structured"];
+    assert_eq!(
+        (added["summary"]["indexed"].as_u64(), added["summary"]["failed"].as_u64()),
+        (Some(1), Some(1)),
+        "{added}"
+    );
+    let failure = &added["failures"][0];
+    assert!(
+        failure["path"].as_str().unwrap().ends_with("broken.pdf") && !failure["error"].as_str().unwrap().is_empty(),
+        "{added}"
+    );
+    let found = seen["search_added"]["structured"]["passages"].as_array().unwrap();
+    assert!(found.iter().any(|p| p["path"].as_str().unwrap().ends_with("20080102X00002.pdf")), "{found:?}");
     assert!(seen["resource_text"].as_str().unwrap().contains("Total revenue: $7,192 million"));
     assert_eq!(seen["unknown_library"]["is_error"], true, "{}", seen["unknown_library"]);
     assert_eq!(seen["after_errors"]["is_error"], false, "{}", seen["after_errors"]);
