@@ -301,18 +301,7 @@ impl QuarryServer {
         Parameters(request): Parameters<AddRequest>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
-        let progress = tokio::spawn(async move {
-            let mut step = 0u32;
-            while let Some(line) = lines.recv().await {
-                if let Some(token) = &token {
-                    step += 1;
-                    let param = ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(line);
-                    let _ = peer.notify_progress(param).await;
-                }
-            }
-        });
+        let (sender, progress) = progress_reporter(&context);
         let outcome = async {
             let name = self.chosen(std::slice::from_ref(&request.library))?.remove(0);
             if request.paths.is_empty() {
@@ -408,21 +397,10 @@ impl QuarryServer {
         };
 
         // Each step the CLI prints on stderr goes to the host as a progress notification.
-        let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (sender, progress) = progress_reporter(&context);
         let events: EventSink = Arc::new(move |event| {
             if let Some(line) = event_line(&event) {
                 let _ = sender.send(line.trim().to_string());
-            }
-        });
-        let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
-        let progress = tokio::spawn(async move {
-            let mut step = 0u32;
-            while let Some(line) = lines.recv().await {
-                if let Some(token) = &token {
-                    step += 1;
-                    let param = ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(line);
-                    let _ = peer.notify_progress(param).await;
-                }
             }
         });
         // As `quarry ask` with its defaults; the web query policy of the flags (`ask` withholds: no one
@@ -477,6 +455,26 @@ impl ServerHandler for QuarryServer {
         let text = self.document_text(&library, &document_id).await.map_err(|e| not_found(format!("{e:#}")))?;
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri.clone())]).into())
     }
+}
+
+/// A channel whose lines go to the host as progress notifications of the request in `context`, numbered
+/// 1, 2, … (dropped when the host asked for no progress). The task ends once every sender is dropped.
+fn progress_reporter(
+    context: &RequestContext<RoleServer>,
+) -> (tokio::sync::mpsc::UnboundedSender<String>, tokio::task::JoinHandle<()>) {
+    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
+    let task = tokio::spawn(async move {
+        let mut step = 0u32;
+        while let Some(line) = lines.recv().await {
+            if let Some(token) = &token {
+                step += 1;
+                let param = ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(line);
+                let _ = peer.notify_progress(param).await;
+            }
+        }
+    });
+    (sender, task)
 }
 
 /// (library, document id) of a `quarry://LIBRARY/DOCUMENT_ID` URI; `None` unless the id is lowercase
