@@ -27,6 +27,8 @@ export interface LibraryView {
 export interface IngestSummary {
   files: number;
   unchanged: number;
+  /** Unchanged files read again because this Quarry reads their format better. */
+  reread: number;
   indexed: number;
   failed: number;
   skipped: number;
@@ -40,7 +42,7 @@ export interface IngestSummary {
 
 /** quarry_store::IngestEvent, plus `error` when the run itself failed. */
 export type IngestEvent =
-  | { event: "scanned"; files: number; to_read: number; unchanged: number }
+  | { event: "scanned"; files: number; to_read: number; unchanged: number; reread: number }
   | { event: "unreadable"; path: string; error: string }
   | { event: "read"; path: string; format: string; pages: number | null; chunks: number }
   | { event: "skipped"; path: string; reason: string }

@@ -187,6 +187,7 @@ async function addFiles(library: string, paths: string[]) {
     const summary = await api.addToLibrary(library, paths);
     const parts = [`${summary.indexed} indexed`, `${summary.failed} failed`, `${summary.unchanged} unchanged`];
     if (summary.skipped) parts.push(`${summary.skipped} duplicates skipped`);
+    if (summary.reread) parts.push(`${summary.reread} read again with a newer reading of their format`);
     $("ingest-summary").textContent =
       `${summary.cancelled ? "Stopped" : "Done"}: ${parts.join(", ")} — ${summary.chunks} chunks in ${summary.seconds.toFixed(1)} s` +
       (summary.cancelled ? ". What was read is saved; add the same files again to read the rest." : "");

@@ -10,6 +10,7 @@
 //!   [`document_context`] names what the document is about, for every chunk of it.
 //! - [`readable_text`] reduces a web page's HTML to its article text (run in a worker through
 //!   [`isolate::PageReader`]).
+//! - [`extraction_version`] numbers each format's reading; libraries read a file again when it rises.
 //! - [`collect_inputs`] walks the paths a user gave; [`report`] writes the per-file TSV report.
 
 mod archive;
@@ -19,6 +20,7 @@ mod detect;
 mod docx;
 mod docx_extras;
 mod error;
+mod extraction;
 pub mod isolate;
 mod parse;
 mod pdf;
@@ -35,6 +37,7 @@ pub use chunk::{ChunkSizer, Chunker, ChunkerConfig};
 pub use context::{document_context, CONTEXT_SEPARATOR};
 pub use detect::detect_format;
 pub use error::IngestError;
+pub use extraction::{extraction_version, UNSTAMPED_EXTRACTION_VERSION};
 pub use parse::{parse_bytes, parse_file, FileOutcome, ParseEvent, ParseOptions, Status};
 pub use quarry_core::{Block, Chunk, Format, Location, ParsedDocument};
 pub use readable::readable_text;

@@ -91,11 +91,13 @@ impl IngestOptions {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum IngestEvent {
-    /// Files found and how many must be read.
+    /// Files found and how many must be read; `reread` of those are unchanged files read again because
+    /// Quarry reads their format better than when they were added ([`quarry_ingest::extraction_version`]).
     Scanned {
         files: usize,
         to_read: usize,
         unchanged: usize,
+        reread: usize,
     },
     /// A path given that cannot be read (missing, permission denied).
     Unreadable {
@@ -159,6 +161,9 @@ pub enum IngestEvent {
 pub struct IngestSummary {
     pub files: usize,
     pub unchanged: usize,
+    /// Unchanged files read again because their documents were read by an older reading of their format
+    /// (counted in `indexed`/`failed` too, by what the new reading gave).
+    pub reread: usize,
     pub indexed: usize,
     pub failed: usize,
     pub skipped: usize,
@@ -381,6 +386,9 @@ impl Library {
         // of a changed file it did not get to.
         let mut replaced_by: Vec<(String, usize)> = Vec::new();
         let mut present_files: HashSet<String> = HashSet::new();
+        // Origins (file hashes) read again, same bytes, because an older reading of their format made them:
+        // their documents are written again under the same ids (`flush` replaces the old rows).
+        let mut rereading: HashSet<String> = HashSet::new();
         summary.files = inputs.len();
         for input in inputs {
             let file_path = input.path.to_string_lossy().into_owned();
@@ -394,8 +402,19 @@ impl Library {
             };
             let previous = top_rows.get(file_path.as_str()).copied();
             let retry = |d: &DocumentRecord| options.retry_failed && d.state == DocumentState::Failed;
+            // A file some of whose documents an older reading of their format produced is read again.
+            let read_by_older_parser = |origin: &str| {
+                by_origin
+                    .get(origin)
+                    .is_some_and(|rows| rows.iter().any(|d| d.file_path == file_path && d.read_by_older_parser()))
+            };
             if let Some(prev) = previous {
-                if !options.verify && prev.byte_len == byte_len && prev.modified_ms == modified_ms && !retry(prev) {
+                if !options.verify
+                    && prev.byte_len == byte_len
+                    && prev.modified_ms == modified_ms
+                    && !retry(prev)
+                    && !read_by_older_parser(&prev.origin_id)
+                {
                     summary.unchanged += 1;
                     continue;
                 }
@@ -414,7 +433,8 @@ impl Library {
                 let whole_here = rows.iter().any(|d| d.file_path == file_path && d.path == d.file_path);
                 let partly_here = rows.iter().any(|d| d.file_path == file_path);
                 let failed_retry = rows.iter().any(|d| d.path == d.file_path && retry(d));
-                if whole_here && !failed_retry {
+                let reread = read_by_older_parser(&hash);
+                if whole_here && !failed_retry && !reread {
                     summary.unchanged += 1;
                     continue;
                 }
@@ -433,6 +453,10 @@ impl Library {
                     }
                     continue;
                 }
+                if reread {
+                    rereading.insert(hash.clone());
+                    summary.reread += 1;
+                }
             } else if known_by_id.contains_key(hash.as_str()) {
                 let other = known_by_id.get(hash.as_str()).map(|d| d.path.clone()).unwrap_or_default();
                 on_event(IngestEvent::Skipped { path: file_path.clone(), reason: format!("same content as {other}") });
@@ -448,7 +472,24 @@ impl Library {
             let display = file_path.clone();
             plan.push(Planned { input: InputFile { path: input.path, display }, hash, byte_len, modified_ms });
         }
-        on_event(IngestEvent::Scanned { files: summary.files, to_read: plan.len(), unchanged: summary.unchanged });
+        on_event(IngestEvent::Scanned {
+            files: summary.files,
+            to_read: plan.len(),
+            unchanged: summary.unchanged,
+            reread: summary.reread,
+        });
+        // An archive read again loses its own row first (that row says "all members are in"): a run killed
+        // between its members then leaves it not whole, and the next run reads it again.
+        let archives_reread: Vec<String> = rereading
+            .iter()
+            .filter(|origin| {
+                by_origin.get(origin.as_str()).is_some_and(|rows| rows.iter().any(|d| d.path != d.file_path))
+            })
+            .cloned()
+            .collect();
+        if !archives_reread.is_empty() {
+            self.store.delete_documents(&archives_reread).await?;
+        }
 
         // Read, chunk, embed and commit. Parsing runs in worker processes on a thread of its own; its
         // results come through a bounded channel so memory stays flat however large the batch.
@@ -519,6 +560,7 @@ impl Library {
                 added_ms: now_ms(),
                 modified_ms: planned.modified_ms,
                 context: None,
+                extraction_version: Some(quarry_ingest::extraction_version(format)),
             };
             let format = outcome.format.map(|f| f.to_string()).unwrap_or_else(|| "unknown".into());
             let fallback_id = if top {
@@ -529,7 +571,15 @@ impl Library {
             match (&outcome.status, &outcome.document) {
                 (Status::Ok, Some(document)) => {
                     let id = document.content_hash.clone();
-                    if let Some(existing) = known_by_id.get(id.as_str()).filter(|d| d.state == DocumentState::Indexed) {
+                    // A document of a file read again for a newer reading is written anew, not kept.
+                    let superseded = |d: &&&DocumentRecord| {
+                        rereading.contains(&planned.hash) && d.origin_id == planned.hash && d.read_by_older_parser()
+                    };
+                    let existing = known_by_id
+                        .get(id.as_str())
+                        .filter(|d| d.state == DocumentState::Indexed)
+                        .filter(|d| !superseded(d));
+                    if let Some(existing) = existing {
                         if existing.path == outcome.path && existing.origin_id == planned.hash {
                             // A member indexed before a run was killed, its archive being read again.
                         } else if replaced_origins.contains(&existing.origin_id) {
@@ -725,7 +775,31 @@ impl Library {
         on_event: &mut (dyn FnMut(IngestEvent) + Send),
     ) -> Result<(usize, usize), StoreError> {
         let taken = std::mem::take(batch);
-        // Rows being written again (a retried failure): the old row goes first.
+        // Embedding first: it takes the time, and the old rows of a document written again must stay
+        // searchable until its new rows are ready.
+        let vectors = if taken.documents.is_empty() {
+            Vec::new()
+        } else {
+            // Each chunk is embedded and indexed with its document's context line before its text.
+            let texts: Vec<String> = taken
+                .documents
+                .iter()
+                .flat_map(|(d, c)| c.iter().map(|c| indexed_text(d.context.as_deref(), &c.text)))
+                .collect();
+            let model = Arc::clone(embedder);
+            let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
+                let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+                Ok(model.embed(&texts)?)
+            })
+            .await
+            .map_err(|e| StoreError::Embedding(e.to_string()))??;
+            *embedded += vectors.len();
+            on_event(IngestEvent::Embedding { done: *embedded, known: known_chunks });
+            vectors
+        };
+        // Rows being written again (a retried failure, a file read again for a newer reading of its
+        // format): the old rows go first. A kill between here and the new rows leaves the file not whole
+        // in the library, so the next `sync` reads it again.
         let rewrite: Vec<String> = taken
             .documents
             .iter()
@@ -744,22 +818,6 @@ impl Library {
         }
         let mut committed = (0, 0);
         if !taken.documents.is_empty() {
-            // Each chunk is embedded and indexed with its document's context line before its text.
-            let texts: Vec<String> = taken
-                .documents
-                .iter()
-                .flat_map(|(d, c)| c.iter().map(|c| indexed_text(d.context.as_deref(), &c.text)))
-                .collect();
-            let model = Arc::clone(embedder);
-            let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
-                let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
-                Ok(model.embed(&texts)?)
-            })
-            .await
-            .map_err(|e| StoreError::Embedding(e.to_string()))??;
-            *embedded += vectors.len();
-            on_event(IngestEvent::Embedding { done: *embedded, known: known_chunks });
-
             let rows: Vec<DocumentRecord> = taken.documents.iter().map(|(d, _)| d.clone()).collect();
             let contexts: HashMap<&str, &str> =
                 rows.iter().filter_map(|d| Some((d.document_id.as_str(), d.context.as_deref()?))).collect();

@@ -653,6 +653,7 @@ mod tests {
             added_ms: 1,
             modified_ms: 1,
             context: None,
+            extraction_version: None,
         };
         let chunk = ChunkRecord {
             chunk_id: chunk_id("d1", 0),

@@ -86,6 +86,19 @@ pub struct DocumentRecord {
     /// its chunks for embedding and BM25, and shown with its passages. `None` for documents indexed
     /// before the column existed (their chunks were embedded without it) and for failed documents.
     pub context: Option<String>,
+    /// The version of its format's reading the document was read with
+    /// ([`quarry_ingest::extraction_version`]); `None` for rows written before the column existed, which
+    /// count as [`quarry_ingest::UNSTAMPED_EXTRACTION_VERSION`]. Sync reads a file again when this is older.
+    pub extraction_version: Option<u32>,
+}
+
+impl DocumentRecord {
+    /// True when the document was read by an older reading of its format than Quarry's today, so reading
+    /// its file again would give other (better) text.
+    pub fn read_by_older_parser(&self) -> bool {
+        self.extraction_version.unwrap_or(quarry_ingest::UNSTAMPED_EXTRACTION_VERSION)
+            < quarry_ingest::extraction_version(&self.format)
+    }
 }
 
 /// One row of `chunks` without its vector, as search returns it.
@@ -163,6 +176,7 @@ fn documents_schema() -> SchemaRef {
         Field::new("added_ms", DataType::Int64, false),
         Field::new("modified_ms", DataType::Int64, false),
         Field::new("context", DataType::Utf8, true),
+        Field::new("extraction_version", DataType::UInt32, true),
     ]))
 }
 
@@ -505,7 +519,7 @@ fn opt_str(array: &StringArray, i: usize) -> Option<String> {
 }
 
 /// Adds the columns of `schema` that `table` lacks, all null: a library made by an older Quarry gets the
-/// newer nullable columns (`documents.context`) the first time it is opened for writing, in one commit.
+/// newer nullable columns (`documents.context`, `documents.extraction_version`) the first time it is opened for writing, in one commit.
 async fn add_missing_columns(table: &Table, schema: &SchemaRef) -> Result<(), StoreError> {
     let stored = table.schema().await?;
     let missing: Vec<Field> = schema
@@ -550,6 +564,7 @@ fn documents_to_batch(rows: &[DocumentRecord]) -> Result<RecordBatch, StoreError
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.added_ms))),
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.modified_ms))),
         Arc::new(StringArray::from_iter(rows.iter().map(|r| r.context.as_deref()))),
+        Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.extraction_version))),
     ];
     Ok(RecordBatch::try_new(documents_schema(), columns)?)
 }
@@ -569,6 +584,9 @@ fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, Stor
     let warnings = column::<StringArray>(batch, "warnings")?;
     // Absent in libraries made before 2026-11-26 until they are opened for writing.
     let context = batch.column_by_name("context").and_then(|c| c.as_any().downcast_ref::<StringArray>());
+    // Absent in libraries made before 2026-11-27 until they are opened for writing.
+    let extraction_version =
+        batch.column_by_name("extraction_version").and_then(|c| c.as_any().downcast_ref::<UInt32Array>());
     let added_ms = column::<Int64Array>(batch, "added_ms")?;
     let modified_ms = column::<Int64Array>(batch, "modified_ms")?;
     Ok((0..batch.num_rows())
@@ -588,6 +606,7 @@ fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, Stor
             added_ms: added_ms.value(i),
             modified_ms: modified_ms.value(i),
             context: context.and_then(|c| opt_str(c, i)),
+            extraction_version: extraction_version.and_then(|c| opt_u32(c, i)),
         })
         .collect())
 }
@@ -727,6 +746,7 @@ mod tests {
             added_ms: 1,
             modified_ms: 2,
             context: Some("Example Corp. · Form 10-Q".into()),
+            extraction_version: Some(quarry_ingest::extraction_version("pdf")),
         }
     }
 

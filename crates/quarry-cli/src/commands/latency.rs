@@ -283,6 +283,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                         added_ms: 0,
                         modified_ms: 0,
                         context: None,
+                        extraction_version: Some(quarry_ingest::extraction_version("text")),
                     });
                 }
                 store.add_chunks(&chunks, &batch_vectors).await?;

@@ -38,10 +38,15 @@ impl IngestProgress {
             return;
         }
         match event {
-            IngestEvent::Scanned { to_read, unchanged, files } => {
+            IngestEvent::Scanned { to_read, unchanged, files, reread } => {
                 self.files.set_length(to_read as u64);
-                if unchanged > 0 {
+                if unchanged > 0 || reread > 0 {
                     self.line(format!("{files} files, {unchanged} unchanged, {to_read} to read"));
+                }
+                if reread > 0 {
+                    self.line(format!(
+                        "{reread} of them unchanged but read again: this Quarry reads their format better than the one that added them"
+                    ));
                 }
             }
             IngestEvent::Unreadable { path, error } => {
@@ -110,6 +115,9 @@ impl IngestProgress {
             summary.removed,
             summary.seconds
         );
+        if summary.reread > 0 {
+            eprintln!("{} unchanged files were read again with a newer reading of their format", summary.reread);
+        }
         if summary.cancelled {
             eprintln!("stopped: what was read is saved; `quarry sync` reads the rest");
         }

@@ -425,6 +425,80 @@ fn an_archive_cut_off_between_its_members_by_a_kill_is_read_again() {
     assert_eq!((count(&s, "pending"), s["archives"].as_u64()), (0, Some(1)), "{s}");
 }
 
+/// A library whose PDFs were read by an older reading of the format (rows written before the
+/// `extraction_version` stamp, as every library made before 2026-11-27 has them): `sync` reads those files
+/// again, same bytes and same document ids, and leaves the other formats alone; a second `sync` has
+/// nothing to do.
+#[test]
+fn sync_reads_again_the_files_an_older_parser_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for file in ["ntsb/more-ntsb-reports.zip", "ntsb/20080102X00002.pdf", "office/handbook-1p.docx"] {
+        let from = sample_library().join(file);
+        std::fs::copy(&from, docs.join(from.file_name().unwrap())).unwrap();
+    }
+    let docs_arg = docs.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "old"]);
+    ingest(&data, &["add", &docs_arg, "--library", "old", "--json"]);
+    let expected = check_consistent(&data, "old");
+    assert_eq!(expected.0, 5, "3 archive members, a PDF and a DOCX: {expected:?}");
+
+    // Make the rows look as an older Quarry wrote them: no stamp.
+    let rows = |data: &Path| -> Vec<quarry_store::DocumentRecord> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let dir = quarry_store::DataDir::at(data);
+            let library = quarry_store::Library::open_read(&dir, "old").await.unwrap();
+            let mut rows: Vec<quarry_store::DocumentRecord> = library.documents().cloned().collect();
+            rows.sort_by(|a, b| a.path.cmp(&b.path));
+            rows
+        })
+    };
+    let before = rows(&data);
+    assert!(before.iter().all(|d| d.extraction_version == Some(quarry_ingest::extraction_version(&d.format))));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let dir = quarry_store::DataDir::at(&data);
+        let library = quarry_store::Library::open_read(&dir, "old").await.unwrap();
+        let unstamped: Vec<quarry_store::DocumentRecord> =
+            before.iter().cloned().map(|d| quarry_store::DocumentRecord { extraction_version: None, ..d }).collect();
+        let ids: Vec<String> = unstamped.iter().map(|d| d.document_id.clone()).collect();
+        library.store().delete_documents(&ids).await.unwrap();
+        library.store().add_documents(&unstamped).await.unwrap();
+    });
+    assert!(rows(&data).iter().all(|d| d.extraction_version.is_none()));
+
+    let (events, synced) = ingest(&data, &["sync", "--library", "old", "--json"]);
+    let scanned = events.iter().find(|e| e["event"] == "scanned").expect("a scanned event");
+    assert_eq!(scanned["reread"].as_u64(), Some(2), "the archive of PDFs and the PDF: {scanned}");
+    assert_eq!(synced["reread"].as_u64(), Some(2), "{synced}");
+    assert_eq!(synced["indexed"].as_u64(), Some(4), "the four PDFs, written again: {synced}");
+    assert_eq!(synced["unchanged"].as_u64(), Some(1), "the DOCX is not read again: {synced}");
+    for key in ["removed", "skipped", "failed", "moved"] {
+        assert_eq!(synced[key].as_u64(), Some(0), "{key}: {synced}");
+    }
+    assert_eq!(check_consistent(&data, "old"), expected, "every document whole again: {events:?}");
+    let after = rows(&data);
+    let ids = |rows: &[quarry_store::DocumentRecord]| {
+        rows.iter().map(|d| (d.path.clone(), d.document_id.clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&after), ids(&before), "same documents under the same ids");
+    for d in &after {
+        let expected = if d.format == "docx" { None } else { Some(quarry_ingest::extraction_version(&d.format)) };
+        assert_eq!(d.extraction_version, expected, "{}", d.path);
+    }
+    assert!(!search(&data, "old", "aircraft", "hybrid").is_empty(), "the PDFs are searchable again");
+
+    let (_, again) = ingest(&data, &["sync", "--library", "old", "--json"]);
+    assert_eq!(
+        (again["reread"].as_u64(), again["indexed"].as_u64(), again["unchanged"].as_u64()),
+        (Some(0), Some(0), Some(3)),
+        "{again}"
+    );
+}
+
 /// `kill -9` during `sync` (a new file, a changed file, a vanished file), `remove` and `library reindex`,
 /// each at 2 random moments from the same starting library: after every kill the library is consistent
 /// (what `check_consistent` asserts: every indexed document whole in LanceDB and tantivy, searches see

@@ -1,0 +1,40 @@
+//! Which reading of a format a document was indexed with, so that a parser improvement reaches
+//! libraries built before it.
+
+/// The number a document row carries when it was written before rows were stamped (2026-11-27): the
+/// reading each format had then, counted as version 1.
+pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
+
+/// The version of the text Quarry reads out of a format today, by format name ([`quarry_core::Format::name`],
+/// or `unknown` for a file that was not recognised).
+///
+/// A library stamps each document row with it; `quarry sync` and `quarry add` read a file again (same
+/// bytes, same document and chunk ids) when one of its documents carries an older number than this, so a
+/// person's existing library gets the better text without `quarry library reindex`, and only the formats
+/// whose reading changed are read again. Raise a format's number when its parser's text changes in a way
+/// search or answers see (words, pages, tables), not for changes in warnings or speed.
+///
+/// History:
+/// - `pdf` 2: PDFium reads every page, and its reading replaces pdf-extract's where it keeps words whole
+///   (`pdf::keeps_words_whole`; docs/ANSWERS.md, Session 8).
+pub fn extraction_version(format: &str) -> u32 {
+    match format {
+        "pdf" => 2,
+        _ => UNSTAMPED_EXTRACTION_VERSION,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_core::Format;
+
+    #[test]
+    fn every_format_has_a_version_at_least_the_unstamped_one() {
+        for format in [Format::Pdf, Format::Docx, Format::Xlsx, Format::Zip, Format::Text, Format::Html] {
+            assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
+        }
+        assert_eq!(extraction_version("pdf"), 2, "PDFium readings (Session 8) are newer than unstamped rows");
+        assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
+    }
+}
