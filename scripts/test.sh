@@ -16,6 +16,13 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
   echo "test.sh: rustfmt is not installed (rustup component add rustfmt): formatting not checked" >&2
 fi
+# Clippy's default lints and the workspace's own (Cargo.toml [workspace.lints]: no unwrap outside tests)
+# hold for every crate, binary and test: a new warning fails here, before the tests run.
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --locked --workspace --all-targets -- -D warnings
+else
+  echo "test.sh: clippy is not installed (rustup component add clippy): lints not checked" >&2
+fi
 # Every repository path README.md and docs/ name in backticks exists (moved files update their mentions).
 python3 scripts/check-doc-paths.py
 cargo test --locked --workspace

@@ -55,9 +55,8 @@ fn pid_of(binary: &Path) -> Option<u32> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(clippy::await_holding_lock)]
 async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
-    let _one = one_app_at_a_time();
+    let _one = one_app_at_a_time().await;
     let deb = bundle_deb(Path::new(env!("CARGO_BIN_EXE_quarry-app")));
 
     // What dpkg would be told: the libraries the binary links, beyond Tauri's own list.

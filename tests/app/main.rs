@@ -6,6 +6,7 @@
 //! `tauri-driver` (in `~/.cache/quarry/tools/bin`, or `QUARRY_TAURI_DRIVER`), the model files, and ui/dist
 //! (built by setup.sh; the binary embeds it). Screenshots of each main screen are saved in
 //! `$CARGO_TARGET_TMPDIR/app-screenshots/`.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 mod deb;
 mod webdriver;
@@ -162,10 +163,11 @@ async fn open_app_at(driver: &Driver, binary: &Path) -> Session {
 const MINUTE: Duration = Duration::from_secs(60);
 
 /// The tests of this binary run one app at a time: two windows each running a model on 2 cores would
-/// only make both slow. A failed test poisons the lock; the next one goes on regardless.
-fn one_app_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static APP: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    APP.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// only make both slow. An async lock, held across the test's awaits (tokio's is not poisoned: after a
+/// failed test the next one goes on).
+async fn one_app_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    APP.lock().await
 }
 
 /// Drops `paths` on the window. A real OS drag cannot be made through WebDriver, so this emits the event
@@ -184,7 +186,7 @@ async fn drop_paths(app: &Session, paths: &[String]) {
 /// restart the app and see the conversation again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_after_a_restart() {
-    let _one = one_app_at_a_time();
+    let _one = one_app_at_a_time().await;
     let eval = eval_dir();
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
@@ -467,7 +469,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
 /// handed any cited path to the system's default program, and "[2023]" became a citation link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not_opened() {
-    let _one = one_app_at_a_time();
+    let _one = one_app_at_a_time().await;
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let config = work.path().join("config");
@@ -546,7 +548,7 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
 /// Loopback is how the WebDriver session and the app's own processes talk.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_offline_indexes_and_answers_without_any_network_connection() {
-    let _one = one_app_at_a_time();
+    let _one = one_app_at_a_time().await;
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let config = work.path().join("config");

@@ -39,7 +39,7 @@ pub struct ClaimCheck {
 pub fn quarters(text: &str) -> Vec<(u8, u16)> {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
     let pattern = PATTERN.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter(?: of)?(?: (?:fiscal|the fiscal))?(?: year)?,? (?:fy)?((?:19|20)\d{2})\b|q([1-4])[ ,]*(?:of )?(?:fiscal |fy ?)?((?:19|20)\d{2})\b|((?:19|20)\d{2})[ _-]?q([1-4])(?:[^0-9]|$))").unwrap()
+        Regex::new(r"(?i)\b(?:(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter(?: of)?(?: (?:fiscal|the fiscal))?(?: year)?,? (?:fy)?((?:19|20)\d{2})\b|q([1-4])[ ,]*(?:of )?(?:fiscal |fy ?)?((?:19|20)\d{2})\b|((?:19|20)\d{2})[ _-]?q([1-4])(?:[^0-9]|$))").expect("the pattern is valid")
     });
     let mut out = Vec::new();
     for c in pattern.captures_iter(text) {

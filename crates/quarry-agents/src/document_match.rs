@@ -264,7 +264,7 @@ pub fn uncovered_subject(question: &str, found: &[Passage]) -> Option<UncoveredS
     let name = question_subject(question)?;
     let mentions = subject_mentions(&name, found);
     let passing = mentions.in_text == 0 || (mentions.in_text == 1 && found.len() >= PASSING_MENTION_DEPTH);
-    (mentions.in_context == 0 && passing).then(|| UncoveredSubject {
+    (mentions.in_context == 0 && passing).then_some(UncoveredSubject {
         name,
         mentions: mentions.in_text,
         of: found.len(),

@@ -59,13 +59,13 @@ fn patterns() -> &'static [Regex; 4] {
         let month = r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?";
         [
             // Dates: "April 30, 2023", "30 April 2023", "April 2023".
-            Regex::new(&format!(r"\b{month}\s+(\d{{1,2}}),?\s+(\d{{4}})\b|\b(\d{{1,2}})\s+{month}\s+(\d{{4}})\b|\b{month}\s+(\d{{4}})\b")).unwrap(),
+            Regex::new(&format!(r"\b{month}\s+(\d{{1,2}}),?\s+(\d{{4}})\b|\b(\d{{1,2}})\s+{month}\s+(\d{{4}})\b|\b{month}\s+(\d{{4}})\b")).expect("the pattern is valid"),
             // Percentages.
-            Regex::new(r"(?i)(-?\d+(?:\.\d+)?)\s*(%|percent\b|per cent\b|percentage points?\b|pp\b)").unwrap(),
+            Regex::new(r"(?i)(-?\d+(?:\.\d+)?)\s*(%|percent\b|per cent\b|percentage points?\b|pp\b)").expect("the pattern is valid"),
             // Amounts: a currency sign and/or a scale word.
-            Regex::new(r"(?i)(?:(?:US)?\$|USD|€|£|¥|EUR|RMB|CNY)\s?(\d[\d,]*(?:\.\d+)?)(?:\s*(thousand|million|billion|trillion|bn|mn|m|b|k)\b)?|\b(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn)\b").unwrap(),
+            Regex::new(r"(?i)(?:(?:US)?\$|USD|€|£|¥|EUR|RMB|CNY)\s?(\d[\d,]*(?:\.\d+)?)(?:\s*(thousand|million|billion|trillion|bn|mn|m|b|k)\b)?|\b(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn)\b").expect("the pattern is valid"),
             // Plain numbers.
-            Regex::new(r"\d[\d,]*(?:\.\d+)?").unwrap(),
+            Regex::new(r"\d[\d,]*(?:\.\d+)?").expect("the pattern is valid"),
         ]
     })
 }
@@ -99,13 +99,25 @@ pub fn figures(text: &str) -> Vec<Figure> {
     };
 
     for c in date.captures_iter(text) {
-        let whole = c.get(0).unwrap();
+        let whole = c.get(0).expect("group 0 is the whole match");
         let (month, day, year) = if let Some(m) = c.get(1) {
-            (m.as_str(), c.get(2).map(|d| d.as_str()), c.get(3).unwrap().as_str())
+            (
+                m.as_str(),
+                c.get(2).map(|d| d.as_str()),
+                c.get(3).expect("the alternative that matched has this group").as_str(),
+            )
         } else if let Some(d) = c.get(4) {
-            (c.get(5).unwrap().as_str(), Some(d.as_str()), c.get(6).unwrap().as_str())
+            (
+                c.get(5).expect("the alternative that matched has this group").as_str(),
+                Some(d.as_str()),
+                c.get(6).expect("the alternative that matched has this group").as_str(),
+            )
         } else {
-            (c.get(7).unwrap().as_str(), None, c.get(8).unwrap().as_str())
+            (
+                c.get(7).expect("the alternative that matched has this group").as_str(),
+                None,
+                c.get(8).expect("the alternative that matched has this group").as_str(),
+            )
         };
         let (Some(month), Ok(year)) = (month_number(month), year.parse::<u16>()) else { continue };
         let day = day.and_then(|d| d.parse::<u8>().ok()).unwrap_or(0);
@@ -125,11 +137,15 @@ pub fn figures(text: &str) -> Vec<Figure> {
         ));
     }
     for c in percent.captures_iter(text) {
-        let whole = c.get(0).unwrap();
+        let whole = c.get(0).expect("group 0 is the whole match");
         if overlaps(&taken, &whole.range()) {
             continue;
         }
-        let Some((value, half_unit)) = number_and_half_unit(c.get(1).unwrap().as_str()) else { continue };
+        let Some((value, half_unit)) =
+            number_and_half_unit(c.get(1).expect("the alternative that matched has this group").as_str())
+        else {
+            continue;
+        };
         taken.push(whole.range());
         out.push((
             whole.start(),
@@ -143,13 +159,15 @@ pub fn figures(text: &str) -> Vec<Figure> {
         ));
     }
     for c in amount.captures_iter(text) {
-        let whole = c.get(0).unwrap();
+        let whole = c.get(0).expect("group 0 is the whole match");
         if overlaps(&taken, &whole.range()) {
             continue;
         }
         let (digits, scale) = match c.get(1) {
             Some(d) => (d.as_str(), c.get(2).map(|s| s.as_str())),
-            None => (c.get(3).unwrap().as_str(), c.get(4).map(|s| s.as_str())),
+            None => {
+                (c.get(3).expect("the alternative that matched has this group").as_str(), c.get(4).map(|s| s.as_str()))
+            }
         };
         let Some((value, half_unit)) = number_and_half_unit(digits) else { continue };
         let factor = scale_of(scale);

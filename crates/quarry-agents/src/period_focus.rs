@@ -35,7 +35,7 @@ fn span_patterns() -> &'static [(Span, Regex)] {
             (Span::Year, r"(?i)\b(?:twelve|12)[- ]months?\b|\bfull[- ]year\b|\bannual(?:ly)?\b|\byears? ended\b|\b(?:fifty-two|fifty-three|52|53)[- ]weeks?\b"),
         ]
         .into_iter()
-        .map(|(span, pattern)| (span, Regex::new(pattern).unwrap()))
+        .map(|(span, pattern)| (span, Regex::new(pattern).expect("the pattern is valid")))
         .collect()
     })
 }

@@ -203,6 +203,7 @@ impl Run {
     /// Writes the final answer from `passages` with `prompt` (placeholders `passages`, `question` and
     /// `extra`), streaming it. With no passages, no model is asked: the answer says the library holds
     /// nothing on the question.
+    #[allow(clippy::too_many_arguments)]
     pub async fn write_answer(
         &self,
         agent: &str,

@@ -292,7 +292,9 @@ pub fn evaluate_retrieval(
     let id_of = |i: u64| set.passages[i as usize].0.clone();
     let mut per_mode: BTreeMap<String, Vec<Metrics>> = BTreeMap::new();
     let depth = fusions.iter().map(|f| f.depth(10)).chain([eval_fusion_depth()]).max().unwrap_or(eval_fusion_depth());
-    let mut rankings: Vec<(Vec<(u64, f32)>, Vec<(u64, f32)>)> = Vec::with_capacity(set.queries.len());
+    // (BM25, dense) of each query: (passage id, raw score), best first.
+    type Ranking = Vec<(u64, f32)>;
+    let mut rankings: Vec<(Ranking, Ranking)> = Vec::with_capacity(set.queries.len());
     let started = std::time::Instant::now();
     for (qi, (_, text)) in set.queries.iter().enumerate() {
         let bm25 = keyword.search(text, depth)?;

@@ -231,18 +231,18 @@ fn min_max_confidence(list: &[(u64, f32)]) -> f32 {
     1.0 - next.iter().sum::<f32>() / next.len() as f32
 }
 
+/// Normalises one ranking's scores: (each score normalised, in the ranking's order; the value an id the
+/// ranking lacks gets).
+type Normaliser = fn(&[(u64, f32)]) -> (Vec<f32>, f32);
+
 /// Each list's scores normalised by `normalise` (which also gives the value for a missing id), then
 /// summed with weights.
-fn combine(
-    bm25: &[(u64, f32)],
-    dense: &[(u64, f32)],
-    wb: f32,
-    wd: f32,
-    normalise: fn(&[(u64, f32)]) -> (Vec<f32>, f32),
-) -> Vec<(u64, f32)> {
+fn combine(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32, normalise: Normaliser) -> Vec<(u64, f32)> {
     let (nb, missing_b) = normalise(bm25);
     let (nd, missing_d) = normalise(dense);
-    let mut parts: HashMap<u64, (Option<f32>, Option<f32>, usize)> = HashMap::new();
+    // Per chunk: its normalised BM25 and dense scores (absent from a list: None) and first-seen order.
+    type Parts = (Option<f32>, Option<f32>, usize);
+    let mut parts: HashMap<u64, Parts> = HashMap::new();
     for (i, (id, _)) in bm25.iter().enumerate() {
         let order = parts.len();
         parts.entry(*id).or_insert((None, None, order)).0 = Some(nb[i]);

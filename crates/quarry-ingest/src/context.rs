@@ -37,13 +37,13 @@ fn patterns() -> &'static Patterns {
         organisation: Regex::new(
             r"(?i)^[\p{L}\d][\p{L}\d .,&'’-]{1,70}?\b(inc\.?|incorporated|corporation|corp\.?|company|co\.|ltd\.?|limited|plc|llc|l\.l\.c\.|group|holdings|ag|se|n\.v\.|s\.a\.)$",
         )
-        .unwrap(),
-        form: Regex::new(r"\b(?i:form)\s+(\d{1,2}-[A-Z]{1,2}|[A-Z]{1,3}-\d{1,2}[A-Z]?|\d{3,4}(?:-[A-Z]+)?)\b").unwrap(),
+        .expect("the pattern is valid"),
+        form: Regex::new(r"\b(?i:form)\s+(\d{1,2}-[A-Z]{1,2}|[A-Z]{1,3}-\d{1,2}[A-Z]?|\d{3,4}(?:-[A-Z]+)?)\b").expect("the pattern is valid"),
         period: Regex::new(
             r"(?i)\bfor the ((?:quarterly|annual|fiscal|transition)? ?(?:period|year|quarter)|(?:three|six|nine|twelve) months) ended:?\s+([A-Z][a-z]+\.? \d{1,2}, \d{4})",
         )
-        .unwrap(),
-        fiscal_quarter: Regex::new(r"(?i)\b(first|second|third|fourth) (?:fiscal )?quarter of (fiscal )?(?:year )?((?:19|20)\d{2})\b").unwrap(),
+        .expect("the pattern is valid"),
+        fiscal_quarter: Regex::new(r"(?i)\b(first|second|third|fourth) (?:fiscal )?quarter of (fiscal )?(?:year )?((?:19|20)\d{2})\b").expect("the pattern is valid"),
     })
 }
 

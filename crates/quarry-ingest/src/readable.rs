@@ -15,7 +15,7 @@ pub fn readable_text(html: &str, url: Option<&str>) -> (String, String) {
     let article = dom_smoothie::Readability::new(html, url, Some(config)).ok().and_then(|mut r| r.parse().ok());
     let title_of_page = page_title(html);
     if let Some(article) = article {
-        let text = tidy(&article.text_content.to_string());
+        let text = tidy(article.text_content.as_ref());
         if text.chars().count() >= 200 {
             let title = if article.title.trim().is_empty() { title_of_page } else { article.title.trim().to_string() };
             return (title, text);

@@ -75,12 +75,12 @@ fn patterns() -> &'static Patterns {
             |(?P<year>\b(?:19|20)\d{2}\b)
             |(?P<change>(?:%\s*)?\bchange\b)",
         )
-        .unwrap(),
-        unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").unwrap(),
-        column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").unwrap(),
-        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").unwrap(),
-        number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").unwrap(),
-        not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").unwrap(),
+        .expect("the pattern is valid"),
+        unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").expect("the pattern is valid"),
+        column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").expect("the pattern is valid"),
+        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
+        number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").expect("the pattern is valid"),
+        not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").expect("the pattern is valid"),
     })
 }
 
@@ -241,7 +241,7 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
         let line = lines[start - 1];
         if is_header_line(line) {
             seen_header = true;
-        } else if !(is_section_line(line) && !seen_header) {
+        } else if !is_section_line(line) || seen_header {
             break;
         }
         start -= 1;
@@ -288,7 +288,7 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
     // Each period's years, then its change columns: a change column sits right of the years it
     // compares, though a two-line "Percentage / Change" title is read before the years under it.
     let groups = periods.len().max(1);
-    if years.len() % groups != 0 || changes.len() % groups != 0 {
+    if !years.len().is_multiple_of(groups) || !changes.len().is_multiple_of(groups) {
         return None;
     }
     let (years_each, changes_each) = (years.len() / groups, changes.len() / groups);

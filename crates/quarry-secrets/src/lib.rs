@@ -109,6 +109,7 @@ pub fn is_stored(secret: Secret) -> Result<bool, SecretError> {
 /// Test support: a private Secret Service (a D-Bus session bus with GNOME Keyring on it, both from
 /// Debian packages that scripts/setup.sh installs), so tests never touch the person's own keyring.
 #[cfg(feature = "test-session")]
+#[allow(clippy::unwrap_used)] // test support: a failed step is the test failing
 pub mod test_session {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Child, Command, Stdio};

@@ -671,7 +671,7 @@ mod tests {
         {
             let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();
             store.add_documents(&[document]).await.unwrap();
-            store.add_chunks(&[chunk.clone()], &[vec![1.0, 0.0, 0.0]]).await.unwrap();
+            store.add_chunks(std::slice::from_ref(&chunk), &[vec![1.0, 0.0, 0.0]]).await.unwrap();
             std::fs::remove_dir_all(dir.join("tantivy")).unwrap();
             let mut legacy = KeywordIndex::create_legacy(&dir.join("tantivy")).unwrap();
             legacy.add(chunk.chunk_id, "d1", text).unwrap();

