@@ -1,0 +1,335 @@
+// Conversations (list, open, new), the chat (question, live research trace, streaming answer, web-query
+// approvals) and the citation panel.
+import DOMPurify from "dompurify";
+import { marked } from "marked";
+import * as api from "./api";
+import type { AgentEvent, Answer, Turn } from "./api";
+import { $, baseName, el, state, showError, setStatus } from "./dom";
+
+// ---------------------------------------------------------------- conversations
+
+export async function refreshConversations() {
+  try {
+    const [list, problems] = await api.listConversations();
+    showError("conversation-problems", problems.length ? problems.join("\n") : null);
+    const ul = $("conversations");
+    ul.replaceChildren();
+    for (const c of list) {
+      const item = el("li", { className: c.id === state.conversation?.id ? "selected" : "" });
+      item.dataset.conversation = c.id;
+      const actions = el("div", { className: "actions" });
+      const rename = el("button", { className: "small", textContent: "Rename", type: "button" });
+      rename.onclick = (e) => {
+        e.stopPropagation();
+        const input = el("input", { value: c.title });
+        input.onclick = (ev) => ev.stopPropagation();
+        input.onkeydown = async (ev) => {
+          if (ev.key === "Enter") {
+            await api.renameConversation(c.id, input.value).catch((error) => showError("conversation-problems", error));
+            if (state.conversation?.id === c.id) state.conversation.title = input.value;
+            refreshConversations();
+          }
+          if (ev.key === "Escape") refreshConversations();
+        };
+        item.replaceChildren(input);
+        input.focus();
+        input.select();
+      };
+      const remove = el("button", { className: "small danger", textContent: "Delete", type: "button" });
+      remove.onclick = async (e) => {
+        e.stopPropagation();
+        await api.deleteConversation(c.id).catch((error) => showError("conversation-problems", error));
+        if (state.conversation?.id === c.id) newConversation();
+        refreshConversations();
+      };
+      actions.append(rename, remove);
+      item.append(el("div", { className: "name" }, c.title), el("div", { className: "muted" }, `${c.turns} question${c.turns === 1 ? "" : "s"} · ${new Date(c.updated_ms).toLocaleString()}`), actions);
+      item.onclick = () => openConversation(c.id);
+      ul.append(item);
+    }
+  } catch (error) {
+    showError("conversation-problems", error);
+  }
+}
+
+async function openConversation(id: string) {
+  if (state.running) return;
+  try {
+    state.conversation = await api.loadConversation(id);
+    renderMessages();
+    refreshConversations();
+    $("welcome").hidden = true;
+  } catch (error) {
+    showError("conversation-problems", error);
+  }
+}
+
+export function newConversation() {
+  if (state.running) return;
+  state.conversation = null;
+  renderMessages();
+  refreshConversations();
+  $("question").focus();
+}
+
+// ---------------------------------------------------------------- chat
+
+/** A citation marker as Quarry stores it (`quarry_agents::answer::canonical_markers`): `[2]`, `[1, 3]`. */
+const CITATION = /\[(\d+(?:, \d+)*)\]/g;
+
+/** Markdown → sanitised HTML; `[n]` markers of `answer`'s passages become citation links when the answer
+ * is finished (`turnIndex` set). */
+function renderMarkdown(markdown: string, turnIndex: number | null, answer?: Answer): HTMLElement {
+  const div = el("div", { className: "answer" });
+  // An answer is model text over document text: no images (they fetch), no forms, no `style` (a
+  // full-window overlay can fake the app), no SVG or MathML (their `xlink:href` links navigate).
+  div.innerHTML = DOMPurify.sanitize(marked.parse(markdown, { async: false }) as string, {
+    FORBID_TAGS: ["img", "style", "form", "input", "svg", "math"],
+    FORBID_ATTR: ["style", "xlink:href"],
+  });
+  for (const a of div.querySelectorAll("a")) a.removeAttribute("href"); // no navigation out of the app
+  if (turnIndex === null) return div;
+  const walker = document.createTreeWalker(div, NodeFilter.SHOW_TEXT);
+  const texts: Text[] = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode as Text;
+    if (!node.parentElement?.closest("code, pre")) texts.push(node);
+  }
+  // Numbers the answer can resolve: a bracket of other numbers ("[2023]") stays text.
+  const known = new Set([...(answer?.citations ?? []), ...(answer?.sources ?? [])].map((c) => c.number));
+  for (const node of texts) {
+    const value = node.nodeValue ?? "";
+    if (!CITATION.test(value)) continue;
+    CITATION.lastIndex = 0;
+    const fragment = document.createDocumentFragment();
+    let last = 0;
+    for (const match of value.matchAll(CITATION)) {
+      const numbers = match[1].split(", ");
+      if (!numbers.every((n) => known.has(Number(n)))) continue;
+      fragment.append(value.slice(last, match.index));
+      fragment.append("[");
+      numbers.forEach((n, i) => {
+        if (i > 0) fragment.append(", ");
+        const link = el("button", { className: "cite", type: "button", textContent: n });
+        link.dataset.number = n;
+        link.dataset.turn = String(turnIndex);
+        link.onclick = () => showCitation(turnIndex, Number(n));
+        fragment.append(link);
+      });
+      fragment.append("]");
+      last = (match.index ?? 0) + match[0].length;
+    }
+    fragment.append(value.slice(last));
+    node.replaceWith(fragment);
+  }
+  return div;
+}
+
+function traceLine(e: AgentEvent): string | null {
+  const f = e as Record<string, any>;
+  switch (e.event) {
+    case "routed":
+      return `Agent ${f.agent} over ${(f.libraries as string[]).join(", ")} (${f.reason})`;
+    case "queries":
+      return `Round ${f.round}: ${(f.queries as string[]).map((q) => `“${q}”`).join(", ")}`;
+    case "retrieved":
+      return `${f.hits} passages (${f.new} new) for “${f.query}”`;
+    case "judged":
+      return `Kept ${f.kept.length} of ${f.kept.length + f.rejected.length}: ${(f.kept as { citation: string }[]).map((p) => p.citation).join("; ") || "none"}`;
+    case "intermediate_answer":
+      return `Intermediate answer to “${f.query}”: ${f.answer}`;
+    case "reflected":
+      return `Reflection after round ${f.round}: ${(f.facts as string[]).join(" ") || "no facts noted"}${(f.queries as string[]).length ? "" : " Nothing missing."}`;
+    case "ordered":
+      return `${f.kept} passages for the answer ordered by a search for “${f.query}”`;
+    case "stopped":
+      return `Stop after round ${f.round}: ${f.reason}`;
+    case "degraded":
+      return `${f.step}: ${f.problem}; ${f.fallback}`;
+    case "llm_call":
+      return `${f.step}: ${f.prompt_tokens} + ${f.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
+    case "web_notice":
+      return `Web: ${f.message}`;
+    case "web_query":
+      return f.sent ? `Sent to ${f.source}: “${f.query}”` : `Withheld from ${f.source} (written by the model): “${f.query}”`;
+    case "finished":
+      return `Finished: ${f.llm_calls} model calls, ${f.usage.prompt_tokens + f.usage.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
+    default:
+      return null;
+  }
+}
+
+function renderTrace(events: AgentEvent[], open: boolean): HTMLElement {
+  const lines = events.map(traceLine).filter((l): l is string => l !== null);
+  const tokens = events.filter((e) => e.event === "llm_call").reduce((sum, e) => sum + Number(e.prompt_tokens) + Number(e.completion_tokens), 0);
+  const details = el("details", { className: "trace", open }, el("summary", {}, `Research trace — ${lines.length} steps, ${tokens} tokens`));
+  details.append(el("ol", {}, ...lines.map((l) => el("li", {}, l))));
+  return details;
+}
+
+function renderTurn(turn: Turn, index: number): HTMLElement {
+  const box = el("article", { className: "turn" });
+  box.dataset.turn = String(index);
+  box.append(el("div", { className: "question" }, turn.question));
+  box.append(renderTrace(turn.trace, false));
+  if (turn.answer) {
+    const a = turn.answer;
+    box.append(renderMarkdown(a.markdown, index, a));
+    const unsupported = (a.claims ?? []).filter((c) => !c.supported);
+    if (unsupported.length > 0) {
+      const warning = el("div", { className: "unsupported" }, `Unsupported by the cited passages (${unsupported.length} of ${(a.claims ?? []).length} claims) — check before relying on them:`);
+      const items = el("ul", {});
+      for (const c of unsupported) items.append(el("li", {}, `“${c.sentence}” — ${c.problem ?? "unsupported"}`));
+      warning.append(items);
+      box.append(warning);
+    }
+    const list = a.citations.length > 0 ? a.citations : a.sources;
+    if (list.length > 0) {
+      box.append(el("div", { className: "muted" }, a.citations.length > 0 ? "Sources" : "Sources (the model cited none; the answer was written from these passages)"));
+      const sources = el("ol", { className: "sources" });
+      for (const c of list) {
+        const link = el("button", { className: "cite", type: "button", textContent: citationText(c.passage) });
+        link.onclick = () => showCitation(index, c.number);
+        const li = el("li", { value: c.number }, link);
+        sources.append(li);
+      }
+      box.append(sources);
+    }
+    const exportButton = el("button", { className: "small export", textContent: "Export report…", type: "button" });
+    const exported = el("span", { className: "exported" });
+    exportButton.onclick = async () => {
+      if (!state.conversation) return;
+      try {
+        const path = await api.exportReport(state.conversation.id, index);
+        exported.textContent = path ? `Saved ${path}` : "";
+      } catch (error) {
+        exported.textContent = String(error);
+      }
+    };
+    box.append(
+      el("div", { className: "turn-footer row" }, `${a.agent} · ${a.llm_calls} model call${a.llm_calls === 1 ? "" : "s"} · ${a.usage.prompt_tokens + a.usage.completion_tokens} tokens · ${a.seconds.toFixed(1)} s · ${a.model}`, exportButton, exported),
+    );
+  } else if (turn.error) {
+    box.append(el("p", { className: "error" }, turn.error));
+  }
+  return box;
+}
+
+function renderMessages() {
+  const messages = $("messages");
+  messages.replaceChildren(...(state.conversation?.turns ?? []).map(renderTurn));
+  if (state.running) {
+    const live = el("article", { className: "turn live" });
+    live.append(el("div", { className: "question" }, pendingQuestion));
+    live.append(renderTrace(state.liveTrace, true));
+    for (const asked of state.approvals) live.append(renderApproval(asked));
+    live.append(renderMarkdown(state.liveText || "…", null));
+    messages.append(live);
+  }
+  messages.scrollTop = messages.scrollHeight;
+}
+
+/** A query the model wrote for the web, with "Send" and "Don't send": nothing goes out unapproved. */
+function renderApproval(asked: { id: number; source: string; query: string }): HTMLElement {
+  const answer = async (send: boolean) => {
+    state.approvals = state.approvals.filter((a) => a.id !== asked.id);
+    renderMessages();
+    await api.answerWebQuery(asked.id, send);
+  };
+  const box = el("div", { className: "web-approval" });
+  box.dataset.id = String(asked.id);
+  box.append(
+    el("p", {}, `The agent wants to search ${asked.source} for: `, el("q", {}, asked.query), " — it may quote your documents."),
+    el("button", { className: "send-query", type: "button", onclick: () => answer(true) }, "Send"),
+    el("button", { className: "withhold-query", type: "button", onclick: () => answer(false) }, "Don't send"),
+  );
+  return box;
+}
+
+let pendingQuestion = "";
+
+export async function send() {
+  const question = ($("question") as HTMLTextAreaElement).value.trim();
+  if (!question || state.running) return;
+  const agent = ($("agent") as HTMLSelectElement).value as api.Agent;
+  Object.assign(state, { running: true, runningId: state.conversation?.id ?? null, liveText: "", liveTrace: [], approvals: [] });
+  pendingQuestion = question;
+  ($("question") as HTMLTextAreaElement).value = "";
+  $("welcome").hidden = true;
+  $("send").hidden = true;
+  $("stop").hidden = false;
+  renderMessages();
+  try {
+    state.conversation = await api.ask(state.conversation?.id ?? null, question, agent, [...state.picked]);
+  } catch (error) {
+    if (state.runningId) state.conversation = await api.loadConversation(state.runningId).catch(() => state.conversation);
+    setStatus(String(error));
+  }
+  Object.assign(state, { running: false, runningId: null });
+  $("send").hidden = false;
+  $("stop").hidden = true;
+  renderMessages();
+  refreshConversations();
+}
+
+export function onAgentEvents(conversation: string, events: AgentEvent[]) {
+  if (!state.running) return;
+  if (state.runningId === null) {
+    const named = events.find((e) => e.event === "conversation");
+    if (named) state.runningId = conversation;
+  }
+  if (conversation !== state.runningId) return;
+  for (const e of events) {
+    if (e.event === "answer_delta") state.liveText += String(e.text);
+    else if (e.event === "web_query_approval") state.approvals.push({ id: Number(e.id), source: String(e.source), query: String(e.query) });
+    else if (e.event !== "conversation") state.liveTrace.push(e);
+  }
+  renderMessages();
+}
+
+export async function stop() {
+  if (state.runningId) await api.stopAsk(state.runningId);
+}
+
+// ---------------------------------------------------------------- citations
+
+function citationText(p: api.Passage): string {
+  if (/^https?:\/\//.test(p.path)) return p.heading_path[0] ? `${p.heading_path[0]} (${p.path})` : p.path;
+  const place = placeOf(p);
+  return place ? `${baseName(p.path)}, ${place}` : baseName(p.path);
+}
+
+function placeOf(p: api.Passage): string {
+  if (p.page_start !== null) return p.page_end !== null && p.page_end !== p.page_start ? `pp. ${p.page_start}–${p.page_end}` : `p. ${p.page_start}`;
+  if (p.sheet) return `sheet ${p.sheet}`;
+  return p.heading_path.join(" > ");
+}
+
+
+export let shownCitation: { turn: number; number: number } | null = null;
+
+async function showCitation(turn: number, number: number) {
+  const conversation = state.conversation;
+  const answer = conversation?.turns[turn]?.answer;
+  if (!conversation || !answer) return;
+  const citation = [...answer.citations, ...answer.sources].find((c) => c.number === number);
+  if (!citation) return;
+  shownCitation = { turn, number };
+  const p = citation.passage;
+  $("citation").hidden = false;
+  $("citation-title").textContent = `[${number}] ${baseName(p.path)}`;
+  $("citation-place").textContent = [placeOf(p), p.path, p.library].filter(Boolean).join(" · ");
+  showError("citation-error", null);
+  $("citation-text").replaceChildren(el("mark", {}, p.text));
+  try {
+    const context = await api.passageContext(conversation.id, turn, number);
+    const parts: Node[] = [];
+    if (context.before) parts.push(el("div", { className: "context" }, `…${context.before.slice(-600)}`));
+    parts.push(el("mark", {}, context.text));
+    if (context.after) parts.push(el("div", { className: "context" }, `${context.after.slice(0, 600)}…`));
+    if (!context.in_library) parts.push(el("p", { className: "muted" }, "This passage is no longer in the library; the quote kept with the answer is shown."));
+    $("citation-text").replaceChildren(...parts);
+  } catch (error) {
+    showError("citation-error", error);
+  }
+}
