@@ -89,10 +89,12 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            let message = format!("{error:#}");
-            eprintln!("quarry: {message}");
-            // LanceDB and tantivy report a full disk inside their own error text, not as an io::ErrorKind.
-            if message.contains("No space left on device") {
+            eprintln!("quarry: {error:#}");
+            let disk_full = error.chain().any(|cause| {
+                cause.downcast_ref::<quarry_store::StoreError>().is_some_and(quarry_store::StoreError::is_disk_full)
+                    || cause.downcast_ref::<std::io::Error>().is_some_and(quarry_store::is_disk_full_io)
+            });
+            if disk_full {
                 eprintln!(
                     "quarry: the disk is full: free some space and run the command again (libraries keep what \
                      they had; anything half-written is cleared by the next add or sync)"

@@ -41,4 +41,42 @@ impl StoreError {
     pub fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Self {
         StoreError::Io { path: path.into(), source }
     }
+
+    /// True when the error is the library's disk being full (ENOSPC), so a caller can say what to do
+    /// ("free some space and run the command again"). LanceDB and tantivy report ENOSPC inside their own
+    /// error text rather than as an [`std::io::ErrorKind`]; their text is read here, in one place.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StoreError::Io { source, .. } => is_disk_full_io(source),
+            other => other.to_string().contains(ENOSPC_MESSAGE),
+        }
+    }
+}
+
+/// What Linux says for ENOSPC (`strerror(28)`), as it appears inside LanceDB's and tantivy's errors.
+const ENOSPC_MESSAGE: &str = "No space left on device";
+
+/// True for an I/O error that says the disk is full (`ErrorKind::StorageFull`, ENOSPC).
+pub fn is_disk_full_io(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::StorageFull || error.to_string().contains(ENOSPC_MESSAGE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_recognised_whichever_layer_reports_it() {
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        assert!(StoreError::io("/data/lance", full).is_disk_full());
+        let os = std::io::Error::from_raw_os_error(28);
+        assert!(StoreError::io("/data/tantivy", os).is_disk_full(), "ENOSPC from the OS");
+        let lance = StoreError::Store(
+            "LanceError(IO): Generic LocalFileSystem error: No space left on device (os error 28)".into(),
+        );
+        assert!(lance.is_disk_full(), "inside LanceDB's text");
+        assert!(!StoreError::Store("column text is missing".into()).is_disk_full());
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(!StoreError::io("/data", denied).is_disk_full());
+    }
 }

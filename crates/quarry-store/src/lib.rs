@@ -21,7 +21,7 @@ mod retriever;
 pub mod store;
 mod watch;
 
-pub use error::StoreError;
+pub use error::{is_disk_full_io, StoreError};
 pub use ingest::{
     hash_file, mostly_cjk, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS,
     VECTOR_INDEX_ROWS,
