@@ -20,6 +20,19 @@ pub enum Format {
     Csv,
     Html,
     Json,
+    /// An e-mail message (RFC 5322/MIME, `.eml`); its attachments are documents of their own.
+    Eml,
+    /// An Outlook message (`.msg`, an OLE2 compound file of MAPI properties); attachments likewise.
+    Msg,
+    /// A mailbox (`mbox`: Thunderbird folders, Google Takeout exports): a container, each message a
+    /// document of its own, as ZIP members are.
+    Mbox,
+    /// A PowerPoint presentation (Office Open XML, `.pptx`): one block per slide.
+    Pptx,
+    /// An OpenDocument text (`.odt`).
+    Odt,
+    /// An EPUB e-book: one block per chapter.
+    Epub,
 }
 
 impl Format {
@@ -39,7 +52,19 @@ impl Format {
             Format::Csv => "csv",
             Format::Html => "html",
             Format::Json => "json",
+            Format::Eml => "eml",
+            Format::Msg => "msg",
+            Format::Mbox => "mbox",
+            Format::Pptx => "pptx",
+            Format::Odt => "odt",
+            Format::Epub => "epub",
         }
+    }
+
+    /// True for e-mail messages, whose attachments become documents of their own under the message's
+    /// virtual path (`mail.eml!/report.pdf`), as ZIP members do.
+    pub fn is_mail(self) -> bool {
+        matches!(self, Format::Eml | Format::Msg)
     }
 
     /// True for the spreadsheet formats read through calamine.

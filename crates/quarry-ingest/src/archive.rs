@@ -115,6 +115,79 @@ pub(crate) fn expand(
     Ok(members)
 }
 
+/// Reads a message's attachments as documents of their own, named `{path}!/{file name}`, under the
+/// guards ZIP members have: nesting depth, entry count, member size and total unpacked size. A name is
+/// reduced to its last path component (a name like `../../x.pdf` stays inside the message) and made unique
+/// within the message (`report (2).pdf`). Problems become rows of their own; they never fail the message.
+pub(crate) fn expand_attachments(
+    path: &str,
+    attachments: Vec<crate::mail::Attachment>,
+    depth: u32,
+    options: &ParseOptions,
+    emit: &mut dyn FnMut(ParseEvent),
+) {
+    let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut unpacked_total: u64 = 0;
+    for (index, attachment) in attachments.into_iter().enumerate() {
+        let name = unique_name(&attachment_file_name(&attachment.name, index), &mut used);
+        let member_path = format!("{path}!/{name}");
+        let size = attachment.bytes.len() as u64;
+        unpacked_total = unpacked_total.saturating_add(size);
+        let refusal = if depth + 1 > options.max_archive_depth {
+            Some(IngestError::UnsafeArchive(format!("attachments nested more than {} deep", options.max_archive_depth)))
+        } else if index >= options.max_archive_entries {
+            Some(IngestError::TooLarge(format!(
+                "message carries more than {} attachments",
+                options.max_archive_entries
+            )))
+        } else if size > options.max_member_bytes {
+            Some(IngestError::TooLarge(format!("attachment is {size} bytes (limit {})", options.max_member_bytes)))
+        } else if unpacked_total > options.max_archive_total_bytes {
+            Some(IngestError::TooLarge(format!(
+                "attachments add up to more than {} bytes",
+                options.max_archive_total_bytes
+            )))
+        } else {
+            None
+        };
+        match refusal {
+            Some(error) => {
+                emit(ParseEvent::Started { path: member_path.clone() });
+                emit(outcome_failed(member_path, None, error, 0));
+            }
+            None => crate::parse::parse_bytes(&member_path, &attachment.bytes, depth + 1, options, emit),
+        }
+    }
+}
+
+/// The last path component of an attachment's name, without control characters or the `!/` that
+/// separates virtual path levels; `attachment-N` when nothing is left.
+fn attachment_file_name(name: &str, index: usize) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    let clean: String = last.chars().filter(|c| !c.is_control()).collect::<String>().replace("!/", "!_");
+    let clean = clean.trim().trim_start_matches('.').trim().to_string();
+    if clean.is_empty() {
+        format!("attachment-{}", index + 1)
+    } else {
+        clean
+    }
+}
+
+/// `name`, or `stem (2).ext`, `stem (3).ext`, … when an earlier attachment took it.
+fn unique_name(name: &str, used: &mut std::collections::HashSet<String>) -> String {
+    if used.insert(name.to_string()) {
+        return name.to_string();
+    }
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => (stem, format!(".{ext}")),
+        _ => (name, String::new()),
+    };
+    (2..)
+        .map(|n| format!("{stem} ({n}){ext}"))
+        .find(|candidate| used.insert(candidate.clone()))
+        .unwrap_or_else(|| name.to_string())
+}
+
 struct EntryMeta {
     name: String,
     is_dir: bool,
@@ -198,6 +271,21 @@ mod tests {
         assert!(unsafe_path_reason("/etc/passwd").is_some());
         assert!(unsafe_path_reason("C:\\windows\\x").is_some());
         assert!(unsafe_path_reason("dir/file..name.pdf").is_none());
+    }
+
+    #[test]
+    fn attachment_names_stay_inside_the_message_and_are_unique() {
+        assert_eq!(attachment_file_name("../../etc/passwd", 0), "passwd");
+        assert_eq!(attachment_file_name("C:\\Users\\a\\report.pdf", 0), "report.pdf");
+        assert_eq!(attachment_file_name("a!/b.pdf", 0), "b.pdf");
+        assert_eq!(attachment_file_name("x!/", 0), "attachment-1");
+        assert_eq!(attachment_file_name("..", 2), "attachment-3");
+        let mut used = std::collections::HashSet::new();
+        assert_eq!(unique_name("report.pdf", &mut used), "report.pdf");
+        assert_eq!(unique_name("report.pdf", &mut used), "report (2).pdf");
+        assert_eq!(unique_name("report.pdf", &mut used), "report (3).pdf");
+        assert_eq!(unique_name("notes", &mut used), "notes");
+        assert_eq!(unique_name("notes", &mut used), "notes (2)");
     }
 
     #[test]

@@ -65,6 +65,9 @@ fn detect_zip_container(bytes: &[u8]) -> Format {
     if has(&archive, "word/document.xml") || has(&archive, "word/document2.xml") {
         return Format::Docx;
     }
+    if has(&archive, "ppt/presentation.xml") {
+        return Format::Pptx;
+    }
     if has(&archive, "xl/workbook.bin") {
         return Format::Xlsb;
     }
@@ -74,9 +77,15 @@ fn detect_zip_container(bytes: &[u8]) -> Format {
         return if macro_enabled { Format::Xlsm } else { Format::Xlsx };
     }
     if let Some(mime) = read_small_member(&mut archive, "mimetype") {
-        if mime.trim() == "application/vnd.oasis.opendocument.spreadsheet" {
-            return Format::Ods;
+        match mime.trim() {
+            "application/vnd.oasis.opendocument.spreadsheet" => return Format::Ods,
+            "application/vnd.oasis.opendocument.text" => return Format::Odt,
+            "application/epub+zip" => return Format::Epub,
+            _ => {}
         }
+    }
+    if has(&archive, "META-INF/container.xml") && archive.file_names().any(|n| n.ends_with(".opf")) {
+        return Format::Epub; // an EPUB whose `mimetype` entry is missing
     }
     Format::Zip
 }
@@ -85,13 +94,8 @@ fn detect_zip_container(bytes: &[u8]) -> Format {
 /// unpacking their XML parts as if they were the user's files.
 pub(crate) fn unsupported_package_kind(bytes: &[u8]) -> Option<&'static str> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
-    if archive.index_for_name("ppt/presentation.xml").is_some() {
-        return Some("PowerPoint presentation (.pptx)");
-    }
     if let Some(mime) = read_small_member(&mut archive, "mimetype") {
         return match mime.trim() {
-            "application/epub+zip" => Some("EPUB e-book"),
-            "application/vnd.oasis.opendocument.text" => Some("OpenDocument text (.odt)"),
             "application/vnd.oasis.opendocument.presentation" => Some("OpenDocument presentation (.odp)"),
             m if m.starts_with("application/vnd.oasis.opendocument") => Some("OpenDocument file"),
             _ => None,
@@ -107,13 +111,24 @@ fn read_small_member(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -
     Some(text)
 }
 
-/// OLE2 compound files hold legacy Office documents, Outlook messages and password-protected OOXML.
-/// Stream names sit in the directory as UTF-16LE, which is enough to tell them apart.
+/// OLE2 compound files hold legacy Office documents, Outlook messages and password-protected OOXML. The
+/// names of the root storage's entries tell them apart (read with `cfb`, so a stream name inside an
+/// attachment's bytes cannot mislead); a directory `cfb` cannot read is searched for the names as
+/// UTF-16LE bytes instead.
 fn detect_ole2(bytes: &[u8]) -> Result<Format, IngestError> {
-    let has = |name: &str| {
-        let utf16: Vec<u8> = name.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
-        find(bytes, &utf16).is_some()
+    let root_names: Option<Vec<String>> = cfb::CompoundFile::open(Cursor::new(bytes))
+        .ok()
+        .and_then(|file| file.read_storage("/").ok().map(|entries| entries.map(|e| e.name().to_string()).collect()));
+    let has = |name: &str| match &root_names {
+        Some(names) => names.iter().any(|n| n.starts_with(name)),
+        None => {
+            let utf16: Vec<u8> = name.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+            find(bytes, &utf16).is_some()
+        }
     };
+    if has("__substg1.0_") || has("__properties_version1.0") {
+        return Ok(Format::Msg);
+    }
     if has("EncryptedPackage") {
         return Err(IngestError::Encrypted("password-protected Office document".into()));
     }
@@ -124,8 +139,6 @@ fn detect_ole2(bytes: &[u8]) -> Result<Format, IngestError> {
         "legacy Word 97-2003 document (.doc); save it as .docx"
     } else if has("PowerPoint Document") {
         "legacy PowerPoint presentation (.ppt); save it as .pptx"
-    } else if has("__substg1.0_") {
-        "Outlook message (.msg)"
     } else {
         "OLE2 compound file of unknown kind"
     };
@@ -157,16 +170,48 @@ fn detect_text_kind(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
         Some("csv" | "tsv") => return Ok(Format::Csv),
         Some("html" | "htm" | "xhtml") => return Ok(Format::Html),
         Some("json" | "jsonl" | "ndjson") => return Ok(Format::Json),
-        Some("eml") => return Err(IngestError::Unsupported("e-mail message (.eml)".into())),
+        Some("eml") => return Ok(Format::Eml),
+        Some("mbox" | "mbx") => return Ok(Format::Mbox),
         Some("xml" | "svg") => return Err(IngestError::Unsupported("XML data".into())),
         _ => {}
     }
     let start = crate::text::decode_prefix(bytes, 2048);
+    if ext.is_none() && looks_like_mail_headers(&start) {
+        return Ok(Format::Eml);
+    }
+    // A mailbox without an extension (Thunderbird keeps each folder so): a `From ` separator line, then
+    // a message's headers.
+    if let Some((separator, rest)) = start.split_once('\n') {
+        if ext.is_none() && separator.starts_with("From ") && looks_like_mail_headers(rest) {
+            return Ok(Format::Mbox);
+        }
+    }
     let trimmed = start.trim_start().to_ascii_lowercase();
     if trimmed.starts_with("<!doctype html") || trimmed.starts_with("<html") {
         return Ok(Format::Html);
     }
     Ok(Format::Text)
+}
+
+/// A file without an extension that starts with an RFC 5322 header block naming a sender and at least
+/// one of recipient, subject or date (mail saved from some clients, Maildir files) is a message.
+fn looks_like_mail_headers(start: &str) -> bool {
+    let mut names: Vec<String> = Vec::new();
+    for line in start.lines() {
+        if line.trim().is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            continue; // a folded continuation line
+        }
+        let Some((name, _)) = line.split_once(':') else { return false };
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return false;
+        }
+        names.push(name.to_ascii_lowercase());
+    }
+    let has = |n: &str| names.iter().any(|m| m == n);
+    has("from") && (has("to") || has("subject") || has("date"))
 }
 
 pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -194,6 +239,18 @@ mod tests {
         assert_eq!(err, IngestError::Unsupported("PNG image (needs OCR)".into()));
         let err = detect_format("x.bin", &[0u8, 1, 2, 3, 0, 0, 0, 9, 200, 0]).unwrap_err();
         assert!(matches!(err, IngestError::Unsupported(m) if m.contains("unknown type (.bin)")));
+    }
+
+    #[test]
+    fn mail_is_told_by_extension_or_by_its_headers() {
+        let mail = b"Received: from x\r\nFrom: a@example.org\r\nSubject: Hi\r\n\r\nBody\r\n";
+        assert_eq!(detect_format("message", mail).unwrap(), Format::Eml);
+        assert_eq!(detect_format("saved.eml", b"From: a@example.org\n\nhello").unwrap(), Format::Eml);
+        assert_eq!(detect_format("notes.txt", mail).unwrap(), Format::Text, "an extension other than .eml wins");
+        assert_eq!(detect_format("notes", b"From: me\nthis is just a note\n").unwrap(), Format::Text);
+        let mailbox = b"From a@example.org Mon Jan  1 00:00:00 2024\nFrom: a@example.org\nSubject: Hi\n\nBody\n";
+        assert_eq!(detect_format("Inbox", mailbox).unwrap(), Format::Mbox);
+        assert_eq!(detect_format("takeout.mbox", mailbox).unwrap(), Format::Mbox);
     }
 
     #[test]

@@ -206,8 +206,14 @@ fn table_markdown(t: &Table, footnotes: &mut Vec<String>) -> String {
         .map(|TableChild::TableRow(row)| {
             row.cells.iter().map(|TableRowChild::TableCell(cell)| cell_text(&cell.children, footnotes)).collect()
         })
-        .filter(|row: &Vec<String>| row.iter().any(|c| !c.is_empty()))
         .collect();
+    markdown_table(rows)
+}
+
+/// Rows of cell texts as a Markdown table: the first non-empty row is the header, rows are padded to the
+/// widest, empty rows dropped; empty when no cell has text. Cells must already have `|` escaped.
+pub(crate) fn markdown_table(rows: Vec<Vec<String>>) -> String {
+    let rows: Vec<Vec<String>> = rows.into_iter().filter(|row| row.iter().any(|c| !c.is_empty())).collect();
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
     if width == 0 {
         return String::new();

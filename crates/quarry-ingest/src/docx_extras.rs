@@ -4,7 +4,7 @@
 //! stores a text box twice, as DrawingML and as a VML fallback).
 
 use quick_xml::events::Event;
-use std::io::{Cursor, Read};
+use std::io::Cursor;
 
 /// Paragraph texts of text boxes and equations. Errors are swallowed into empty lists: this pass only
 /// adds text, and the main reader has already reported a broken file.
@@ -44,12 +44,7 @@ pub(crate) fn text_boxes_and_equations(docx_bytes: &[u8]) -> (Vec<String>, Vec<S
                 }
             }
             Ok(Event::GeneralRef(r)) => {
-                // Entity references (&amp; &#x3B1; …) arrive as their own events.
-                let resolved = r.resolve_char_ref().ok().flatten().map(String::from).or_else(|| {
-                    let name = r.clone().into_inner();
-                    quick_xml::escape::resolve_predefined_entity(&name).map(str::to_string)
-                });
-                if let Some(text) = resolved {
+                if let Some(text) = crate::package::entity_text(&r) {
                     if in_math > 0 {
                         equation.push_str(&text);
                     } else if in_box > 0 {
@@ -73,9 +68,5 @@ fn push_unique(list: &mut Vec<String>, text: String) {
 
 fn read_document_xml(docx_bytes: &[u8]) -> Option<String> {
     let mut archive = zip::ZipArchive::new(Cursor::new(docx_bytes)).ok()?;
-    let part = archive.by_name("word/document.xml").ok()?;
-    let mut xml = String::new();
-    // The main reader has already bounded the package; cap the part anyway.
-    part.take(256 << 20).read_to_string(&mut xml).ok()?;
-    Some(xml)
+    crate::package::read_part(&mut archive, "word/document.xml")
 }

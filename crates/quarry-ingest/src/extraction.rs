@@ -24,6 +24,19 @@ pub fn extraction_version(format: &str) -> u32 {
     }
 }
 
+/// The version of the set of formats Quarry reads: raised when it learns a format it refused before.
+///
+/// History:
+/// - 2: e-mail (`.eml`, Outlook `.msg`, mailboxes), PowerPoint (`.pptx`), OpenDocument text (`.odt`), EPUB.
+pub const RECOGNITION_VERSION: u32 = 2;
+
+/// The version a *failed* document row is stamped with: its format's reading or the set of formats,
+/// whichever is newer. A failed row stamped lower is read again by `sync`/`add` — once — so a file an
+/// older Quarry refused (an `.eml` before version 2) gets read when Quarry learns its format.
+pub fn failure_version(format: &str) -> u32 {
+    extraction_version(format).max(RECOGNITION_VERSION)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,10 +44,12 @@ mod tests {
 
     #[test]
     fn every_format_has_a_version_at_least_the_unstamped_one() {
-        for format in [Format::Pdf, Format::Docx, Format::Xlsx, Format::Zip, Format::Text, Format::Html] {
+        for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
         assert_eq!(extraction_version("pdf"), 2, "PDFium readings (Session 8) are newer than unstamped rows");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
+        assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
+        assert_eq!(failure_version("pdf"), 2);
     }
 }

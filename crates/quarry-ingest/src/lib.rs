@@ -3,7 +3,9 @@
 //! - [`detect_format`] decides the format from the bytes (magic numbers, container contents).
 //! - [`parse_file`] / [`parse_bytes`] read one file (a ZIP: each member too) into [`ParsedDocument`]s,
 //!   reporting a [`FileOutcome`] per document through [`ParseEvent`]s. Loaders: PDF (lopdf + pdf-extract),
-//!   DOCX (docx-rs), spreadsheets (calamine), ZIP (zip), text/Markdown/CSV/HTML/JSON.
+//!   DOCX (docx-rs), PPTX, ODT and EPUB (quick-xml), spreadsheets (calamine), ZIP (zip), e-mail (`.eml` with
+//!   mail-parser, Outlook `.msg` with cfb; attachments are documents of their own),
+//!   text/Markdown/CSV/HTML/JSON.
 //! - [`isolate`] runs parsing in worker processes with a per-document time budget and a memory cap, so a
 //!   parser that hangs, balloons or aborts costs one document, never the batch.
 //! - [`Chunker`] splits a parsed document into token-sized [`quarry_core::Chunk`]s that keep page spans;
@@ -19,12 +21,17 @@ mod context;
 mod detect;
 mod docx;
 mod docx_extras;
+mod epub;
 mod error;
 mod extraction;
 pub mod isolate;
+mod mail;
+mod odt;
+mod package;
 mod parse;
 mod pdf;
 mod pdf_fallback;
+mod pptx;
 mod readable;
 pub mod report;
 mod sandbox;
@@ -37,7 +44,7 @@ pub use chunk::{ChunkSizer, Chunker, ChunkerConfig};
 pub use context::{document_context, CONTEXT_SEPARATOR};
 pub use detect::detect_format;
 pub use error::IngestError;
-pub use extraction::{extraction_version, UNSTAMPED_EXTRACTION_VERSION};
+pub use extraction::{extraction_version, failure_version, RECOGNITION_VERSION, UNSTAMPED_EXTRACTION_VERSION};
 pub use parse::{parse_bytes, parse_file, FileOutcome, ParseEvent, ParseOptions, Status};
 pub use quarry_core::{Block, Chunk, Format, Location, ParsedDocument};
 pub use readable::readable_text;

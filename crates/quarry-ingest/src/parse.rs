@@ -138,6 +138,9 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
         Ok(format) => format,
         Err(error) => return emit(outcome_failed(path.to_string(), None, error, ms(start))),
     };
+    if format == Format::Mbox {
+        return expand_mailbox(path, bytes, depth, options, emit, start);
+    }
     if format == Format::Zip {
         if let Some(kind) = detect::unsupported_package_kind(bytes) {
             return emit(outcome_failed(
@@ -173,7 +176,7 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
         return;
     }
     let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes, options)));
-    let (blocks, page_count, warnings) = match loaded {
+    let Loaded { blocks, pages: page_count, warnings, attachments } = match loaded {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(error)) => return emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
         Err(panic) => {
@@ -181,6 +184,11 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
             return emit(outcome_failed(path.to_string(), Some(format), error, ms(start)));
         }
     };
+    // A message's attachments come before the message itself, as an archive's members come before its
+    // row: a library that has the message's row has all of it.
+    if !attachments.is_empty() {
+        crate::archive::expand_attachments(path, attachments, depth, options, emit);
+    }
     let document = ParsedDocument {
         path: path.to_string(),
         format,
@@ -207,17 +215,82 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
     })));
 }
 
-type Loaded = (Vec<quarry_core::Block>, Option<u32>, Vec<String>);
+/// A mailbox: each message a document of its own (`Inbox!/message 3.eml`, its attachments below it), then
+/// the mailbox's own row, as an archive's. At most `max_archive_entries` messages are read; the row's
+/// warning says when more were left.
+fn expand_mailbox(
+    path: &str,
+    bytes: &[u8],
+    depth: u32,
+    options: &ParseOptions,
+    emit: &mut dyn FnMut(ParseEvent),
+    start: Instant,
+) {
+    let ms = || start.elapsed().as_millis() as u64;
+    if depth >= options.max_archive_depth {
+        let error = IngestError::UnsafeArchive(format!("archives nested more than {} deep", options.max_archive_depth));
+        return emit(outcome_failed(path.to_string(), Some(Format::Mbox), error, ms()));
+    }
+    let (messages, more) = match crate::mail::mbox_messages(bytes, options.max_archive_entries) {
+        Ok(split) => split,
+        Err(error) => return emit(outcome_failed(path.to_string(), Some(Format::Mbox), error, ms())),
+    };
+    let mut warnings = Vec::new();
+    if messages.is_empty() {
+        warnings.push("mailbox holds no messages".to_string());
+    }
+    if more {
+        warnings.push(format!("only the first {} messages were read", options.max_archive_entries));
+    }
+    crate::archive::expand_attachments(path, messages, depth, options, emit);
+    emit(ParseEvent::Finished(Box::new(FileOutcome {
+        path: path.to_string(),
+        format: Some(Format::Mbox),
+        status: Status::Ok,
+        pages: None,
+        chars: 0,
+        cjk_chars: 0,
+        ms: ms(),
+        error: None,
+        warnings,
+        document: None,
+    })));
+}
+
+/// What a format's loader hands back: blocks in reading order, the page (sheet, slide) count when the
+/// format has one, non-fatal warnings, and the files a message carries.
+struct Loaded {
+    blocks: Vec<quarry_core::Block>,
+    pages: Option<u32>,
+    warnings: Vec<String>,
+    attachments: Vec<crate::mail::Attachment>,
+}
+
+impl Loaded {
+    fn new(blocks: Vec<quarry_core::Block>, pages: Option<u32>, warnings: Vec<String>) -> Self {
+        Loaded { blocks, pages, warnings, attachments: Vec::new() }
+    }
+}
 
 fn load_document(format: Format, bytes: &[u8], options: &ParseOptions) -> Result<Loaded, IngestError> {
     match format {
-        Format::Pdf => {
-            crate::pdf::load(bytes, options.pdfium_library.as_deref()).map(|(b, pages, w)| (b, Some(pages), w))
+        Format::Pdf => crate::pdf::load(bytes, options.pdfium_library.as_deref())
+            .map(|(b, pages, w)| Loaded::new(b, Some(pages), w)),
+        Format::Docx => crate::docx::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),
+        Format::Pptx => crate::pptx::load(bytes).map(|(b, slides, w)| Loaded::new(b, Some(slides), w)),
+        Format::Odt => crate::odt::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),
+        Format::Epub => crate::epub::load(bytes).map(|(b, _chapters, w)| Loaded::new(b, None, w)),
+        f if f.is_spreadsheet() => {
+            crate::spreadsheet::load(f, bytes).map(|(b, sheets, w)| Loaded::new(b, Some(sheets), w))
         }
-        Format::Docx => crate::docx::load(bytes).map(|(b, w)| (b, None, w)),
-        f if f.is_spreadsheet() => crate::spreadsheet::load(f, bytes).map(|(b, sheets, w)| (b, Some(sheets), w)),
+        f if f.is_mail() => crate::mail::load(f, bytes).map(|mail| Loaded {
+            blocks: mail.blocks,
+            pages: None,
+            warnings: mail.warnings,
+            attachments: mail.attachments,
+        }),
         Format::Text | Format::Markdown | Format::Csv | Format::Html | Format::Json => {
-            crate::text::load(format, bytes).map(|b| (b, None, Vec::new()))
+            crate::text::load(format, bytes).map(|b| Loaded::new(b, None, Vec::new()))
         }
         other => Err(IngestError::Unsupported(other.to_string())),
     }

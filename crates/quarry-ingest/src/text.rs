@@ -75,13 +75,7 @@ pub(crate) fn load(format: Format, bytes: &[u8]) -> Result<Vec<Block>, IngestErr
     let blocks = match format {
         Format::Markdown => markdown_blocks(&text),
         Format::Csv => csv_blocks(&text),
-        Format::Html => {
-            let rendered = html2text::config::plain_no_decorate()
-                .allow_width_overflow()
-                .string_from_read(text.as_bytes(), 120)
-                .map_err(|e| IngestError::malformed("html", e))?;
-            paragraph_blocks(&rendered, Location::default())
-        }
+        Format::Html => paragraph_blocks(&html_to_text(&text)?, Location::default()),
         Format::Json => {
             let pretty = match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(value) => serde_json::to_string_pretty(&value).unwrap_or(text),
@@ -94,9 +88,18 @@ pub(crate) fn load(format: Format, bytes: &[u8]) -> Result<Vec<Block>, IngestErr
     Ok(blocks)
 }
 
+/// The text a person reads in an HTML page or mail body: scripts and styles dropped, no decoration,
+/// lines up to 120 characters. Errors: [`IngestError::Malformed`] when html2text cannot render it.
+pub(crate) fn html_to_text(html: &str) -> Result<String, IngestError> {
+    html2text::config::plain_no_decorate()
+        .allow_width_overflow()
+        .string_from_read(html.as_bytes(), 120)
+        .map_err(|e| IngestError::malformed("html", e))
+}
+
 /// Groups text into blocks of about 4,000 characters at paragraph boundaries, so a long text file does not
 /// become one giant block (the chunker works either way; smaller blocks keep locations useful).
-fn paragraph_blocks(text: &str, location: Location) -> Vec<Block> {
+pub(crate) fn paragraph_blocks(text: &str, location: Location) -> Vec<Block> {
     const TARGET: usize = 4000;
     let mut blocks = Vec::new();
     let mut current = String::new();

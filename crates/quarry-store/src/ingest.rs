@@ -648,6 +648,7 @@ impl Library {
                         outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
                     let mut row = record(fallback_id, &format, DocumentState::Failed);
                     row.error = Some(format!("{}: {error}", status.name()));
+                    row.extraction_version = Some(quarry_ingest::failure_version(&format));
                     on_event(IngestEvent::Failed { path: outcome.path.clone(), status: status.name().into(), error });
                     summary.failed += 1;
                     batch.finals.push(row);

@@ -506,7 +506,8 @@ impl Library {
         let mut pages = 0u64;
         let mut text_chars = 0u64;
         for d in self.documents.values() {
-            if d.format == "zip" && d.chunk_count == 0 && d.state == DocumentState::Indexed {
+            let container = matches!(d.format.as_str(), "zip" | "mbox");
+            if container && d.chunk_count == 0 && d.state == DocumentState::Indexed {
                 archives += 1;
                 continue;
             }

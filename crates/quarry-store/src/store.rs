@@ -94,10 +94,15 @@ pub struct DocumentRecord {
 
 impl DocumentRecord {
     /// True when the document was read by an older reading of its format than Quarry's today, so reading
-    /// its file again would give other (better) text.
+    /// its file again would give other (better) text; for a failed document, also when an older Quarry
+    /// knew fewer formats ([`quarry_ingest::failure_version`]), so a file it refused may be readable now.
     pub fn read_by_older_parser(&self) -> bool {
-        self.extraction_version.unwrap_or(quarry_ingest::UNSTAMPED_EXTRACTION_VERSION)
-            < quarry_ingest::extraction_version(&self.format)
+        let current = if self.state == DocumentState::Failed {
+            quarry_ingest::failure_version(&self.format)
+        } else {
+            quarry_ingest::extraction_version(&self.format)
+        };
+        self.extraction_version.unwrap_or(quarry_ingest::UNSTAMPED_EXTRACTION_VERSION) < current
     }
 }
 

@@ -499,6 +499,81 @@ fn sync_reads_again_the_files_an_older_parser_read() {
     );
 }
 
+/// A file an older Quarry refused as an unsupported format (an `.eml` before e-mail was read: a failed
+/// row, unstamped) is read by the next `sync` — the message and its attachment indexed and searchable —
+/// and a second `sync` leaves it alone.
+#[test]
+fn sync_reads_a_file_an_older_quarry_refused_as_unsupported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::copy(sample_library().join("office/handbook-1p.docx"), docs.join("handbook-1p.docx")).unwrap();
+    let docs_arg = docs.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "mail"]);
+    ingest(&data, &["add", &docs_arg, "--library", "mail", "--json"]);
+
+    // The message arrives, and an older Quarry's refusal of it is what the library holds.
+    let message = docs.join("harbour-survey.eml");
+    std::fs::write(
+        &message,
+        "From: Surveyor <survey@example.org>\r\nTo: harbour@example.org\r\nSubject: Harbour survey\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n--b\r\n\
+         Content-Type: text/plain\r\n\r\nThe harbour survey counted forty-two moorings in the inner basin.\r\n\
+         --b\r\nContent-Type: text/csv\r\nContent-Disposition: attachment; filename=\"moorings.csv\"\r\n\r\n\
+         basin,moorings\r\ninner,42\r\nouter,17\r\n--b--\r\n",
+    )
+    .unwrap();
+    let path = message.to_string_lossy().into_owned();
+    let hash = quarry_store::hash_file(&message).unwrap();
+    let modified_ms = std::fs::metadata(&message)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let refused = quarry_store::DocumentRecord {
+        document_id: hash.clone(),
+        origin_id: hash,
+        path: path.clone(),
+        file_path: path.clone(),
+        format: "unknown".into(),
+        byte_len: std::fs::metadata(&message).unwrap().len(),
+        page_count: None,
+        chunk_count: 0,
+        char_count: 0,
+        state: quarry_store::DocumentState::Failed,
+        error: Some("failed: unsupported format: e-mail message (.eml)".into()),
+        warnings: None,
+        added_ms: modified_ms,
+        modified_ms,
+        context: None,
+        extraction_version: None,
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let dir = quarry_store::DataDir::at(&data);
+        let library = quarry_store::Library::open_read(&dir, "mail").await.unwrap();
+        library.store().add_documents(&[refused]).await.unwrap();
+    });
+    assert_eq!(count(&status(&data, "mail"), "failed"), 1);
+
+    let (events, synced) = ingest(&data, &["sync", "--library", "mail", "--json"]);
+    assert_eq!(synced["reread"].as_u64(), Some(1), "{synced}");
+    assert_eq!(synced["indexed"].as_u64(), Some(2), "the message and its attachment: {synced}");
+    assert_eq!(synced["unchanged"].as_u64(), Some(1), "the DOCX: {synced}");
+    let s = status(&data, "mail");
+    assert_eq!((count(&s, "failed"), count(&s, "indexed")), (0, 3), "{s} {events:?}");
+    let hits = search(&data, "mail", "moorings in the inner basin", "hybrid");
+    let paths: Vec<&str> = hits.iter().filter_map(|h| h["path"].as_str()).collect();
+    assert!(paths.iter().any(|p| *p == path), "the message: {paths:?}");
+    assert!(paths.iter().any(|p| p.ends_with("harbour-survey.eml!/moorings.csv")), "its attachment: {paths:?}");
+
+    let (_, again) = ingest(&data, &["sync", "--library", "mail", "--json"]);
+    assert_eq!((again["reread"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(2)), "{again}");
+}
+
 /// `kill -9` during `sync` (a new file, a changed file, a vanished file), `remove` and `library reindex`,
 /// each at 2 random moments from the same starting library: after every kill the library is consistent
 /// (what `check_consistent` asserts: every indexed document whole in LanceDB and tantivy, searches see

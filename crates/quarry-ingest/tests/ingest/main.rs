@@ -6,5 +6,6 @@ mod archives;
 mod chunking;
 mod common;
 mod isolation;
+mod mail_and_slides;
 mod office_documents;
 mod pdfs;
