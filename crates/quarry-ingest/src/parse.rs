@@ -108,6 +108,22 @@ pub(crate) fn outcome_failed(path: String, format: Option<Format>, error: Ingest
     }))
 }
 
+/// The row of a container (a ZIP archive, a mailbox) once its members are out: ok, no text of its own.
+pub(crate) fn container_finished(path: String, format: Format, ms: u64, warnings: Vec<String>) -> ParseEvent {
+    ParseEvent::Finished(Box::new(FileOutcome {
+        path,
+        format: Some(format),
+        status: Status::Ok,
+        pages: None,
+        chars: 0,
+        cjk_chars: 0,
+        ms,
+        error: None,
+        warnings,
+        document: None,
+    }))
+}
+
 /// Reads and parses the file at `path`, reporting under the virtual path `display`.
 /// Never panics and never returns early: every problem becomes a `Finished` event with an error.
 pub fn parse_file(path: &Path, display: &str, options: &ParseOptions, emit: &mut dyn FnMut(ParseEvent)) {
@@ -159,18 +175,10 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
         // archive's own row follows them.
         let result = crate::archive::expand(path, bytes, depth, options, emit);
         match result {
-            Ok(members) => emit(ParseEvent::Finished(Box::new(FileOutcome {
-                path: path.to_string(),
-                format: Some(format),
-                status: Status::Ok,
-                pages: None,
-                chars: 0,
-                cjk_chars: 0,
-                ms: ms(start),
-                error: None,
-                warnings: if members == 0 { vec!["archive holds no files".into()] } else { Vec::new() },
-                document: None,
-            }))),
+            Ok(members) => {
+                let warnings = if members == 0 { vec!["archive holds no files".into()] } else { Vec::new() };
+                emit(container_finished(path.to_string(), format, ms(start), warnings))
+            }
             Err(error) => emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
         }
         return;
@@ -243,18 +251,7 @@ fn expand_mailbox(
         warnings.push(format!("only the first {} messages were read", options.max_archive_entries));
     }
     crate::archive::expand_attachments(path, messages, depth, options, emit);
-    emit(ParseEvent::Finished(Box::new(FileOutcome {
-        path: path.to_string(),
-        format: Some(Format::Mbox),
-        status: Status::Ok,
-        pages: None,
-        chars: 0,
-        cjk_chars: 0,
-        ms: ms(),
-        error: None,
-        warnings,
-        document: None,
-    })));
+    emit(container_finished(path.to_string(), Format::Mbox, ms(), warnings));
 }
 
 /// What a format's loader hands back: blocks in reading order, the page (sheet, slide) count when the
