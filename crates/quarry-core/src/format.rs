@@ -33,6 +33,8 @@ pub enum Format {
     Odt,
     /// An EPUB e-book: one block per chapter.
     Epub,
+    /// A picture (PNG, JPEG, TIFF): its text is read by OCR.
+    Image,
 }
 
 impl Format {
@@ -58,6 +60,7 @@ impl Format {
             Format::Pptx => "pptx",
             Format::Odt => "odt",
             Format::Epub => "epub",
+            Format::Image => "image",
         }
     }
 

@@ -14,7 +14,7 @@ use crate::IndexError;
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use quarry_core::models::find_model_file;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Model id of the default English model, all-MiniLM-L6-v2 (int8 ONNX).
 pub const MINILM_MODEL_ID: &str = "all-minilm-l6-v2-int8";
@@ -110,7 +110,7 @@ impl EmbedderConfig {
 
     /// The set-up script's ONNX Runtime library. Errors: not found (the message says where it looked).
     pub fn default_onnx_runtime() -> Result<PathBuf, IndexError> {
-        find_model_file("onnxruntime/libonnxruntime.so").map_err(IndexError::ModelFiles)
+        find_model_file(quarry_onnx::LIBRARY_FILE).map_err(IndexError::ModelFiles)
     }
 
     /// A model in `model_dir` (see [`EmbedderConfig::model_dir`]) run by the ONNX Runtime at
@@ -143,40 +143,15 @@ pub struct Embedder {
     languages: Vec<String>,
 }
 
-/// Turns ONNX Runtime's own telemetry off for this process: sets `ORT_DISABLE_TELEMETRY=1`.
-///
-/// ONNX Runtime 1.31 on Linux (the PyPI build scripts/setup.sh unpacks) sends usage events to
-/// `mobile.events.data.microsoft.com` from a thread of its own, and queues them in
-/// `~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db` — seen with `strace` during
-/// `quarry ask`. `DisableTelemetryEvents` (ort's `with_telemetry(false)`) does not stop it; this variable,
-/// read when the library starts, does. Call it first thing in `main`, before other threads exist (setting
-/// the environment is not thread-safe for C code reading it); the embedder calls it again before it loads
-/// ONNX Runtime, for programs that did not.
+/// Turns ONNX Runtime's own telemetry off for this process (see [`quarry_onnx::disable_telemetry`]). Call it
+/// first thing in `main`, before other threads exist.
 pub fn disable_onnx_runtime_telemetry() {
-    if std::env::var_os("ORT_DISABLE_TELEMETRY").is_none_or(|v| v != "1") {
-        std::env::set_var("ORT_DISABLE_TELEMETRY", "1");
-    }
+    quarry_onnx::disable_telemetry();
 }
 
-/// ONNX Runtime binds once per process; the first library path wins.
-static ORT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
-
-/// Loads ONNX Runtime from `library`, checking the file first: ort panics on a missing library. Telemetry off.
+/// ONNX Runtime from `library` (see [`quarry_onnx::runtime`]).
 fn onnx_runtime(library: &Path) -> Result<ort::environment::Environment, IndexError> {
-    ORT.get_or_init(|| {
-        disable_onnx_runtime_telemetry();
-        if !library.is_file() {
-            return Err(format!("ONNX Runtime library not found at {} (run scripts/setup.sh)", library.display()));
-        }
-        ort::init_from(library)
-            .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
-            .with_name("quarry")
-            .with_telemetry(false)
-            .build()
-            .map_err(|e| format!("cannot start ONNX Runtime from {}: {e}", library.display()))
-    })
-    .clone()
-    .map_err(IndexError::ModelFiles)
+    quarry_onnx::runtime(library).map_err(IndexError::ModelFiles)
 }
 
 enum Engine {

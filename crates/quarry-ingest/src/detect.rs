@@ -22,6 +22,9 @@ pub fn detect_format(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
     if bytes.starts_with(OLE2_MAGIC) {
         return detect_ole2(bytes);
     }
+    if is_picture(bytes) {
+        return Ok(Format::Image);
+    }
     if let Some(kind) = known_binary(bytes) {
         return Err(IngestError::Unsupported(kind.to_string()));
     }
@@ -145,14 +148,16 @@ fn detect_ole2(bytes: &[u8]) -> Result<Format, IngestError> {
     Err(IngestError::Unsupported(kind.into()))
 }
 
+/// PNG, JPEG and TIFF: the pictures OCR reads (see [`crate::ocr::load_image`]).
+fn is_picture(bytes: &[u8]) -> bool {
+    const SIGNATURES: &[&[u8]] = &[b"\x89PNG\r\n\x1a\n", b"\xFF\xD8\xFF", b"II*\x00", b"MM\x00*"];
+    SIGNATURES.iter().any(|magic| bytes.starts_with(magic))
+}
+
 fn known_binary(bytes: &[u8]) -> Option<&'static str> {
     const SIGNATURES: &[(&[u8], &str)] = &[
-        (b"\x89PNG\r\n\x1a\n", "PNG image (needs OCR)"),
-        (b"\xFF\xD8\xFF", "JPEG image (needs OCR)"),
         (b"GIF87a", "GIF image"),
         (b"GIF89a", "GIF image"),
-        (b"II*\x00", "TIFF image (needs OCR)"),
-        (b"MM\x00*", "TIFF image (needs OCR)"),
         (b"{\\rtf", "RTF document; save it as .docx"),
         (b"\x1F\x8B", "gzip archive"),
         (b"7z\xBC\xAF\x27\x1C", "7-Zip archive"),
@@ -235,8 +240,10 @@ mod tests {
 
     #[test]
     fn binary_kinds_are_named_in_the_error() {
-        let err = detect_format("x.png", b"\x89PNG\r\n\x1a\n....").unwrap_err();
-        assert_eq!(err, IngestError::Unsupported("PNG image (needs OCR)".into()));
+        assert_eq!(detect_format("x.png", b"\x89PNG\r\n\x1a\n....").unwrap(), Format::Image);
+        assert_eq!(detect_format("scan", b"II*\x00....").unwrap(), Format::Image);
+        let err = detect_format("x.gif", b"GIF89a....").unwrap_err();
+        assert_eq!(err, IngestError::Unsupported("GIF image".into()));
         let err = detect_format("x.bin", &[0u8, 1, 2, 3, 0, 0, 0, 9, 200, 0]).unwrap_err();
         assert!(matches!(err, IngestError::Unsupported(m) if m.contains("unknown type (.bin)")));
     }

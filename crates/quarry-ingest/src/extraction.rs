@@ -28,7 +28,8 @@ pub fn extraction_version(format: &str) -> u32 {
 ///
 /// History:
 /// - 2: e-mail (`.eml`, Outlook `.msg`, mailboxes), PowerPoint (`.pptx`), OpenDocument text (`.odt`), EPUB.
-pub const RECOGNITION_VERSION: u32 = 2;
+/// - 3: OCR: scanned PDFs (refused before as `no text layer`) and pictures (PNG, JPEG, TIFF).
+pub const RECOGNITION_VERSION: u32 = 3;
 
 /// The version a *failed* document row is stamped with: its format's reading or the set of formats,
 /// whichever is newer. A failed row stamped lower is read again by `sync`/`add` — once — so a file an
@@ -50,6 +51,6 @@ mod tests {
         assert_eq!(extraction_version("pdf"), 2, "PDFium readings (Session 8) are newer than unstamped rows");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
-        assert_eq!(failure_version("pdf"), 2);
+        assert_eq!(failure_version("pdf"), 3, "scans refused before OCR are read again");
     }
 }

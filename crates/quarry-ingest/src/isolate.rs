@@ -347,7 +347,7 @@ impl Supervisor<'_> {
         }
         // Paths started but not yet finished, innermost last (a ZIP member sits above its archive).
         let mut open: Vec<String> = Vec::new();
-        let deadline = Instant::now() + self.config.file_timeout;
+        let mut deadline = Instant::now() + self.config.file_timeout;
         loop {
             let Some(worker) = self.worker.as_mut() else { return };
             let left = deadline.saturating_duration_since(Instant::now());
@@ -362,6 +362,11 @@ impl Supervisor<'_> {
                 }
                 Ok(WorkerLine::Line(line)) => match serde_json::from_str::<Reply>(&line) {
                     Ok(Reply::Event(ParseEvent::Started { path })) => open.push(path),
+                    // A long reading (OCR) that moves on gets one more document timeout each step, past
+                    // the whole file's budget if need be: it is slow, not stuck.
+                    Ok(Reply::Event(ParseEvent::Progress { .. })) => {
+                        deadline = deadline.max(Instant::now() + self.config.document_timeout);
+                    }
                     Ok(Reply::Event(ParseEvent::Finished(outcome))) => {
                         open.retain(|p| p != &outcome.path);
                         emit(*outcome);

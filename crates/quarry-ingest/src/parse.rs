@@ -27,6 +27,40 @@ pub struct ParseOptions {
     pub max_compression_ratio: u64,
     /// Archives nested deeper than this are refused (default 3: `a.zip!/b.zip!/c.zip!/doc.pdf`).
     pub max_archive_depth: u32,
+    /// When OCR reads a PDF page (see [`OcrMode`]); pictures are always read by OCR unless `Off`.
+    #[serde(default)]
+    pub ocr: OcrMode,
+    /// The OCR model files (see [`crate::ocr`]); `None` when they are not installed, and then a scanned
+    /// page or a picture is refused with the reason.
+    #[serde(default)]
+    pub ocr_models: Option<crate::ocr::OcrModels>,
+}
+
+/// When a PDF page is read by OCR.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OcrMode {
+    /// Pages whose text layer has almost nothing (fewer than [`crate::pdf::OCR_BELOW_CHARS`] letters and
+    /// digits: scans, or a scan with a stray page number) are read by OCR; pictures too.
+    #[default]
+    Auto,
+    /// Never: scans are refused as `no text layer`, pictures as needing OCR.
+    Off,
+    /// Every page of every PDF is read by OCR, its text replacing the text layer's (for PDFs whose text
+    /// layer is wrong: a bad OCR by another program, broken font encodings).
+    Force,
+}
+
+impl std::str::FromStr for OcrMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(OcrMode::Auto),
+            "off" => Ok(OcrMode::Off),
+            "force" => Ok(OcrMode::Force),
+            other => Err(format!("OCR mode {other:?}: auto, off or force")),
+        }
+    }
 }
 
 impl Default for ParseOptions {
@@ -39,6 +73,8 @@ impl Default for ParseOptions {
             max_archive_total_bytes: 2 << 30,
             max_compression_ratio: 200,
             max_archive_depth: 3,
+            ocr: OcrMode::Auto,
+            ocr_models: crate::ocr::OcrModels::find().ok(),
         }
     }
 }
@@ -89,7 +125,16 @@ pub struct FileOutcome {
 /// process die knows which document did it), `Finished` with its outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ParseEvent {
-    Started { path: String },
+    Started {
+        path: String,
+    },
+    /// A long reading is under way: `done` of `total` steps (OCR: pages) of the document at `path`. A
+    /// supervisor takes it as a sign of life.
+    Progress {
+        path: String,
+        done: u32,
+        total: u32,
+    },
     Finished(Box<FileOutcome>),
 }
 
@@ -183,7 +228,8 @@ pub fn parse_bytes(path: &str, bytes: &[u8], depth: u32, options: &ParseOptions,
         }
         return;
     }
-    let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes, options)));
+    let mut progress = |done: u32, total: u32| emit(ParseEvent::Progress { path: path.to_string(), done, total });
+    let loaded = catch_unwind(AssertUnwindSafe(|| load_document(format, bytes, options, &mut progress)));
     let Loaded { blocks, pages: page_count, warnings, attachments } = match loaded {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(error)) => return emit(outcome_failed(path.to_string(), Some(format), error, ms(start))),
@@ -269,10 +315,20 @@ impl Loaded {
     }
 }
 
-fn load_document(format: Format, bytes: &[u8], options: &ParseOptions) -> Result<Loaded, IngestError> {
+fn load_document(
+    format: Format,
+    bytes: &[u8],
+    options: &ParseOptions,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<Loaded, IngestError> {
     match format {
-        Format::Pdf => crate::pdf::load(bytes, options.pdfium_library.as_deref())
-            .map(|(b, pages, w)| Loaded::new(b, Some(pages), w)),
+        Format::Pdf => crate::pdf::load(
+            bytes,
+            options.pdfium_library.as_deref(),
+            &mut crate::pdf::OcrSettings::of(options, progress),
+        )
+        .map(|(b, pages, w)| Loaded::new(b, Some(pages), w)),
+        Format::Image => crate::ocr::load_image(bytes, options).map(|(b, w)| Loaded::new(b, Some(1), w)),
         Format::Docx => crate::docx::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),
         Format::Pptx => crate::pptx::load(bytes).map(|(b, slides, w)| Loaded::new(b, Some(slides), w)),
         Format::Odt => crate::odt::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),

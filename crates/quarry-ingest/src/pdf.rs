@@ -12,6 +12,8 @@
 //! pdf-extract's own `extract_text_by_pages` stops at the first page that fails; here every page is tried
 //! on its own, under a panic guard, so one broken page costs one page, not the document.
 
+use crate::ocr::OcrModels;
+use crate::parse::{OcrMode, ParseOptions};
 use crate::table::label_table_rows;
 use crate::IngestError;
 use quarry_core::{Block, Location};
@@ -21,6 +23,26 @@ use std::path::Path;
 /// A page with fewer non-whitespace characters than this counts as "no text" when judging whether the
 /// document has a text layer at all.
 const MIN_PAGE_CHARS: usize = 1;
+
+/// In [`OcrMode::Auto`], a page whose text layer holds fewer letters and digits than this (none: a scan;
+/// a few: a scan with a stamped page number or a stray mark) is read by OCR, and OCR's text is kept when it
+/// has more letters and digits than the text layer.
+pub(crate) const OCR_BELOW_CHARS: usize = 20;
+
+/// How a PDF's pages may be read by OCR (see [`crate::ocr`]), and where progress goes.
+pub(crate) struct OcrSettings<'a> {
+    pub mode: OcrMode,
+    /// `None`: the models are not installed; pages that need OCR are left out with a warning.
+    pub models: Option<&'a OcrModels>,
+    /// Called with (pages read, pages to read) after each OCR page: a sign of life for the supervisor.
+    pub progress: &'a mut dyn FnMut(u32, u32),
+}
+
+impl<'a> OcrSettings<'a> {
+    pub fn of(options: &'a ParseOptions, progress: &'a mut dyn FnMut(u32, u32)) -> Self {
+        OcrSettings { mode: options.ocr, models: options.ocr_models.as_ref(), progress }
+    }
+}
 
 /// A page whose reading has more than this share of lone letters (see [`lone_letter_share`]) is read
 /// again with PDFium. Running English prose has well under 1 %; a page with split words 10–30 %.
@@ -32,8 +54,12 @@ const SPLIT_WORDS_SHARE: f64 = 0.02;
 /// when no page has text (a scan); [`IngestError::Malformed`] when lopdf cannot parse the file.
 ///
 /// `pdfium` is the path of the PDFium library for the fallback (see [`crate::pdf_fallback`]); `None`
-/// disables it.
-pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+/// disables it, and OCR with it (PDFium renders the pages OCR reads). `ocr` says which pages OCR reads.
+pub(crate) fn load(
+    bytes: &[u8],
+    pdfium: Option<&Path>,
+    ocr: &mut OcrSettings,
+) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     let mut doc = match lopdf::Document::load_mem(bytes) {
         Ok(doc) => doc,
         Err(lopdf::Error::Decryption(_) | lopdf::Error::InvalidPassword) => {
@@ -90,6 +116,7 @@ pub(crate) fn load(bytes: &[u8], pdfium: Option<&Path>) -> Result<(Vec<Block>, u
             }
         }
     }
+    read_pages_by_ocr(&mut texts, bytes, pdfium, ocr, &mut warnings);
     if page_count == 0 {
         let error = IngestError::malformed("pdf", "no pages found");
         return match pdfium {
@@ -282,6 +309,75 @@ fn uses_cjk_cid_fonts(doc: &lopdf::Document) -> bool {
             _ => false,
         }
     })
+}
+
+/// Letters and digits in `text`.
+fn letters_and_digits(text: &str) -> usize {
+    text.chars().filter(|c| c.is_alphanumeric()).count()
+}
+
+/// Reads by OCR the pages `ocr.mode` asks for (see [`OcrMode`]), rendered by PDFium, and puts OCR's
+/// text in place of the text layer's where it is better: in `Force` mode wherever OCR found text, in
+/// `Auto` mode where it found more letters and digits. One warning names the pages read by OCR (and
+/// how many were turned upright); pages OCR could not read are named in another.
+fn read_pages_by_ocr(
+    texts: &mut [(u32, String)],
+    bytes: &[u8],
+    pdfium: Option<&Path>,
+    ocr: &mut OcrSettings,
+    warnings: &mut Vec<String>,
+) {
+    let wanted: Vec<u32> = match ocr.mode {
+        OcrMode::Off => return,
+        OcrMode::Force => texts.iter().map(|(n, _)| *n).collect(),
+        OcrMode::Auto => {
+            texts.iter().filter(|(_, t)| letters_and_digits(t) < OCR_BELOW_CHARS).map(|(n, _)| *n).collect()
+        }
+    };
+    if wanted.is_empty() {
+        return;
+    }
+    let (Some(models), Some(library)) = (ocr.models, pdfium) else {
+        warnings.push(format!(
+            "{} page(s) without a text layer left out: the OCR models or PDFium are not installed (run scripts/setup.sh)",
+            wanted.len()
+        ));
+        return;
+    };
+    let total = wanted.len() as u32;
+    let (mut done, mut read, mut turned) = (0u32, Vec::new(), 0u32);
+    let mut failures: Vec<String> = Vec::new();
+    let force = ocr.mode == OcrMode::Force;
+    let progress = &mut *ocr.progress;
+    let rendered =
+        crate::pdf_fallback::render_pages(library, bytes, &wanted, crate::ocr::MAX_SIDE, &mut |number, image| {
+            match crate::ocr::recognise(models, &image) {
+                Ok(page) => {
+                    if let Some(slot) = texts.iter_mut().find(|(n, _)| *n == number) {
+                        let found = letters_and_digits(&page.text);
+                        if found > 0 && (force || found > letters_and_digits(&slot.1)) {
+                            slot.1 = tidy_page_text(&page.text);
+                            read.push(number);
+                            turned += u32::from(page.rotation != 0);
+                        }
+                    }
+                }
+                Err(error) => failures.push(format!("p. {number}: {error}")),
+            }
+            done += 1;
+            progress(done, total);
+        });
+    if rendered.is_err() {
+        warnings.push("pages without a text layer left out: PDFium could not render them".to_string());
+    }
+    if !read.is_empty() {
+        let pages: Vec<String> = read.iter().map(u32::to_string).collect();
+        let upright = if turned > 0 { format!(", {turned} turned upright") } else { String::new() };
+        warnings.push(format!("{} page(s) read by OCR (p. {}{upright})", read.len(), pages.join(", ")));
+    }
+    if let Some(first) = failures.first() {
+        warnings.push(format!("OCR failed on {} page(s); first: {first}", failures.len()));
+    }
 }
 
 fn has_text(text: &str) -> bool {

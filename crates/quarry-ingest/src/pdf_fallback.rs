@@ -89,3 +89,34 @@ pub(crate) fn extract_pages(
     }
     Ok((out, count))
 }
+
+/// Renders the given 1-based `pages` one at a time, their longer side `max_side` pixels (white
+/// background, form fields drawn, the page's own rotation applied), and hands each to `each` as an RGB
+/// image: one page's bitmap in memory at a time. Pages that do not exist or fail to render are skipped.
+/// Errors: the library or the document cannot be loaded (see [`FallbackError`]).
+pub(crate) fn render_pages(
+    library: &Path,
+    bytes: &[u8],
+    pages: &[u32],
+    max_side: u32,
+    each: &mut dyn FnMut(u32, image::RgbImage),
+) -> Result<(), FallbackError> {
+    let pdfium = engine(library).map_err(|_| FallbackError::Other)?;
+    let document = pdfium.load_pdf_from_byte_slice(bytes, Some("")).map_err(|e| match e {
+        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => FallbackError::Password,
+        _ => FallbackError::Other,
+    })?;
+    let all = document.pages();
+    for &number in pages {
+        let Ok(page) = all.get(number as PdfPageIndex - 1) else { continue };
+        let longest = page.width().value.max(page.height().value).max(1.0);
+        let config = PdfRenderConfig::new().scale_page_by_factor(max_side as f32 / longest).render_form_data(true);
+        let Ok(bitmap) = page.render_with_config(&config) else { continue };
+        let (width, height) = (bitmap.width().max(0) as u32, bitmap.height().max(0) as u32);
+        let rgb: Vec<u8> = bitmap.as_rgba_bytes().chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
+        if let Some(image) = image::RgbImage::from_raw(width, height, rgb) {
+            each(number, image);
+        }
+    }
+    Ok(())
+}

@@ -35,6 +35,11 @@ pub struct WorkerArgs {
     /// Memory each parser worker may use beyond its start-up size, in MiB; a document that needs more is reported as `too_large`.
     #[arg(long, default_value_t = 3072)]
     pub memory_limit_mb: u64,
+    /// When PDF pages are read by OCR: `auto` (pages without a text layer: scans), `off` (scans are
+    /// refused as `no text layer`), `force` (every page; for PDFs whose text layer is wrong). Pictures
+    /// (PNG, JPEG, TIFF) are read by OCR unless `off`.
+    #[arg(long, default_value = "auto")]
+    pub ocr: quarry_ingest::OcrMode,
 }
 
 impl WorkerArgs {
@@ -48,6 +53,7 @@ impl WorkerArgs {
         }
         config.document_timeout = Duration::from_secs(self.timeout_secs.max(1));
         config.memory_limit_bytes = self.memory_limit_mb << 20;
+        config.options.ocr = self.ocr;
         Ok(config)
     }
 }

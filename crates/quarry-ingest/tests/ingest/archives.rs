@@ -14,9 +14,10 @@ fn members_are_documents_with_virtual_paths() {
     let docx = outcomes.iter().find(|o| o.path == "test_files.zip!/test.docx").unwrap();
     assert_eq!(docx.status, Status::Ok);
     assert_eq!(docx.document.as_ref().unwrap().path, "test_files.zip!/test.docx");
-    // An image inside the archive fails alone; its siblings are read.
+    // A picture inside the archive is a document of its own, read by OCR.
     let jpg = outcomes.iter().find(|o| o.path.ends_with(".jpg")).unwrap();
-    assert!(matches!(&jpg.error, Some(IngestError::Unsupported(m)) if m.contains("JPEG")));
+    assert_eq!(jpg.format, Some(quarry_ingest::Format::Image));
+    assert!(jpg.status == Status::Ok && jpg.warnings.iter().any(|w| w == "read by OCR"), "{jpg:?}");
 }
 
 #[test]

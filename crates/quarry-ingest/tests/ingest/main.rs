@@ -7,5 +7,6 @@ mod chunking;
 mod common;
 mod isolation;
 mod mail_and_slides;
+mod ocr;
 mod office_documents;
 mod pdfs;

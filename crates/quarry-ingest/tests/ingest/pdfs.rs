@@ -81,8 +81,17 @@ fn chinese_pdf_keeps_its_cjk_text() {
 }
 
 #[test]
-fn a_scan_is_reported_as_needing_ocr() {
-    let outcome = parse_one(&b_docs("markitdown_test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"));
+fn a_scan_is_read_by_ocr_and_refused_as_needing_it_when_ocr_is_off() {
+    let path = b_docs("markitdown_test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf");
+    let outcome = parse_one(&path);
+    assert_eq!(outcome.status, quarry_ingest::Status::Ok, "{:?}", outcome.error);
+    let text = text_of(&outcome);
+    for printed in ["SEATTLE GENERAL HOSPITAL", "COMPREHENSIVE MEDICAL REPORT", "Jonathan Michael Harrison"] {
+        assert!(text.contains(printed), "{printed:?} not in {text:?}");
+    }
+    assert!(outcome.warnings.iter().any(|w| w.starts_with("3 page(s) read by OCR")), "{:?}", outcome.warnings);
+    let off = quarry_ingest::ParseOptions { ocr: quarry_ingest::OcrMode::Off, ..Default::default() };
+    let outcome = crate::common::parse_with(&path, &off).remove(0);
     assert_eq!(outcome.error, Some(IngestError::NoTextLayer));
     assert_eq!(outcome.error.unwrap().to_string(), "no text layer (needs OCR)");
 }
@@ -95,6 +104,7 @@ fn a_pdf_with_a_real_password_is_reported_as_encrypted() {
 
 #[test]
 fn pdf_text_is_recovered_where_poppler_finds_text() {
+    let text_layer_only = quarry_ingest::ParseOptions { ocr: quarry_ingest::OcrMode::Off, ..Default::default() };
     // Every B set and the private library: share of PDFs with poppler text that yield text here.
     let mut total = 0;
     let mut recovered = 0;
@@ -108,7 +118,8 @@ fn pdf_text_is_recovered_where_poppler_finds_text() {
                 continue;
             }
             total += 1;
-            let outcome = parse_one(&set.join(&row["path"]));
+            // The text layer against poppler's: OCR (tested in `ocr.rs`) off, as poppler has none.
+            let outcome = parse_with(&set.join(&row["path"]), &text_layer_only).remove(0);
             if outcome.status == Status::Ok && outcome.chars > 0 {
                 recovered += 1;
             } else {
