@@ -1148,3 +1148,41 @@ fn sync_keeps_the_documents_of_a_source_that_is_missing_as_a_whole() {
     assert_eq!(synced["removed"], 1, "{events:?}");
     assert_eq!(count(&status(&data, "lib"), "indexed"), indexed - 1);
 }
+
+/// Scanned pages become searchable: the C library's scan (a table set sideways) and docling's page on its
+/// side are read by OCR in the parse workers, and a keyword search for words printed on them finds them
+/// with their page. With `--ocr off` the same files are refused as needing OCR.
+#[test]
+fn scanned_pages_are_read_by_ocr_and_found_by_keyword() {
+    let eval = crate::parse_command::eval_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for file in [
+        "C_private_library/docs/en_nih-clinical-trial-protocols/NCT06155240_Prot_SAP_000.pdf",
+        "B_documents/docling_tests/ocr/sources/ocr_test_rotated_90.pdf",
+    ] {
+        let from = eval.join(file);
+        std::fs::copy(&from, docs.join(from.file_name().unwrap())).unwrap();
+    }
+    let docs_arg = docs.to_string_lossy().into_owned();
+    run(&data, &["library", "create", "scans"]);
+    let (events, summary) = ingest(&data, &["add", &docs_arg, "--library", "scans", "--json"]);
+    assert_eq!((summary["indexed"].as_u64(), summary["failed"].as_u64()), (Some(2), Some(0)), "{events:?}");
+    for (query, file) in [
+        ("Study Protocol Class Procedures", "NCT06155240_Prot_SAP_000.pdf"),
+        ("Docling bundles PDF document conversion", "ocr_test_rotated_90.pdf"),
+    ] {
+        let hits = search(&data, "scans", query, "bm25");
+        let first = hits.first().unwrap_or_else(|| panic!("{query}: no hit"));
+        assert!(first["path"].as_str().unwrap().ends_with(file), "{query}: {hits:?}");
+        assert_eq!(first["page"].as_u64(), Some(1), "{query}: {first}");
+    }
+
+    run(&data, &["library", "create", "no-ocr"]);
+    let (_, summary) = ingest(&data, &["add", &docs_arg, "--library", "no-ocr", "--ocr", "off", "--json"]);
+    assert_eq!((summary["indexed"].as_u64(), summary["failed"].as_u64()), (Some(0), Some(2)), "{summary}");
+    let failures = status(&data, "no-ocr")["failures"].to_string();
+    assert!(failures.contains("no text layer (needs OCR)"), "{failures}");
+}

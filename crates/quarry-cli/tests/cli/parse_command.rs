@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn eval_dir() -> PathBuf {
+pub(crate) fn eval_dir() -> PathBuf {
     let dir = std::env::var_os("QUARRY_EVAL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"));
