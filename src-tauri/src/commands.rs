@@ -40,8 +40,10 @@ pub fn app_info(state: State<'_, AppState>) -> AppInfo {
 
 fn info(state: &AppState) -> AppInfo {
     use quarry_core::Format::*;
-    let formats =
-        [Pdf, Docx, Pptx, Odt, Epub, Xlsx, Xlsm, Xlsb, Xls, Ods, Zip, Eml, Msg, Text, Markdown, Csv, Html, Json];
+    let formats = [
+        Pdf, Docx, Pptx, Odt, Epub, Xlsx, Xlsm, Xlsb, Xls, Ods, Zip, Eml, Msg, Mbox, Image, Rtf, Text, Markdown, Csv,
+        Html, Json,
+    ];
     AppInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         formats: formats.iter().map(|f| f.name().to_string()).collect(),
@@ -201,7 +203,8 @@ pub async fn pick_files(app: AppHandle, folders: bool) -> Reply<Vec<PathBuf>> {
                     "Documents",
                     &[
                         "pdf", "docx", "pptx", "odt", "epub", "xlsx", "xlsm", "xlsb", "xls", "ods", "zip", "eml",
-                        "msg", "txt", "md", "csv", "html", "htm", "json",
+                        "msg", "mbox", "rtf", "png", "jpg", "jpeg", "tif", "tiff", "txt", "md", "csv", "html", "htm",
+                        "json",
                     ],
                 )
                 .blocking_pick_files()

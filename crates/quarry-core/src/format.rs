@@ -35,6 +35,8 @@ pub enum Format {
     Epub,
     /// A picture (PNG, JPEG, TIFF): its text is read by OCR.
     Image,
+    /// A Rich Text Format document (`.rtf`), in any code page.
+    Rtf,
 }
 
 impl Format {
@@ -61,6 +63,7 @@ impl Format {
             Format::Odt => "odt",
             Format::Epub => "epub",
             Format::Image => "image",
+            Format::Rtf => "rtf",
         }
     }
 

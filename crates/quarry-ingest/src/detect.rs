@@ -25,6 +25,9 @@ pub fn detect_format(name: &str, bytes: &[u8]) -> Result<Format, IngestError> {
     if is_picture(bytes) {
         return Ok(Format::Image);
     }
+    if bytes.starts_with(b"{\\rtf") {
+        return Ok(Format::Rtf);
+    }
     if let Some(kind) = known_binary(bytes) {
         return Err(IngestError::Unsupported(kind.to_string()));
     }
@@ -158,7 +161,6 @@ fn known_binary(bytes: &[u8]) -> Option<&'static str> {
     const SIGNATURES: &[(&[u8], &str)] = &[
         (b"GIF87a", "GIF image"),
         (b"GIF89a", "GIF image"),
-        (b"{\\rtf", "RTF document; save it as .docx"),
         (b"\x1F\x8B", "gzip archive"),
         (b"7z\xBC\xAF\x27\x1C", "7-Zip archive"),
         (b"Rar!\x1A\x07", "RAR archive"),

@@ -35,6 +35,7 @@ mod pdf_fallback;
 mod pptx;
 mod readable;
 pub mod report;
+mod rtf;
 mod sandbox;
 mod spreadsheet;
 mod table;

@@ -123,3 +123,15 @@ fn password_protected_office_files_are_reported_as_encrypted() {
         assert!(error.starts_with("encrypted"), "{}: {error}", row["path"]);
     }
 }
+
+#[test]
+fn an_rtf_document_is_read_with_its_table_cells_apart() {
+    let outcome = parse_one(&b_docs("unstructured_example-docs/fake-doc.rtf"));
+    assert_eq!(outcome.status, Status::Ok, "{:?}", outcome.error);
+    assert_eq!(outcome.format, Some(quarry_ingest::Format::Rtf));
+    let text = text_of(&outcome);
+    for printed in ["My First Heading", "My first paragraph.", "Table Example:", "Row 1, Cell 1", "Row 2, Cell 2"] {
+        assert!(text.contains(printed), "{printed:?} not in {text:?}");
+    }
+    assert!(!text.contains("Cell 1Row"), "cells run together: {text:?}");
+}
