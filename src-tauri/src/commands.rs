@@ -202,9 +202,9 @@ pub async fn pick_files(app: AppHandle, folders: bool) -> Reply<Vec<PathBuf>> {
                 .add_filter(
                     "Documents",
                     &[
-                        "pdf", "docx", "pptx", "odt", "epub", "xlsx", "xlsm", "xlsb", "xls", "ods", "zip", "eml",
-                        "msg", "mbox", "rtf", "png", "jpg", "jpeg", "tif", "tiff", "txt", "md", "csv", "html", "htm",
-                        "json",
+                        "pdf", "docx", "pptx", "odt", "odp", "epub", "xlsx", "xlsm", "xlsb", "xls", "ods", "zip",
+                        "eml", "msg", "mbox", "rtf", "png", "jpg", "jpeg", "tif", "tiff", "txt", "md", "csv", "html",
+                        "htm", "json",
                     ],
                 )
                 .blocking_pick_files()

@@ -37,6 +37,8 @@ pub enum Format {
     Image,
     /// A Rich Text Format document (`.rtf`), in any code page.
     Rtf,
+    /// An OpenDocument presentation (`.odp`): one block per slide.
+    Odp,
 }
 
 impl Format {
@@ -64,6 +66,7 @@ impl Format {
             Format::Epub => "epub",
             Format::Image => "image",
             Format::Rtf => "rtf",
+            Format::Odp => "odp",
         }
     }
 

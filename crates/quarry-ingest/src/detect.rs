@@ -86,6 +86,7 @@ fn detect_zip_container(bytes: &[u8]) -> Format {
         match mime.trim() {
             "application/vnd.oasis.opendocument.spreadsheet" => return Format::Ods,
             "application/vnd.oasis.opendocument.text" => return Format::Odt,
+            "application/vnd.oasis.opendocument.presentation" => return Format::Odp,
             "application/epub+zip" => return Format::Epub,
             _ => {}
         }
@@ -102,7 +103,6 @@ pub(crate) fn unsupported_package_kind(bytes: &[u8]) -> Option<&'static str> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
     if let Some(mime) = read_small_member(&mut archive, "mimetype") {
         return match mime.trim() {
-            "application/vnd.oasis.opendocument.presentation" => Some("OpenDocument presentation (.odp)"),
             m if m.starts_with("application/vnd.oasis.opendocument") => Some("OpenDocument file"),
             _ => None,
         };

@@ -28,7 +28,7 @@ pub fn extraction_version(format: &str) -> u32 {
 ///
 /// History:
 /// - 2: e-mail (`.eml`, Outlook `.msg`, mailboxes), PowerPoint (`.pptx`), OpenDocument text (`.odt`), EPUB.
-/// - 3: OCR: scanned PDFs (refused before as `no text layer`) and pictures (PNG, JPEG, TIFF); RTF.
+/// - 3: OCR: scanned PDFs (refused before as `no text layer`) and pictures (PNG, JPEG, TIFF); RTF; OpenDocument presentations (`.odp`).
 pub const RECOGNITION_VERSION: u32 = 3;
 
 /// The version a *failed* document row is stamped with: its format's reading or the set of formats,

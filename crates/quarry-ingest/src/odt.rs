@@ -1,7 +1,9 @@
-//! OpenDocument text (`.odt`), read with zip and quick-xml from its `content.xml`: paragraphs and list
-//! items in document order, headings (`text:h` with its outline level) as the heading path, tables as
-//! Markdown tables (first row the header, as DOCX tables are), footnotes inline where they are cited.
-//! Comments (`office:annotation`) are left out. One block per heading section.
+//! OpenDocument text (`.odt`) and presentations (`.odp`), read with zip and quick-xml from their
+//! `content.xml`: paragraphs and list items in document order, headings (`text:h` with its outline level)
+//! as the heading path, tables as Markdown tables (first row the header, as DOCX tables are), footnotes
+//! inline where they are cited. Comments (`office:annotation`) are left out. One block per heading
+//! section; in a presentation one block per slide (`draw:page`), under `Slide N > title` (the title
+//! frame's text), its speaker notes after `Notes:` as PPTX slides have them.
 
 use crate::package::{attribute, entity_text, read_part};
 use crate::IngestError;
@@ -21,6 +23,30 @@ pub(crate) fn load(bytes: &[u8]) -> Result<(Vec<Block>, Vec<String>), IngestErro
     let content = read_part(&mut package, "content.xml")
         .ok_or_else(|| IngestError::malformed("odt", "no readable content.xml"))?;
     content_blocks(&content)
+}
+
+/// Slide blocks, the slide count and warnings of an OpenDocument presentation.
+///
+/// Errors: [`IngestError::Malformed`] when the package or its `content.xml` cannot be read.
+pub(crate) fn load_presentation(bytes: &[u8]) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
+    let mut package = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| IngestError::malformed("odp", e))?;
+    let content = read_part(&mut package, "content.xml")
+        .ok_or_else(|| IngestError::malformed("odp", "no readable content.xml"))?;
+    let slides = content.matches("<draw:page ").count() as u32;
+    content_blocks(&content).map(|(blocks, warnings)| (blocks, slides, warnings))
+}
+
+/// Where the reader is inside a presentation's slide.
+#[derive(Default)]
+struct Slide {
+    /// 1-based number of the slide being read; 0 outside slides (a text document).
+    number: u32,
+    /// Inside the slide's title frame (`presentation:class="title"`).
+    in_title: bool,
+    title: Option<String>,
+    /// Inside the speaker notes (`presentation:notes`), and what they say.
+    in_notes: bool,
+    notes: Vec<String>,
 }
 
 /// Collects sections: the heading path and the paragraphs under it.
@@ -68,6 +94,7 @@ fn content_blocks(xml: &str) -> Result<(Vec<Block>, Vec<String>), IngestError> {
     let mut tables: Vec<TableState> = Vec::new();
     let mut skip_depth = 0usize;
     let mut in_body = false;
+    let mut slide = Slide::default();
     loop {
         let event = match reader.read_event() {
             Ok(Event::Eof) => break,
@@ -83,6 +110,13 @@ fn content_blocks(xml: &str) -> Result<(Vec<Block>, Vec<String>), IngestError> {
                 }
                 match name.as_ref() {
                     "office:body" => in_body = true,
+                    "draw:page" if in_body => {
+                        sections.flush();
+                        slide = Slide { number: slide.number + 1, ..Default::default() };
+                        sections.path = vec![(1, format!("Slide {}", slide.number))];
+                    }
+                    "draw:frame" => slide.in_title = attribute(&e, "presentation:class").as_deref() == Some("title"),
+                    "presentation:notes" => slide.in_notes = true,
                     "text:p" if in_body => paragraphs.push((0, String::new())),
                     "text:h" if in_body => paragraphs.push((outline_level(&e), String::new())),
                     "table:table" if in_body => tables.push(TableState::default()),
@@ -127,6 +161,14 @@ fn content_blocks(xml: &str) -> Result<(Vec<Block>, Vec<String>), IngestError> {
                 }
                 match e.name().as_ref() {
                     "office:body" => in_body = false,
+                    "draw:frame" => slide.in_title = false,
+                    "presentation:notes" => slide.in_notes = false,
+                    "draw:page" => {
+                        if !slide.notes.is_empty() {
+                            sections.current.push(format!("Notes: {}", slide.notes.join(" ")));
+                        }
+                        sections.flush();
+                    }
                     "text:p" | "text:h" => {
                         let Some((level, text)) = paragraphs.pop() else { continue };
                         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -138,6 +180,13 @@ fn content_blocks(xml: &str) -> Result<(Vec<Block>, Vec<String>), IngestError> {
                             parent.1.push_str(&format!(" [{text}] "));
                         } else if let Some(table) = tables.last_mut() {
                             table.cell.push(text);
+                        } else if slide.in_notes {
+                            slide.notes.push(text);
+                        } else if slide.number > 0 && slide.in_title && slide.title.is_none() {
+                            // The slide's title names its block, as a PPTX slide's does.
+                            sections.path = vec![(1, format!("Slide {}", slide.number)), (2, text.clone())];
+                            slide.title = Some(text.clone());
+                            sections.current.push(text);
                         } else if level > 0 {
                             sections.heading(level, text);
                         } else {
@@ -206,6 +255,27 @@ fn repeated(element: &BytesStart<'_>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slides_in_order_with_titles_tables_and_notes() {
+        let xml = r#"<office:document-content><office:body><office:presentation>
+            <draw:page draw:name="page1">
+              <draw:frame presentation:class="title"><draw:text-box><text:p>Quarterly results</text:p></draw:text-box></draw:frame>
+              <draw:frame presentation:class="outline"><draw:text-box><text:list><text:list-item><text:p>Revenue 7.19 billion</text:p></text:list-item></text:list></draw:text-box></draw:frame>
+              <presentation:notes><draw:frame><draw:text-box><text:p>Say it slowly.</text:p></draw:text-box></draw:frame></presentation:notes>
+            </draw:page>
+            <draw:page draw:name="page2">
+              <draw:frame><table:table><table:table-row><table:table-cell><text:p>Segment</text:p></table:table-cell><table:table-cell><text:p>Sales</text:p></table:table-cell></table:table-row>
+              <table:table-row><table:table-cell><text:p>Data center</text:p></table:table-cell><table:table-cell><text:p>4.28</text:p></table:table-cell></table:table-row></table:table></draw:frame>
+            </draw:page>
+        </office:presentation></office:body></office:document-content>"#;
+        let (blocks, _) = content_blocks(xml).unwrap();
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks[0].location.heading_path, ["Slide 1", "Quarterly results"]);
+        assert_eq!(blocks[0].text, "Quarterly results\n\nRevenue 7.19 billion\n\nNotes: Say it slowly.");
+        assert_eq!(blocks[1].location.heading_path, ["Slide 2"]);
+        assert_eq!(blocks[1].text, "| Segment | Sales |\n| --- | --- |\n| Data center | 4.28 |");
+    }
 
     #[test]
     fn headings_paragraphs_tables_and_notes() {

@@ -333,6 +333,7 @@ fn load_document(
         Format::Docx => crate::docx::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),
         Format::Pptx => crate::pptx::load(bytes).map(|(b, slides, w)| Loaded::new(b, Some(slides), w)),
         Format::Odt => crate::odt::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),
+        Format::Odp => crate::odt::load_presentation(bytes).map(|(b, slides, w)| Loaded::new(b, Some(slides), w)),
         Format::Epub => crate::epub::load(bytes).map(|(b, _chapters, w)| Loaded::new(b, None, w)),
         f if f.is_spreadsheet() => {
             crate::spreadsheet::load(f, bytes).map(|(b, sheets, w)| Loaded::new(b, Some(sheets), w))

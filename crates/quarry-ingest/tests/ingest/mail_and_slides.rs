@@ -256,3 +256,44 @@ fn a_mailbox_is_a_container_of_messages() {
     assert!(text_of(&outcomes[0]).contains("Subject: Family Day"));
     assert!(text_of(&outcomes[1]).contains("Roses are red"));
 }
+
+/// An OpenDocument presentation (no real one is among the shared files: this one is built the way
+/// LibreOffice writes them, `mimetype` stored first): one document, a block per slide under
+/// `Slide N > title`, and the slide count.
+#[test]
+fn an_opendocument_presentation_is_read_slide_by_slide() {
+    use std::io::Write;
+    let content = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"><office:body><office:presentation>
+<draw:page draw:name="page1"><draw:frame presentation:class="title"><draw:text-box><text:p>Harbour survey</text:p></draw:text-box></draw:frame><draw:frame presentation:class="outline"><draw:text-box><text:p>Forty-two moorings in the inner basin</text:p></draw:text-box></draw:frame></draw:page>
+<draw:page draw:name="page2"><draw:frame presentation:class="title"><draw:text-box><text:p>Next steps</text:p></draw:text-box></draw:frame><presentation:notes><draw:frame><draw:text-box><text:p>Ask the harbour master.</text:p></draw:text-box></draw:frame></presentation:notes></draw:page>
+</office:presentation></office:body></office:document-content>"#;
+    let mut bytes = Vec::new();
+    {
+        let mut package = zip::ZipWriter::new(std::io::Cursor::new(&mut bytes));
+        let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        package.start_file("mimetype", stored).unwrap();
+        package.write_all(b"application/vnd.oasis.opendocument.presentation").unwrap();
+        package.start_file("content.xml", zip::write::SimpleFileOptions::default()).unwrap();
+        package.write_all(content.as_bytes()).unwrap();
+        package.finish().unwrap();
+    }
+    let mut outcomes = Vec::new();
+    quarry_ingest::parse_bytes("survey.odp", &bytes, 0, &quarry_ingest::ParseOptions::default(), &mut |event| {
+        if let ParseEvent::Finished(outcome) = event {
+            outcomes.push(*outcome);
+        }
+    });
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    let outcome = &outcomes[0];
+    assert_eq!(
+        (outcome.format, outcome.status, outcome.pages),
+        (Some(Format::Odp), Status::Ok, Some(2)),
+        "{outcome:?}"
+    );
+    let blocks = &outcome.document.as_ref().unwrap().blocks;
+    assert_eq!(blocks[0].location.heading_path, ["Slide 1", "Harbour survey"]);
+    assert!(blocks[0].text.contains("Forty-two moorings"), "{:?}", blocks[0].text);
+    assert_eq!(blocks[1].location.heading_path, ["Slide 2", "Next steps"]);
+    assert!(blocks[1].text.ends_with("Notes: Ask the harbour master."), "{:?}", blocks[1].text);
+}
