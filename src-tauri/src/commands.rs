@@ -158,6 +158,7 @@ pub async fn add_to_library(
     let model_id = embedder.lock().map_err(text)?.model_id().to_string();
     let mut isolation = quarry_ingest::isolate::IsolationConfig::new(state.parse_worker());
     isolation.include_documents = true;
+    isolation.options.ocr = state.settings().ocr;
     let options = IngestOptions::new(isolation);
     {
         let mut running = state.ingests.lock().map_err(text)?;

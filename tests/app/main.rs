@@ -340,6 +340,8 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#llm-key", MINUTE).await.unwrap().type_text("sk-quarry-test-key").await.unwrap();
     app.wait_for("#web-enabled", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("#web-url", MINUTE).await.unwrap().type_text("http://127.0.0.1:9").await.unwrap();
+    let ocr = app.script("return document.getElementById('ocr').value", vec![]).await.unwrap();
+    assert_eq!(ocr, serde_json::json!("auto"), "OCR reads scanned pages by default");
     app.wait_for("#save-settings", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_until("return document.getElementById('settings-result').textContent.startsWith('Saved')", MINUTE)
         .await
@@ -348,6 +350,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     assert!(key_note.as_str().unwrap().contains("OS keyring"), "{key_note}");
     let stored = std::fs::read_to_string(config.join("settings.toml")).unwrap();
     assert!(stored.contains("http://127.0.0.1:9") && !stored.contains("sk-quarry-test-key"), "{stored}");
+    assert!(stored.contains("ocr = \"auto\""), "{stored}");
     app.screenshot(&shots.join("6-settings.png")).await.unwrap();
     app.wait_for("#close-settings", MINUTE).await.unwrap().click().await.unwrap();
 

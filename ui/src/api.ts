@@ -148,6 +148,8 @@ export interface Settings {
   embedding: { model: string | null; model_dir: string | null; model_id: string | null; languages: string[] | null; onnx_runtime: string | null };
   /** `queries`: what the provider receives — only the typed question (the default), each agent query the person approves ("ask"), or every agent query too. */
   web: { enabled: boolean; provider: "searxng" | "tavily" | "brave"; url: string | null; pages: number; queries?: "question" | "ask" | "all" };
+  /** When PDF pages are read by OCR: pages without a text layer ("auto"), never, or every page. */
+  ocr: "auto" | "off" | "force";
   data_dir: string | null;
 }
 

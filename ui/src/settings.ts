@@ -36,6 +36,7 @@ function fillSettings(view: api.SettingsView) {
   input("web-key").placeholder = keyNote(view, s.web.provider === "brave" ? "brave" : "tavily");
   $<HTMLSelectElement>("embedding-model").value = s.embedding.model === "e5" ? "e5" : "";
   input("embedding-dir").value = s.embedding.model_dir ?? "";
+  $<HTMLSelectElement>("ocr").value = s.ocr ?? "auto";
   input("data-dir").value = s.data_dir ?? "";
   input("data-dir").placeholder = view.data_dir_in_use;
   $("data-dir-note").textContent = `In use now: ${view.data_dir_in_use}. A new data folder takes effect at the next start.`;
@@ -64,6 +65,7 @@ function readSettings(): api.Settings {
       pages: Math.max(1, Number(input("web-pages").value) || 3),
       queries: $<HTMLSelectElement>("web-queries").value as "question" | "ask" | "all",
     },
+    ocr: $<HTMLSelectElement>("ocr").value as api.Settings["ocr"],
     data_dir: orNull(input("data-dir").value),
   };
 }

@@ -11,7 +11,8 @@ pub enum IngestError {
     /// Password-protected content that cannot be opened without the password.
     #[error("encrypted: {0}")]
     Encrypted(String),
-    /// A PDF whose pages carry no text (a scan): it needs OCR, which Quarry does not do yet.
+    /// A PDF whose pages carry no text (a scan) while OCR is off or its models are not installed. (When OCR
+    /// read the pages and found nothing, the PDF is [`IngestError::Empty`].)
     #[error("no text layer (needs OCR)")]
     NoTextLayer,
     /// The file opened but holds no text at all.

@@ -116,7 +116,7 @@ pub(crate) fn load(
             }
         }
     }
-    read_pages_by_ocr(&mut texts, bytes, pdfium, ocr, &mut warnings);
+    let ocr_ran = read_pages_by_ocr(&mut texts, bytes, pdfium, ocr, &mut warnings);
     if page_count == 0 {
         let error = IngestError::malformed("pdf", "no pages found");
         return match pdfium {
@@ -127,7 +127,12 @@ pub(crate) fn load(
     if !texts.iter().any(|(_, t)| has_text(t)) && primary_failed.len() as u32 == page_count {
         return Err(IngestError::malformed("pdf", format!("no page could be decoded; first error: {}", warnings[0])));
     }
-    finish(texts, page_count, warnings)
+    // A PDF without a text layer whose pages OCR read and found nothing on (a drawing, a photograph, a
+    // blank page) holds no text: saying it "needs OCR" would send the person looking for an OCR tool.
+    finish(texts, page_count, warnings).map_err(|e| match e {
+        IngestError::NoTextLayer if ocr_ran => IngestError::Empty,
+        other => other,
+    })
 }
 
 /// pdf-extract's reading of every page (lopdf's own extractor where pdf-extract finds nothing), tidied:
@@ -319,30 +324,31 @@ fn letters_and_digits(text: &str) -> usize {
 /// Reads by OCR the pages `ocr.mode` asks for (see [`OcrMode`]), rendered by PDFium, and puts OCR's
 /// text in place of the text layer's where it is better: in `Force` mode wherever OCR found text, in
 /// `Auto` mode where it found more letters and digits. One warning names the pages read by OCR (and
-/// how many were turned upright); pages OCR could not read are named in another.
+/// how many were turned upright); pages OCR could not read are named in another. True when OCR read the
+/// pages asked for (false: OCR off, nothing to read, models or PDFium missing, rendering failed).
 fn read_pages_by_ocr(
     texts: &mut [(u32, String)],
     bytes: &[u8],
     pdfium: Option<&Path>,
     ocr: &mut OcrSettings,
     warnings: &mut Vec<String>,
-) {
+) -> bool {
     let wanted: Vec<u32> = match ocr.mode {
-        OcrMode::Off => return,
+        OcrMode::Off => return false,
         OcrMode::Force => texts.iter().map(|(n, _)| *n).collect(),
         OcrMode::Auto => {
             texts.iter().filter(|(_, t)| letters_and_digits(t) < OCR_BELOW_CHARS).map(|(n, _)| *n).collect()
         }
     };
     if wanted.is_empty() {
-        return;
+        return false;
     }
     let (Some(models), Some(library)) = (ocr.models, pdfium) else {
         warnings.push(format!(
             "{} page(s) without a text layer left out: the OCR models or PDFium are not installed (run scripts/setup.sh)",
             wanted.len()
         ));
-        return;
+        return false;
     };
     let total = wanted.len() as u32;
     let (mut done, mut read, mut turned) = (0u32, Vec::new(), 0u32);
@@ -378,6 +384,7 @@ fn read_pages_by_ocr(
     if let Some(first) = failures.first() {
         warnings.push(format!("OCR failed on {} page(s); first: {first}", failures.len()));
     }
+    rendered.is_ok() && failures.is_empty()
 }
 
 fn has_text(text: &str) -> bool {

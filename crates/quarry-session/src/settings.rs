@@ -83,6 +83,9 @@ pub struct Settings {
     pub llm: LlmSettings,
     pub embedding: EmbeddingSettings,
     pub web: WebSearchSettings,
+    /// When PDF pages are read by OCR (`auto`: pages without a text layer; `off`; `force`: every page).
+    /// Pictures are read by OCR unless `off`. The CLI's `--ocr` sets it for one command.
+    pub ocr: quarry_ingest::OcrMode,
     /// Where libraries and conversations live (`None`: `QUARRY_DATA_DIR`, else the platform's data
     /// folder). Takes effect at the next start.
     pub data_dir: Option<PathBuf>,
@@ -139,5 +142,25 @@ impl Settings {
     /// The LLM choice with this settings' network mode applied.
     pub fn llm_settings(&self) -> LlmSettings {
         LlmSettings { network: self.network, ..self.llm.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ocr_setting_defaults_to_auto_and_is_kept() {
+        let dir = std::env::temp_dir().join(format!("quarry-settings-{}", std::process::id()));
+        let path = dir.join("settings.toml");
+        std::fs::create_dir_all(&dir).unwrap();
+        // A settings file from before OCR: no `ocr` key.
+        std::fs::write(&path, "network = \"offline\"\n").unwrap();
+        assert_eq!(Settings::load(&path).unwrap().ocr, quarry_ingest::OcrMode::Auto);
+        let settings = Settings { ocr: quarry_ingest::OcrMode::Off, ..Settings::default() };
+        settings.save(&path).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("ocr = \"off\""));
+        assert_eq!(Settings::load(&path).unwrap().ocr, quarry_ingest::OcrMode::Off);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -147,3 +147,10 @@ fn a_picture_is_refused_with_the_reason_when_ocr_is_off() {
     let outcome = parse_one(&picture);
     assert_eq!(outcome.status, Status::Failed, "{:?}", outcome.document);
 }
+
+#[test]
+fn a_pdf_whose_pages_hold_no_text_even_for_ocr_says_so() {
+    // pdf.js's JBIG2 halftone test: one page of halftone dots, no text layer, nothing for OCR to read.
+    let outcome = parse_one(&b_docs("pdfjs_test_pdfs/bitmap-halftone-refine.pdf"));
+    assert_eq!(outcome.error, Some(quarry_ingest::IngestError::Empty), "{:?}", outcome.warnings);
+}
