@@ -211,7 +211,7 @@ pub(crate) fn load_image(bytes: &[u8], options: &ParseOptions) -> Result<(Vec<Bl
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(512 << 20);
     reader.limits(limits);
-    let picture = reader.decode().map_err(|e| IngestError::malformed("image", e))?.to_rgb8();
+    let picture = on_white(&reader.decode().map_err(|e| IngestError::malformed("image", e))?);
     let page = recognise(models, &picture).map_err(IngestError::Crashed)?;
     let mut warnings = vec!["read by OCR".to_string()];
     if page.rotation != 0 {
@@ -219,6 +219,21 @@ pub(crate) fn load_image(bytes: &[u8], options: &ParseOptions) -> Result<(Vec<Bl
     }
     let block = Block { text: page.text, location: Location { page: Some(1), ..Default::default() } };
     Ok((vec![block], warnings))
+}
+
+/// `picture` as RGB, its transparent parts on white: dropping the alpha channel would leave the black
+/// that transparent pixels usually hold, and dark text on a transparent PNG (a logo, a screenshot) would
+/// vanish into it.
+fn on_white(picture: &image::DynamicImage) -> RgbImage {
+    if !picture.color().has_alpha() {
+        return picture.to_rgb8();
+    }
+    let rgba = picture.to_rgba8();
+    RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {
+        let [r, g, b, a] = rgba.get_pixel(x, y).0;
+        let blend = |c: u8| ((c as u32 * a as u32 + 255 * (255 - a as u32)) / 255) as u8;
+        image::Rgb([blend(r), blend(g), blend(b)])
+    })
 }
 
 /// Page `page` (1-based) of a PDF as OCR sees it: rendered by PDFium (the library at `pdfium`), its
@@ -518,6 +533,15 @@ fn reading_order(lines: &mut Vec<OcrLine>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transparent_pixels_become_white_not_black() {
+        let mut picture = image::RgbaImage::from_pixel(2, 1, image::Rgba([0, 0, 0, 0]));
+        picture.put_pixel(1, 0, image::Rgba([10, 20, 30, 255]));
+        let rgb = on_white(&image::DynamicImage::ImageRgba8(picture));
+        assert_eq!(rgb.get_pixel(0, 0).0, [255, 255, 255], "transparent: white");
+        assert_eq!(rgb.get_pixel(1, 0).0, [10, 20, 30], "opaque: as it is");
+    }
 
     #[test]
     fn ctc_merges_repeats_and_drops_blanks() {

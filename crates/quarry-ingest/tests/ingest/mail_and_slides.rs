@@ -94,12 +94,18 @@ fn an_attachment_is_a_document_of_its_own_inside_the_message() {
     assert!(outcomes.iter().all(|o| o.status == Status::Ok), "{outcomes:?}");
     assert!(text_of(&outcomes[1]).contains("Attachments: t.txt"));
 
-    // A picture attached to a message is a document of its own, read by OCR; the message is read.
+    // A picture attached to a message is a document of its own, read by OCR (this one, a logo of
+    // triangles on a transparent background, holds no words: at most a stray letter, else "no text
+    // found"); the message is read.
     let outcomes = parse(&b_docs("unstructured_example-docs/eml/fake-email-image-embedded.eml"));
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     assert!(outcomes[0].path.ends_with("!/unstructured_logo.png"));
     assert_eq!(outcomes[0].format, Some(quarry_ingest::Format::Image), "{:?}", outcomes[0]);
-    assert!(outcomes[0].status == Status::Ok, "{:?}", outcomes[0]);
+    assert!(
+        (outcomes[0].status == Status::Ok && outcomes[0].chars < 10) || outcomes[0].error == Some(IngestError::Empty),
+        "{:?}",
+        outcomes[0]
+    );
     assert!(text_of(&outcomes[1]).contains("Subject: fake-email-image-embedded"));
 
     // A "picture" whose base64 is cut off (the file says "[Base64 encoded image data continues]") is not
