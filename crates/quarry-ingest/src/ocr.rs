@@ -128,12 +128,11 @@ impl Engine {
             }
             // No memory pattern: every page has its own size, and ONNX Runtime's planned buffers for
             // each shape stay with the session (`cargo bench --bench ocr`: peak RSS 1,265 MiB with it,
-            // 839 MiB without, 2.59 and 2.52 s a page; without the CPU arena too, 900 MiB and 3.13 s).
-            let cpu = quarry_onnx::ort::ep::CPU::default().with_arena_allocator(true).build();
+            // 839 MiB without, 2.59 and 2.52 s a page; with the CPU arena off too, 900 MiB and 3.13 s,
+            // so the arena stays on, ONNX Runtime's default).
             Session::builder(&environment)
                 .and_then(|b| b.with_intra_threads(threads).map_err(Into::into))
                 .and_then(|b| b.with_memory_pattern(false).map_err(Into::into))
-                .and_then(|b| b.with_execution_providers([cpu]).map_err(Into::into))
                 .and_then(|mut b| b.commit_from_file(path))
                 .map_err(|e| format!("cannot load OCR model {}: {e}", path.display()))
         };
@@ -280,18 +279,14 @@ fn detect(engine: &mut Engine, image: &RgbImage) -> Result<Vec<[u32; 4]>, String
     let plane = (dw * dh) as usize;
     let mut input = vec![0f32; 3 * plane];
     write_normalised(&resized, &mut input, 0, plane, dw as usize);
-    let tensor = Tensor::from_array(([1usize, 3, dh as usize, dw as usize], input)).map_err(|e| e.to_string())?;
-    let outputs = engine
-        .detector
-        .run(quarry_onnx::ort::inputs![tensor])
-        .map_err(|e| format!("OCR text detection failed: {e}"))?;
-    let (shape, probabilities) =
-        outputs[0].try_extract_tensor::<f32>().map_err(|e| format!("OCR text detection output: {e}"))?;
-    let (mh, mw) = (shape[shape.len() - 2] as usize, shape[shape.len() - 1] as usize);
-    if probabilities.len() < mh * mw {
-        return Err(format!("OCR text detection output of shape {shape:?}"));
-    }
-    let regions = regions(&probabilities[..mh * mw], mw, mh);
+    let shape = [1usize, 3, dh as usize, dw as usize];
+    let (regions, mw, mh) = infer(&mut engine.detector, shape, input, "text detection", |shape, probabilities| {
+        let (mh, mw) = (shape[shape.len() - 2] as usize, shape[shape.len() - 1] as usize);
+        if probabilities.len() < mh * mw {
+            return Err(format!("OCR text detection output of shape {shape:?}"));
+        }
+        Ok((regions(&probabilities[..mh * mw], mw, mh), mw, mh))
+    })??;
     let (sx, sy) = (w as f32 / mw as f32, h as f32 / mh as f32);
     Ok(regions
         .into_iter()
@@ -413,30 +408,46 @@ fn write_line(line: &RgbImage, width: u32, batch: &mut [f32], index: usize) {
     write_normalised(&resized, batch, index * 3 * plane, plane, width as usize);
 }
 
+/// Line images as one `[n, 3, LINE_HEIGHT, width]` input (see [`write_line`]), with its shape.
+fn line_batch<'a>(lines: impl ExactSizeIterator<Item = &'a RgbImage>, width: u32) -> ([usize; 4], Vec<f32>) {
+    let shape = [lines.len(), 3, LINE_HEIGHT as usize, width as usize];
+    let mut input = vec![0f32; shape.iter().product()];
+    for (slot, line) in lines.enumerate() {
+        write_line(line, width, &mut input, slot);
+    }
+    (shape, input)
+}
+
+/// Runs `session` on one float tensor of `shape` and hands its first output (shape, values) to `read`,
+/// which sees ONNX Runtime's buffer without a copy. Errors name the `step` ("text detection", …).
+fn infer<R>(
+    session: &mut Session,
+    shape: [usize; 4],
+    input: Vec<f32>,
+    step: &str,
+    read: impl FnOnce(&[i64], &[f32]) -> R,
+) -> Result<R, String> {
+    let tensor = Tensor::from_array((shape, input)).map_err(|e| format!("OCR {step} input: {e}"))?;
+    let outputs = session.run(quarry_onnx::ort::inputs![tensor]).map_err(|e| format!("OCR {step} failed: {e}"))?;
+    let (shape, values) = outputs[0].try_extract_tensor::<f32>().map_err(|e| format!("OCR {step} output: {e}"))?;
+    Ok(read(shape, values))
+}
+
 /// True when the classifier calls more of the page's lines upside down than upright.
 fn upside_down(engine: &mut Engine, image: &RgbImage, boxes: &[[u32; 4]]) -> Result<bool, String> {
     let (mut down, mut up) = (0usize, 0usize);
     let crops: Vec<RgbImage> = boxes.iter().map(|b| crop(image, *b)).collect();
     for batch in crops.chunks(BATCH) {
-        let plane = (LINE_HEIGHT * CLASSIFIER_WIDTH) as usize;
-        let mut input = vec![0f32; batch.len() * 3 * plane];
-        for (i, line) in batch.iter().enumerate() {
-            write_line(line, CLASSIFIER_WIDTH, &mut input, i);
-        }
-        let shape = [batch.len(), 3, LINE_HEIGHT as usize, CLASSIFIER_WIDTH as usize];
-        let tensor = Tensor::from_array((shape, input)).map_err(|e| e.to_string())?;
-        let outputs = engine
-            .classifier
-            .run(quarry_onnx::ort::inputs![tensor])
-            .map_err(|e| format!("OCR line orientation failed: {e}"))?;
-        let (_, scores) = outputs[0].try_extract_tensor::<f32>().map_err(|e| format!("OCR orientation output: {e}"))?;
-        for pair in scores.chunks(2).take(batch.len()) {
-            if pair.len() == 2 && pair[1] > pair[0] && pair[1] >= UPSIDE_DOWN_THRESHOLD {
-                down += 1;
-            } else if pair.len() == 2 && pair[0] >= pair[1] {
-                up += 1;
+        let (shape, input) = line_batch(batch.iter(), CLASSIFIER_WIDTH);
+        infer(&mut engine.classifier, shape, input, "line orientation", |_, scores| {
+            for pair in scores.chunks(2).take(batch.len()) {
+                if pair.len() == 2 && pair[1] > pair[0] && pair[1] >= UPSIDE_DOWN_THRESHOLD {
+                    down += 1;
+                } else if pair.len() == 2 && pair[0] >= pair[1] {
+                    up += 1;
+                }
             }
-        }
+        })?;
     }
     Ok(down > up)
 }
@@ -451,24 +462,15 @@ fn recognise_lines(engine: &mut Engine, lines: &[RgbImage]) -> Result<Vec<(Strin
     for batch in order.chunks(BATCH) {
         let widest = batch.iter().map(|&i| ratio(&lines[i])).fold(LINE_MIN_WIDTH as f32 / LINE_HEIGHT as f32, f32::max);
         let width = (LINE_HEIGHT as f32 * widest) as u32;
-        let plane = (LINE_HEIGHT * width) as usize;
-        let mut input = vec![0f32; batch.len() * 3 * plane];
-        for (slot, &i) in batch.iter().enumerate() {
-            write_line(&lines[i], width, &mut input, slot);
-        }
-        let shape = [batch.len(), 3, LINE_HEIGHT as usize, width as usize];
-        let tensor = Tensor::from_array((shape, input)).map_err(|e| e.to_string())?;
-        let outputs = engine
-            .recogniser
-            .run(quarry_onnx::ort::inputs![tensor])
-            .map_err(|e| format!("OCR text recognition failed: {e}"))?;
-        let (shape, probabilities) =
-            outputs[0].try_extract_tensor::<f32>().map_err(|e| format!("OCR text recognition output: {e}"))?;
-        let (steps, classes) = (shape[1] as usize, shape[2] as usize);
-        for (slot, &i) in batch.iter().enumerate() {
-            let rows = probabilities.get(slot * steps * classes..(slot + 1) * steps * classes).unwrap_or(&[]);
-            results[i] = ctc_decode(rows, classes, &engine.symbols);
-        }
+        let (shape, input) = line_batch(batch.iter().map(|&i| &lines[i]), width);
+        let symbols = &engine.symbols;
+        infer(&mut engine.recogniser, shape, input, "text recognition", |shape, probabilities| {
+            let (steps, classes) = (shape[1] as usize, shape[2] as usize);
+            for (slot, &i) in batch.iter().enumerate() {
+                let rows = probabilities.get(slot * steps * classes..(slot + 1) * steps * classes).unwrap_or(&[]);
+                results[i] = ctc_decode(rows, classes, symbols);
+            }
+        })?;
     }
     Ok(results)
 }

@@ -15,6 +15,7 @@
 use crate::ocr::OcrModels;
 use crate::parse::{OcrMode, ParseOptions};
 use crate::table::label_table_rows;
+use crate::text::tidy_lines;
 use crate::IngestError;
 use quarry_core::{Block, Location};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -95,14 +96,14 @@ pub(crate) fn load(
                     || !has_text(&slot.1)
                     || primary_failed.contains(&page.number)
                     || lone_letter_share(&slot.1) > SPLIT_WORDS_SHARE;
-                let pdfium_text = tidy_page_text(&page.text);
+                let pdfium_text = tidy_lines(&page.text);
                 let take = if suspect {
                     better_reading(&pdfium_text, &slot.1)
                 } else {
                     keeps_words_whole(&pdfium_text, &slot.1)
                 };
                 let mut best = if take { pdfium_text } else { slot.1.clone() };
-                let annotations = tidy_page_text(&page.annotations);
+                let annotations = tidy_lines(&page.annotations);
                 if suspect && has_text(&annotations) && !best.contains(annotations.as_str()) {
                     best = join_nonempty(&best, &annotations);
                 }
@@ -161,11 +162,11 @@ fn primary_reading(doc: &lopdf::Document) -> (Vec<(u32, String)>, Vec<u32>, Vec<
                 warnings.push(format!("page {page_num}: text extraction panicked: {}", crate::panic_message(&panic)));
             }
         }
-        let mut text = tidy_page_text(&text);
+        let mut text = tidy_lines(&text);
         if text.trim().is_empty() {
             // pdf-extract found nothing (or gave up): lopdf's simpler extractor reads some pages it cannot.
             if let Ok(Ok(fallback)) = catch_unwind(AssertUnwindSafe(|| doc.extract_text(&[page_num]))) {
-                text = tidy_page_text(&fallback);
+                text = tidy_lines(&fallback);
             }
         }
         texts.push((page_num, text));
@@ -183,10 +184,8 @@ fn read_whole_with_pdfium(
     match crate::pdf_fallback::extract_pages(library, bytes, None) {
         Ok((pages, count)) if count > 0 => {
             let warning = format!("read with PDFium: lopdf could not read the file ({error})");
-            let texts = pages
-                .into_iter()
-                .map(|p| (p.number, tidy_page_text(&join_nonempty(&p.text, &p.annotations))))
-                .collect();
+            let texts =
+                pages.into_iter().map(|p| (p.number, tidy_lines(&join_nonempty(&p.text, &p.annotations)))).collect();
             finish(texts, count, vec![warning])
         }
         Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
@@ -362,7 +361,7 @@ fn read_pages_by_ocr(
                     if let Some(slot) = texts.iter_mut().find(|(n, _)| *n == number) {
                         let found = letters_and_digits(&page.text);
                         if found > 0 && (force || found > letters_and_digits(&slot.1)) {
-                            slot.1 = tidy_page_text(&page.text);
+                            slot.1 = tidy_lines(&page.text);
                             read.push(number);
                             turned += u32::from(page.rotation != 0);
                         }
@@ -412,28 +411,6 @@ fn finish(
     Ok((blocks, page_count, warnings))
 }
 
-/// Trims trailing spaces, collapses runs of blank lines, and drops NULs and other control characters that
-/// broken font encodings leave behind.
-fn tidy_page_text(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    let mut blank_run = 0;
-    for line in raw.lines() {
-        let line: String = line.chars().filter(|c| !c.is_control() || *c == '\t').collect();
-        let line = line.trim_end();
-        if line.trim().is_empty() {
-            blank_run += 1;
-            if blank_run > 1 {
-                continue;
-            }
-        } else {
-            blank_run = 0;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.trim().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,11 +447,6 @@ mod tests {
         assert!(!keeps_words_whole("INTEL CORPORATION", split));
     }
 
-    #[test]
-    fn tidy_collapses_blank_runs_and_strips_controls() {
-        assert_eq!(tidy_page_text("  a\u{0}b  \n\n\n\nc\n"), "ab\n\nc");
-    }
-
     /// Study, not a check: per PDF under `$QUARRY_SPLIT_STUDY_DIR`, pages where one reading splits words
     /// the other keeps whole. `cargo test -p quarry-ingest --lib split_study -- --ignored --nocapture`.
     #[test]
@@ -506,7 +478,7 @@ mod tests {
             let mut lines = Vec::new();
             for page in pages {
                 let Some((_, ours)) = texts.iter().find(|(n, _)| *n == page.number) else { continue };
-                let theirs = tidy_page_text(&page.text);
+                let theirs = tidy_lines(&page.text);
                 let (a, b) = (words_split_apart(ours, &theirs), words_split_apart(&theirs, ours));
                 let words = ours.split_whitespace().count();
                 if a + b > 0 {

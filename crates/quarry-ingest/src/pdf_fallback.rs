@@ -31,6 +31,15 @@ fn engine(library: &Path) -> Result<&'static Pdfium, String> {
         .map_err(Clone::clone)
 }
 
+/// The document in `bytes`, opened with an empty password through the PDFium library at `library`.
+fn open<'a>(library: &Path, bytes: &'a [u8]) -> Result<PdfDocument<'a>, FallbackError> {
+    let pdfium = engine(library).map_err(|_| FallbackError::Other)?;
+    pdfium.load_pdf_from_byte_slice(bytes, Some("")).map_err(|e| match e {
+        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => FallbackError::Password,
+        _ => FallbackError::Other,
+    })
+}
+
 /// Why PDFium could not read a document.
 pub(crate) enum FallbackError {
     /// The PDF needs a password.
@@ -55,11 +64,7 @@ pub(crate) fn extract_pages(
     bytes: &[u8],
     pages: Option<&[u32]>,
 ) -> Result<(Vec<PageText>, u32), FallbackError> {
-    let pdfium = engine(library).map_err(|_| FallbackError::Other)?;
-    let document = pdfium.load_pdf_from_byte_slice(bytes, Some("")).map_err(|e| match e {
-        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => FallbackError::Password,
-        _ => FallbackError::Other,
-    })?;
+    let document = open(library, bytes)?;
     let all = document.pages();
     let count = all.len().max(0) as u32;
     let wanted: Vec<u32> = match pages {
@@ -101,11 +106,7 @@ pub(crate) fn render_pages(
     max_side: u32,
     each: &mut dyn FnMut(u32, image::RgbImage),
 ) -> Result<(), FallbackError> {
-    let pdfium = engine(library).map_err(|_| FallbackError::Other)?;
-    let document = pdfium.load_pdf_from_byte_slice(bytes, Some("")).map_err(|e| match e {
-        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => FallbackError::Password,
-        _ => FallbackError::Other,
-    })?;
+    let document = open(library, bytes)?;
     let all = document.pages();
     for &number in pages {
         let Ok(page) = all.get(number as PdfPageIndex - 1) else { continue };

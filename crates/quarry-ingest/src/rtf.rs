@@ -6,32 +6,19 @@
 use crate::IngestError;
 use quarry_core::{Block, Location};
 
-/// One block: the document's text with blank-line runs collapsed; heading path its `\info` title.
+/// One block: the document's text with blank-line runs collapsed (see [`crate::text::tidy_lines`]); heading
+/// path its `\info` title.
 ///
 /// Errors: [`IngestError::Malformed`] when the parser rejects the file (it returns errors for malformed
 /// input rather than panicking).
 pub(crate) fn load(bytes: &[u8]) -> Result<Vec<Block>, IngestError> {
     let document = rtf_parser_tt::RtfDocument::from_bytes(bytes).map_err(|e| IngestError::malformed("rtf", e))?;
-    let raw = document.get_text().replace("\r\n", "\n").replace('\r', "\n");
-    let mut text = String::with_capacity(raw.len());
-    let mut blank_run = 0;
-    for line in raw.lines() {
-        let line = line.trim_end();
-        if line.trim().is_empty() {
-            blank_run += 1;
-            if blank_run > 1 {
-                continue;
-            }
-        } else {
-            blank_run = 0;
-        }
-        text.push_str(line);
-        text.push('\n');
-    }
+    // `lines` leaves a lone `\r` (a classic Mac line end) inside a line.
+    let text = crate::text::tidy_lines(&document.get_text().replace("\r\n", "\n").replace('\r', "\n"));
     let title = document.info.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
     let location =
         Location { heading_path: title.map(|t| vec![t.to_string()]).unwrap_or_default(), ..Default::default() };
-    Ok(vec![Block { text: text.trim().to_string(), location }])
+    Ok(vec![Block { text, location }])
 }
 
 #[cfg(test)]

@@ -97,6 +97,29 @@ pub(crate) fn html_to_text(html: &str) -> Result<String, IngestError> {
         .map_err(|e| IngestError::malformed("html", e))
 }
 
+/// Trims trailing spaces, collapses runs of blank lines, and drops NULs and other control characters that
+/// broken font encodings leave behind (tabs stay); the whole trimmed. For text read out of PDF pages,
+/// OCR and RTF.
+pub(crate) fn tidy_lines(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut blank_run = 0;
+    for line in raw.lines() {
+        let line: String = line.chars().filter(|c| !c.is_control() || *c == '\t').collect();
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            blank_run += 1;
+            if blank_run > 1 {
+                continue;
+            }
+        } else {
+            blank_run = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim().to_string()
+}
+
 /// Groups text into blocks of about 4,000 characters at paragraph boundaries, so a long text file does not
 /// become one giant block (the chunker works either way; smaller blocks keep locations useful).
 pub(crate) fn paragraph_blocks(text: &str, location: Location) -> Vec<Block> {
@@ -214,6 +237,11 @@ fn split_csv_line(line: &str, delimiter: char) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tidy_collapses_blank_runs_and_strips_controls() {
+        assert_eq!(tidy_lines("  a\u{0}b  \n\n\n\nc\n"), "ab\n\nc");
+    }
 
     #[test]
     fn decodes_utf16_and_gb18030() {
