@@ -212,12 +212,16 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
 fn sentence_pieces(text: &str) -> Vec<&str> {
     let mut pieces: Vec<&str> = Vec::new();
     let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let ends = b == b'\n' || (b == b'.' && bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()));
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        // A line break, a full stop before white space, or a Chinese/Japanese sentence end (no space follows
+        // those in CJK text).
+        let ends = c == '\n' || (c == '.' && next.is_some_and(char::is_whitespace)) || CJK_SENTENCE_ENDS.contains(&c);
         if ends {
-            pieces.push(&text[start..=i]);
-            start = i + 1;
+            let end = i + c.len_utf8();
+            pieces.push(&text[start..end]);
+            start = end;
         }
     }
     if start < text.len() {
@@ -225,6 +229,9 @@ fn sentence_pieces(text: &str) -> Vec<&str> {
     }
     pieces
 }
+
+/// Full-width marks that end a sentence or clause in Chinese and Japanese text: 。！？；
+const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 
 /// Whether a model's answer says nothing: once its citation markers are removed, no word of two letters
 /// or more is left (Qwen2.5-Coder-1.5B sometimes answers "[1] [2] [3] [4] [5] [6] [7] [8]").
@@ -277,15 +284,60 @@ const STOP_WORDS: &[&str] = &[
     "could", "would",
 ];
 
-/// The first five letters of each word of `text` that is not a stop word, lower case: a crude stem, so
-/// "revenues" meets "revenue" and "quarterly" meets "quarter".
+/// Chinese words that only shape a question ("what", "which", "how many", "according to", "please look
+/// up"), as the character pairs [`stems`] makes of them.
+const CJK_STOP_PAIRS: &[&str] = &[
+    "什么", "哪些", "哪个", "哪种", "多少", "如何", "怎么", "怎样", "是否", "分别", "根据", "介绍", "查询", "请问",
+    "帮我", "我查", "有哪", "是什", "有什", "了哪", "是哪", "为什", "情况",
+];
+
+/// What [`stems`] matches by: the first five letters of each word that is not a stop word, lower case (a
+/// crude stem, so "revenues" meets "revenue" and "quarterly" meets "quarter"); and in runs of CJK characters,
+/// which are not separated into words, each pair of adjacent characters (the character bigrams of CJK
+/// keyword indexing, as Lucene's CJKAnalyzer and our BM25 index cut them), question-word pairs left out. A
+/// lone CJK character between other scripts ("2022年") is too common to say anything and is left out.
 pub(crate) fn stems(text: &str) -> std::collections::HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .map(|w| w.chars().take(5).collect())
-        .collect()
+    stems_of(text, true)
+}
+
+/// [`stems`] of the words written without CJK characters only: what a question shares with a document's
+/// context line ([`crate::document_match`]). Character pairs are too small a unit to say that a question
+/// names a document — "中国", "联通" are in most titles of a Chinese operator's library — and neither is
+/// the year glued to them ("2023年"): matching context lines by either moved the wrong documents' passages
+/// first (NetOperatorQA, docs/ANSWERS.md, Session 12).
+pub(crate) fn word_stems(text: &str) -> std::collections::HashSet<String> {
+    stems_of(text, false)
+}
+
+fn stems_of(text: &str, cjk_pairs: bool) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if !cjk_pairs && word.chars().any(quarry_core::is_cjk_char) {
+            continue;
+        }
+        let chars: Vec<char> = word.chars().collect();
+        let mut start = 0;
+        while start < chars.len() {
+            let cjk = quarry_core::is_cjk_char(chars[start]);
+            let end = (start..chars.len()).find(|&i| quarry_core::is_cjk_char(chars[i]) != cjk).unwrap_or(chars.len());
+            let run = &chars[start..end];
+            if cjk {
+                for pair in run.windows(2) {
+                    let pair: String = pair.iter().collect();
+                    if !CJK_STOP_PAIRS.contains(&pair.as_str()) {
+                        out.insert(pair);
+                    }
+                }
+            } else {
+                let lower = run.iter().collect::<String>().to_lowercase();
+                if !STOP_WORDS.contains(&lower.as_str()) {
+                    out.insert(lower.chars().take(5).collect());
+                }
+            }
+            start = end;
+        }
+    }
+    out
 }
 
 /// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
@@ -496,6 +548,35 @@ mod tests {
         );
         assert_eq!(focus_passage("short", "anything", 400), "short");
         assert_eq!(focus_passage(&text, "", 20), text.chars().take(20).collect::<String>());
+    }
+
+    #[test]
+    fn chinese_text_is_matched_by_character_pairs_and_cut_at_its_own_sentence_ends() {
+        let question = stems("2022年上半年，联通在精品网络建设上有什么成果？");
+        for pair in ["上半", "联通", "精品", "网络", "建设", "成果", "2022"] {
+            assert!(question.contains(pair), "{pair} in {question:?}");
+        }
+        assert!(
+            !question.contains("什么") && !question.contains("年"),
+            "question words and lone characters: {question:?}"
+        );
+        assert_eq!(stems("Revenue of Q1 2024"), stems("revenues q1 of 2024"), "other scripts as before");
+        // Context lines are matched by words written without CJK characters only.
+        assert!(word_stems("2023年义乌市出口额和进口额分别是多少？").is_empty());
+        assert_eq!(word_stems("中国联通 Q1 2024年 revenue"), ["q1", "reven"].map(String::from).into());
+        // China Unicom's 2022 interim report (AY02.md of the shared library), a paragraph with no line break:
+        // the sentences about the question are kept, not the paragraph's first 120 characters.
+        let text = "中国联通始终坚持网络在企业发展中的基础地位, 适度加大战略投入, 上半年的精品网络建设卓有成效,为公司有根生长筑牢发展底座。\
+                    5G/4G 精品网建设方面,已经实现重点乡镇以上场景室外连续覆盖。在网络能力大幅提升的同时,网络智能化、数字化转型也取得了阶段性成果。\
+                    今年以来, 公司圆满完成了包括北京冬奥会和冬残奥会通信保障服务、国家 60 余次 “云外交” 重要保障任务。\
+                    算力精品网建设方面, 完成 “东数西算” 网络总体架构方案, 总规模达到 32.9 万架；";
+        assert_eq!(sentence_pieces(text).len(), 5, "{:?}", sentence_pieces(text));
+        let excerpt =
+            excerpts(vec![text.to_string()], "2022年上半年，联通在精品网络建设上有什么成果？", 160, usize::MAX)
+                .pop()
+                .unwrap();
+        assert!(excerpt.contains("精品网络建设卓有成效") && excerpt.contains("算力精品网建设"), "{excerpt}");
+        assert!(!excerpt.contains("冬奥会"), "the sentence about the Olympics is not about the question: {excerpt}");
     }
 
     #[test]

@@ -98,9 +98,27 @@ const DECLINE_PHRASES: &[&str] = &[
     "unable to find",
     "not enough information",
     "the library does not",
+    // Chinese: "not mentioned", "not provided", "cannot answer", "cannot determine", "not found", "no relevant
+    // information", "does not contain / include", "does not say".
+    "没有提到",
+    "没有提及",
+    "未提及",
+    "未提到",
+    "没有提供",
+    "未提供",
+    "无法回答",
+    "无法确定",
+    "没有找到",
+    "未找到",
+    "没有相关信息",
+    "不包含",
+    "未包含",
+    "没有包含",
+    "未说明",
+    "没有说明",
 ];
 
-/// Whether `text` says that the documents do not answer (one of a fixed list of phrases, English).
+/// Whether `text` says that the documents do not answer (one of a fixed list of phrases, English and Chinese).
 pub fn is_decline(text: &str) -> bool {
     let lower = text.to_lowercase().replace('’', "'");
     DECLINE_PHRASES.iter().any(|p| lower.contains(p))
@@ -114,8 +132,9 @@ struct Sentence {
     ends_paragraph: bool,
 }
 
-/// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, and at line breaks; a
-/// marker right after the full stop (`… billion. [2]`) belongs to the sentence before it.
+/// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, at the full-width
+/// sentence ends of Chinese and Japanese (`。！？；`, no space after them), and at line breaks; a marker
+/// right after the full stop (`… billion. [2]`, `…亿元。[2]`) belongs to the sentence before it.
 fn sentences(markdown: &str) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
     let mut current = Sentence { text: String::new(), markers: Vec::new(), ends_paragraph: false };
@@ -158,13 +177,14 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                         current.text.push_str(&text[start..at]);
                         flush(&mut current, &mut out, true);
                         start = at + 1;
-                    } else if matches!(c, '.' | '!' | '?')
+                    } else if (matches!(c, '.' | '!' | '?')
                         && next.is_none_or(|n| n.is_whitespace())
-                        && !ends_with_abbreviation(&text[..at])
+                        && !ends_with_abbreviation(&text[..at]))
+                        || matches!(c, '。' | '！' | '？' | '；')
                     {
-                        current.text.push_str(&text[start..at + 1]);
+                        current.text.push_str(&text[start..at + c.len_utf8()]);
                         flush(&mut current, &mut out, false);
-                        start = at + 1;
+                        start = at + c.len_utf8();
                     }
                 }
                 current.text.push_str(&text[start..]);
@@ -173,6 +193,18 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
     }
     flush(&mut current, &mut out, true);
     out
+}
+
+/// Words in `text`: those between spaces, where a run of CJK characters (written without spaces) counts
+/// one word per two characters, about the length of a Chinese word.
+fn word_count(text: &str) -> usize {
+    text.split_whitespace()
+        .map(|w| {
+            let cjk = quarry_core::count_cjk_chars(w);
+            let other = w.chars().any(|c| c.is_alphanumeric() && !quarry_core::is_cjk_char(c));
+            cjk / 2 + usize::from(other || cjk == 1)
+        })
+        .sum()
 }
 
 /// `p.`, `pp.`, `No.`, `Inc.`, `Corp.`, `vs.`, `e.g.`, a single capital (`U.S.`), or a number's decimal
@@ -277,7 +309,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
     for s in list {
         let text = plain(&s.text);
         let stated = figures(&text);
-        let words = text.split_whitespace().count();
+        let words = word_count(&text);
         // No claim: a short heading, a lead-in to a list ("The changes are as follows:"), a decline.
         if (stated.is_empty() && (words < 4 || text.ends_with(':'))) || is_decline(&text) {
             continue;
@@ -577,6 +609,23 @@ mod tests {
         assert!(!is_decline("Revenue was $7.19 billion [1]."));
         let lead_in = check_claims("The changes are as follows:\n- Revenue was $7.19 billion [1].", &[]);
         assert_eq!(lead_in.len(), 1, "the list item is the one claim: {lead_in:?}");
+    }
+
+    #[test]
+    fn a_chinese_answer_is_checked_sentence_by_sentence() {
+        let sources = [source(
+            1,
+            "2022 年,公司实现了经营发展的 “四个新高” : 一是实现营业收入 3,549 亿元,同比增长达到 8.3% ,增速创近 9 年新高",
+        )];
+        // Two sentences with no space after their full stops; the second states a figure the passage lacks.
+        let checks = check_claims("2022年中国联通营业收入为3,549亿元[1]。同比增长达到9.3%[1]。", &sources);
+        assert_eq!(checks.len(), 2, "{checks:?}");
+        assert!(checks[0].supported, "{checks:?}");
+        assert!(!checks[1].supported && checks[1].problem.contains("9.3%"), "{checks:?}");
+        // A sentence without figures is a claim by its length, counting two characters a word.
+        assert_eq!(check_claims("公司坚持理性规范竞争，积极发挥宽带速率高的综合优势。", &sources).len(), 1);
+        assert!(is_decline("文档中没有提到2023年的应收账款变动原因。"));
+        assert!(check_claims("文档中没有提到2023年的应收账款变动原因。", &sources).is_empty());
     }
 
     #[test]

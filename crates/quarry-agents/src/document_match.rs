@@ -12,19 +12,19 @@
 //! reorders what search returned, so the search should return more than the answer will read
 //! ([`WIDENING`]).
 
-use crate::answer::stems;
+use crate::answer::word_stems;
 use quarry_core::Passage;
 
 /// How many times `top_k` passages NaiveRAG asks search for before preferring the matching documents'
 /// passages and keeping `top_k`.
 pub const WIDENING: usize = 4;
 
-/// How many of `question`'s words (stems, stop words left out) the passage's document context shares.
+/// How many of `question`'s words ([`word_stems`], stop words left out) the passage's document context shares.
 pub fn context_overlap(question: &str, passage: &Passage) -> usize {
     if passage.context.is_empty() {
         return 0;
     }
-    stems(question).intersection(&stems(&passage.context)).count()
+    word_stems(question).intersection(&word_stems(&passage.context)).count()
 }
 
 /// What NaiveRAG reads of `found` (a search [`WIDENING`] × `k` deep, best first): the matching
@@ -83,8 +83,10 @@ const DOCUMENT_KIND_WORDS: &str = "form 10-Q 10-K 8-K 20-F quarterly quarter per
 /// period code such as "Q3" — not only its kind ([`DOCUMENT_KIND_WORDS`]) or a bare number: an Apple
 /// question about "2023" shares the year with every 2023 filing of another company.
 fn names_document(question: &str, context: &str) -> bool {
-    let kind = stems(DOCUMENT_KIND_WORDS);
-    stems(question).intersection(&stems(context)).any(|w| !kind.contains(w) && w.chars().any(char::is_alphabetic))
+    let kind = word_stems(DOCUMENT_KIND_WORDS);
+    word_stems(question)
+        .intersection(&word_stems(context))
+        .any(|w| !kind.contains(w) && w.chars().any(char::is_alphabetic))
 }
 
 /// Documents that match a question equally well, for an answer per document ([`tied_documents`]).

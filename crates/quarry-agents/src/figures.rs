@@ -62,8 +62,8 @@ fn patterns() -> &'static [Regex; 4] {
             Regex::new(&format!(r"\b{month}\s+(\d{{1,2}}),?\s+(\d{{4}})\b|\b(\d{{1,2}})\s+{month}\s+(\d{{4}})\b|\b{month}\s+(\d{{4}})\b")).expect("the pattern is valid"),
             // Percentages.
             Regex::new(r"(?i)(-?\d+(?:\.\d+)?)\s*(%|percent\b|per cent\b|percentage points?\b|pp\b)").expect("the pattern is valid"),
-            // Amounts: a currency sign and/or a scale word.
-            Regex::new(r"(?i)(?:(?:US)?\$|USD|€|£|¥|EUR|RMB|CNY)\s?(\d[\d,]*(?:\.\d+)?)(?:\s*(thousand|million|billion|trillion|bn|mn|m|b|k)\b)?|\b(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn)\b").expect("the pattern is valid"),
+            // Amounts: a currency sign and/or a scale word (English, or Chinese 万 10^4, 亿 10^8, 万亿 10^12).
+            Regex::new(r"(?i)(?:(?:US)?\$|USD|€|£|¥|EUR|RMB|CNY)\s?(\d[\d,]*(?:\.\d+)?)(?:\s*(thousand|million|billion|trillion|bn|mn|m|b|k)\b)?|\b(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn)\b|(\d[\d,]*(?:\.\d+)?)\s*(万亿|亿|万)").expect("the pattern is valid"),
             // Plain numbers.
             Regex::new(r"\d[\d,]*(?:\.\d+)?").expect("the pattern is valid"),
         ]
@@ -75,7 +75,9 @@ fn scale_of(word: Option<&str>) -> f64 {
         Some("thousand") | Some("k") => 1e3,
         Some("million") | Some("mn") | Some("m") => 1e6,
         Some("billion") | Some("bn") | Some("b") => 1e9,
-        Some("trillion") => 1e12,
+        Some("trillion") | Some("万亿") => 1e12,
+        Some("亿") => 1e8,
+        Some("万") => 1e4,
         _ => 1.0,
     }
 }
@@ -163,10 +165,11 @@ pub fn figures(text: &str) -> Vec<Figure> {
         if overlaps(&taken, &whole.range()) {
             continue;
         }
-        let (digits, scale) = match c.get(1) {
-            Some(d) => (d.as_str(), c.get(2).map(|s| s.as_str())),
-            None => {
-                (c.get(3).expect("the alternative that matched has this group").as_str(), c.get(4).map(|s| s.as_str()))
+        let (digits, scale) = match (c.get(1), c.get(3)) {
+            (Some(d), _) => (d.as_str(), c.get(2).map(|s| s.as_str())),
+            (None, Some(d)) => (d.as_str(), c.get(4).map(|s| s.as_str())),
+            (None, None) => {
+                (c.get(5).expect("the alternative that matched has this group").as_str(), c.get(6).map(|s| s.as_str()))
             }
         };
         let Some((value, half_unit)) = number_and_half_unit(digits) else { continue };
@@ -190,8 +193,11 @@ pub fn figures(text: &str) -> Vec<Figure> {
         let digits = m.as_str().trim_end_matches([',', '.']);
         let before = text[..m.start()].chars().next_back();
         let after = text[m.start() + digits.len()..].chars().next();
-        // Part of a name or code (Q3, 10-Q, FY2023, Item 1A) or a citation marker ([2]).
-        let glued = |c: Option<char>| c.is_some_and(|c| c.is_alphabetic() || c == '-' || c == '_' || c == '/');
+        // Part of a name or code (Q3, 10-Q, FY2023, Item 1A) or a citation marker ([2]). Chinese text puts a
+        // counter or unit right after a number with no space ("2802家", "2023年"): no code.
+        let glued = |c: Option<char>| {
+            c.is_some_and(|c| (c.is_alphabetic() && !quarry_core::is_cjk_char(c)) || c == '-' || c == '_' || c == '/')
+        };
         if glued(before) || glued(after) || (before == Some('[') && after == Some(']')) {
             continue;
         }
@@ -300,6 +306,22 @@ mod tests {
         assert!(!figures("85%")[0].same_as(&figures("84%")[0]));
         assert!(figures("April 30, 2023")[0].same_as(&figures("30 Apr 2023")[0]));
         assert!(!figures("April 30, 2023")[0].same_as(&figures("April 30, 2022")[0]));
+    }
+
+    #[test]
+    fn chinese_amounts_and_counts_are_figures_and_years_are_not() {
+        // From the references of the shared NetOperatorQA set, and the same figures as a model writes them.
+        let texts = |s: &str| figures(s).into_iter().map(|f| f.text).collect::<Vec<_>>();
+        assert_eq!(
+            texts("2023年出口额为 5005.7 亿元，进口额为654.8亿元；中国有2802家，用户总数达到 8,588 万户。"),
+            ["5005.7 亿", "654.8亿", "2802", "8,588 万"]
+        );
+        let reference = &figures("实现营业收入 3,549 亿元")[0];
+        assert_eq!(reference.value, 3549e8);
+        assert!(states(&figures("营业收入为3549亿元[1]"), reference));
+        assert!(states(&figures("revenue of RMB 354.9 billion"), reference));
+        assert!(!states(&figures("营业收入为3549万元"), reference), "10^4 is not 10^8");
+        assert!(states(&figures("出货1.23亿台"), &figures("出货 1.23 亿台")[0]));
     }
 
     #[test]

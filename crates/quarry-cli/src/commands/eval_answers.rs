@@ -17,6 +17,12 @@
 //!   fit its prompt, each cut toward the question), the 1-based position of the first one from a
 //!   relevant document that states a reference figure (single-document questions), and the share of
 //!   reference figures found anywhere in them — the ceiling of the key-fact score;
+//! - **reference F1**: SQuAD's token-overlap F1 of the answer (citation markers removed) against the
+//!   reference ([`quarry_index::qa::token_f1`]: words, or characters for Chinese, as the Chinese QA sets
+//!   score), over all answerable questions — the one score for references that state no figure (most of
+//!   the Chinese NetOperatorQA set, the "relate A to B" analyses);
+//! - **relevant document read**: the share of answerable questions for which a passage of a document their
+//!   qrels name is among what the model reads (with `--retrieval-only` too);
 //! - seconds, model calls and tokens per question.
 //!
 //! `--retrieval-only` asks no model: it scores the passages NaiveRAG would read (hybrid search for the
@@ -139,6 +145,10 @@ struct AnswersReport {
     abstention: Option<f64>,
     /// Share of answerable questions declined.
     false_decline: Option<f64>,
+    /// Mean SQuAD token F1 of the answers against the references (characters for CJK), answerable ones.
+    reference_f1: Option<f64>,
+    /// Share of answerable questions with a passage of a relevant document among what the model reads.
+    relevant_document_read: Option<f64>,
     /// Share of reference figures found in the passages the answer was written from (answerable).
     figures_in_passages: Option<f64>,
     /// Single-document questions whose answer passage is among the passages the answer was written from.
@@ -175,6 +185,8 @@ struct Sums {
     declined_unanswerable: Vec<f64>,
     declined_answerable: Vec<f64>,
     figures_in_passages: Vec<f64>,
+    reference_f1: Vec<f64>,
+    relevant_document_read: Vec<f64>,
     passage_chars: Vec<f64>,
     passage_found: Vec<f64>,
     passage_rr: Vec<f64>,
@@ -354,6 +366,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "answer_passage_rank": answer_passage_position(&passages, &q.relevant, &q.figures),
                     "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
+                    "figures_read": q.figures.iter().filter(|f| figures_found(&read, std::slice::from_ref(f)) > 0.0).map(|f| &f.text).collect::<Vec<_>>(),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
                     "per_document": report.sums.per_document.last() == Some(&1.0),
                     "declined_without_model": uncovered,
@@ -419,6 +432,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                 .then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
             if q.answerable {
                 s.declined_answerable.push(f64::from(u8::from(declined)));
+                s.reference_f1.push(quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference)));
                 if let Some(share) = share {
                     s.key_fact.push(share);
                     if q.relevant.len() == 1 {
@@ -440,6 +454,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "reference": q.reference,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
+                    "reference_f1": quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference)),
                     "declined": declined, "answer": answer.markdown,
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
                     "answer_passage": answer_passage_position(&read, &q.relevant, &q.figures),
@@ -460,6 +475,10 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
 /// Scores the passages an answer was (or would be) written from.
 fn score_passages(s: &mut Sums, q: &Question, passages: &[Passage]) {
     s.passage_chars.push(passages.iter().map(|p| p.text.chars().count()).sum::<usize>() as f64);
+    if q.answerable {
+        let read = passages.iter().any(|p| q.relevant.iter().any(|r| same_document(&p.path, r)));
+        s.relevant_document_read.push(f64::from(u8::from(read)));
+    }
     if !q.answerable || q.figures.is_empty() {
         return;
     }
@@ -486,6 +505,8 @@ fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &
     report.abstention = mean(&s.declined_unanswerable);
     report.false_decline = mean(&s.declined_answerable);
     report.figures_in_passages = mean(&s.figures_in_passages);
+    report.reference_f1 = mean(&s.reference_f1);
+    report.relevant_document_read = mean(&s.relevant_document_read);
     report.passage_chars_per_q = mean(&s.passage_chars);
     report.answer_passage_found = mean(&s.passage_found);
     report.answer_passage_mrr = mean(&s.passage_rr);
@@ -510,16 +531,18 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         "## {} over library {} — {} agent, {} ({} answerable, {} unanswerable questions{failed})\n",
         report.set, report.library, report.agent, report.model, report.answerable, report.unanswerable
     );
-    println!("| key facts | key facts, 1 doc | cited | supported claims | abstention | false decline | figures in passages | answer passage read | answer passage MRR | found @depth | passage chars/q | s/q | first token s/q | calls/q | tokens/q |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| key facts | key facts, 1 doc | reference F1 | cited | supported claims | abstention | false decline | relevant document read | figures in passages | answer passage read | answer passage MRR | found @depth | passage chars/q | s/q | first token s/q | calls/q | tokens/q |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
         f(report.key_fact_score),
         f(report.key_fact_score_single_doc),
+        f(report.reference_f1),
         f(report.cited_rate),
         f(report.supported_claim_rate),
         f(report.abstention),
         f(report.false_decline),
+        f(report.relevant_document_read),
         f(report.figures_in_passages),
         f(report.answer_passage_found),
         f(report.answer_passage_mrr),

@@ -890,6 +890,7 @@ fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_fil
         Some(1.0),
         "the answer passage is among what NaiveRAG reads: {report}"
     );
+    assert_eq!(report["relevant_document_read"].as_f64(), Some(1.0), "{report}");
 
     let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
     let output = run(
