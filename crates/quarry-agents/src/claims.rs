@@ -133,7 +133,8 @@ struct Sentence {
 }
 
 /// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, at the full-width
-/// sentence ends of Chinese and Japanese (`。！？；`, no space after them), and at line breaks; a marker
+/// sentence ends of Chinese and Japanese (`。！？；`, no space after them) and the full-width colon that
+/// ends a lead-in (`：`), and at line breaks; a marker
 /// right after the full stop (`… billion. [2]`, `…亿元。[2]`) belongs to the sentence before it.
 fn sentences(markdown: &str) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
@@ -180,7 +181,7 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                     } else if (matches!(c, '.' | '!' | '?')
                         && next.is_none_or(|n| n.is_whitespace())
                         && !ends_with_abbreviation(&text[..at]))
-                        || matches!(c, '。' | '！' | '？' | '；')
+                        || matches!(c, '。' | '！' | '？' | '；' | '：')
                     {
                         current.text.push_str(&text[start..at + c.len_utf8()]);
                         flush(&mut current, &mut out, false);
@@ -247,7 +248,17 @@ fn plain(sentence: &str) -> String {
 struct SourcesRead {
     figures: Vec<Vec<Figure>>,
     quarters: Vec<Vec<(u8, u16)>>,
+    /// The words (and CJK character pairs) of each, as [`crate::answer::stems`] reads them.
+    stems: Vec<std::collections::HashSet<String>>,
 }
+
+/// Share of a sentence's words (and CJK character pairs) that one passage must hold for the sentence to
+/// count as copied from it ([`SourcesRead::quoting`]): nearly all, so a paraphrase is not cited by it.
+const QUOTED_SHARE: f64 = 0.8;
+
+/// Fewest words (or CJK character pairs) of a sentence judged by [`QUOTED_SHARE`]: a short phrase shares
+/// most of its words with many passages.
+const QUOTED_MIN_STEMS: usize = 6;
 
 impl SourcesRead {
     fn of(sources: &[Citation]) -> Self {
@@ -255,6 +266,7 @@ impl SourcesRead {
         SourcesRead {
             figures: read.iter().map(|t| figures(t)).collect(),
             quarters: read.iter().map(|t| quarters(t)).collect(),
+            stems: read.iter().map(|t| crate::answer::stems(t)).collect(),
         }
     }
 
@@ -278,6 +290,20 @@ impl SourcesRead {
         let counts = self.figures.iter().map(|read| stated.iter().filter(|f| states(read, f)).count());
         let (index, count) = counts.enumerate().fold((0, 0), |best, (i, n)| if n > best.1 { (i, n) } else { best });
         (count > 0).then_some(index)
+    }
+
+    /// The index of the passage `text` is copied from: the one holding the largest share of its words (and
+    /// CJK character pairs), if that share is at least [`QUOTED_SHARE`] of at least [`QUOTED_MIN_STEMS`];
+    /// the first of equals. Small models often copy a passage's sentences word for word without a marker
+    /// (Qwen2.5-1.5B on Chinese reports: a whole list from one passage, uncited).
+    fn quoting(&self, text: &str) -> Option<usize> {
+        let wanted = crate::answer::stems(text);
+        if wanted.len() < QUOTED_MIN_STEMS {
+            return None;
+        }
+        let counts = self.stems.iter().map(|held| wanted.intersection(held).count());
+        let (index, count) = counts.enumerate().fold((0, 0), |best, (i, n)| if n > best.1 { (i, n) } else { best });
+        (count as f64 >= QUOTED_SHARE * wanted.len() as f64).then_some(index)
     }
 
     /// The citation numbers among `numbers` that name a passage the answer was given.
@@ -311,7 +337,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         let stated = figures(&text);
         let words = word_count(&text);
         // No claim: a short heading, a lead-in to a list ("The changes are as follows:"), a decline.
-        if (stated.is_empty() && (words < 4 || text.ends_with(':'))) || is_decline(&text) {
+        if (stated.is_empty() && (words < 4 || text.ends_with([':', '：']))) || is_decline(&text) {
             continue;
         }
         let mut cited: Vec<usize> = Vec::new();
@@ -440,43 +466,53 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
     (out, repairs)
 }
 
-/// `text` (which cites nothing) with a marker at the end of each sentence that states a figure one of
-/// `sources` holds and is not a decline ([`is_decline`]): the passage stating the most of that
-/// sentence's figures. For text written from a few
-/// passages of one document, whose sentences each come from one of them; a sentence that also states
-/// figures its passage lacks is cited all the same, and the claim check reports those figures. `sources`
-/// keep their own numbers (they need not start at 1). A sentence ends at `.`, `!` or `?` followed by a
-/// space and anything but a lower-case letter ("the U.S. dollar" is one sentence), or by the end.
+/// `text` (which cites nothing) with a marker at the end of each sentence that is not a decline
+/// ([`is_decline`]) and either states a figure one of `sources` holds — the passage stating the most of
+/// that sentence's figures — or is copied from one of them ([`SourcesRead::quoting`]). For text written
+/// from a few passages, whose sentences each come from one of them; a sentence that also states figures
+/// its passage lacks is cited all the same, and the claim check reports those figures. `sources` keep
+/// their own numbers (they need not start at 1). A sentence ends at `.`, `!` or `?` followed by a space
+/// and anything but a lower-case letter ("the U.S. dollar" is one sentence), at the full-width `。！？；`
+/// and the lead-in's `：`, or at the end of `text`.
 pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
     let read = SourcesRead::of(sources);
     let mut out = String::with_capacity(text.len() + 16);
     let mut repairs = Vec::new();
+    // A decline ("… do not state it") claims nothing, whatever dates its heading names.
+    let mut cite = |sentence: &str, out: &mut String| {
+        if is_decline(sentence) {
+            return;
+        }
+        if let Some(index) = read.stating_most(sentence).or_else(|| read.quoting(sentence)) {
+            let to = sources[index].number;
+            out.push_str(&format!(" [{to}]"));
+            repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to });
+        }
+    };
     let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let ends = matches!(b, b'.' | b'!' | b'?')
-            && match bytes.get(i + 1) {
-                None => true,
-                Some(next) => {
-                    next.is_ascii_whitespace()
-                        && text[i + 1..].trim_start().chars().next().is_none_or(|c| !c.is_lowercase())
-                }
-            };
+    for (i, c) in text.char_indices() {
+        let after = &text[i + c.len_utf8()..];
+        let ends = (matches!(c, '.' | '!' | '?')
+            && after.chars().next().is_none_or(char::is_whitespace)
+            && after.trim_start().chars().next().is_none_or(|c| !c.is_lowercase()))
+            || matches!(c, '。' | '！' | '？' | '；' | '：');
         if !ends {
             continue;
         }
         let sentence = &text[start..i];
         out.push_str(sentence);
-        // A decline ("… do not state it") claims nothing, whatever dates its heading names.
-        if let Some(index) = read.stating_most(sentence).filter(|_| !is_decline(sentence)) {
-            let to = sources[index].number;
-            out.push_str(&format!(" [{to}]"));
-            repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to });
-        }
-        out.push(b as char);
-        start = i + 1;
+        cite(sentence, &mut out);
+        out.push(c);
+        start = i + c.len_utf8();
     }
-    out.push_str(&text[start..]);
+    // The last sentence, when no full stop ends it.
+    let rest = &text[start..];
+    let body = rest.trim_end();
+    out.push_str(body);
+    if !body.trim().is_empty() {
+        cite(body, &mut out);
+    }
+    out.push_str(&rest[body.len()..]);
     (out, repairs)
 }
 
@@ -626,6 +662,33 @@ mod tests {
         assert_eq!(check_claims("公司坚持理性规范竞争，积极发挥宽带速率高的综合优势。", &sources).len(), 1);
         assert!(is_decline("文档中没有提到2023年的应收账款变动原因。"));
         assert!(check_claims("文档中没有提到2023年的应收账款变动原因。", &sources).is_empty());
+    }
+
+    #[test]
+    fn an_uncited_sentence_copied_from_a_passage_cites_it_and_a_paraphrase_does_not() {
+        // China Unicom's 2022 annual report summary (AY01.md of the shared library) and another passage.
+        let sources = [
+            source(
+                1,
+                "公司坚持理性规范竞争, 积极发挥宽带速率高、内容丰富、服务优的综合优势, 加快智慧家庭系列产品推广。",
+            ),
+            source(
+                2,
+                "一是联接规模和联接结构升维, 从过去的连接人为主拓展到连接人机物, 大力发展物联网和工业互联网; \
+                 二是核心功能升维, 从以基础连接为主发展到大联接、大计算、大数据、大应用、大安全五大主责主业。",
+            ),
+        ];
+        let answer = "实现了以下维度的转型升级：一是联接规模和联接结构升维，从过去的连接人为主拓展到连接人机物，\
+                      大力发展物联网和工业互联网；二是核心功能升维，从以基础连接为主发展到大联接、大计算、大数据、大应用、大安全五大主责主业。";
+        let (cited, repairs) = repair_citations(answer, &sources);
+        assert_eq!(repairs.iter().map(|r| r.to).collect::<Vec<_>>(), [2, 2], "{cited}");
+        assert!(cited.contains("工业互联网 [2]；") && cited.ends_with("主责主业 [2]。"), "{cited}");
+        assert!(check_claims(&cited, &sources).iter().all(|c| c.supported), "{cited}");
+        // Said in other words, a sentence is not the passage's: it stays uncited and the check says so.
+        let paraphrase = "The company widened what it connects, from people to things, and now runs five main lines.";
+        let (same, repairs) = repair_citations(paraphrase, &sources);
+        assert!(repairs.is_empty() && same == paraphrase);
+        assert!(!check_claims(&same, &sources)[0].supported);
     }
 
     #[test]

@@ -457,6 +457,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "reference_f1": quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference)),
                     "declined": declined, "answer": answer.markdown,
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
+                    "citation_repairs": answer.citation_repairs,
                     "answer_passage": answer_passage_position(&read, &q.relevant, &q.figures),
                     "sources": answer.sources.iter().map(|c| c.passage.citation()).collect::<Vec<_>>(),
                     "seconds": answer.seconds, "first_token_seconds": first_token.get(), "llm_calls": answer.llm_calls,
