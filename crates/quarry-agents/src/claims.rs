@@ -387,13 +387,14 @@ pub struct CitationRepair {
 
 /// Corrects citations by figures (see [`CitationRepair`]): small models copy a figure from one passage
 /// and cite its neighbour (the quick start's answer stated $7,192 million from passage [2] and cited
-/// [1]). Each marker is judged by the text since the previous marker or paragraph start; a paragraph
-/// without any marker gets one at its end. The new marker is the lowest-numbered passage of `sources`
-/// (numbered from 1) holding every figure of that text — a figure either is or is not in a passage's
-/// text, so a repair cannot cite a passage that does not state it. A paragraph without markers whose
-/// figures no single passage holds is cited sentence by sentence ([`cite_uncited_sentences`]). Text
-/// without figures, or whose figures no passage states, keeps its markers (the claim check then reports
-/// it). Returns the corrected Markdown and what was changed.
+/// [1]). Each marker is judged by the text since the previous marker or the start of its line; a line
+/// (a paragraph or a list item — the claim check does not borrow markers across lines either) without
+/// any marker gets one at its end. The new marker is the lowest-numbered passage of `sources` (numbered
+/// from 1) holding every figure of that text — a figure either is or is not in a passage's text, so a
+/// repair cannot cite a passage that does not state it. A line without markers whose figures no single
+/// passage holds, or that states none, is cited sentence by sentence ([`cite_uncited_sentences`]: by
+/// figures, or by the passage it is copied from). Other text keeps its markers (the claim check then
+/// reports it). Returns the corrected Markdown and what was changed.
 pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
     let read = SourcesRead::of(sources);
     let holder = |text: &str| read.holding(text).map(|i| i + 1);
@@ -411,14 +412,16 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
     let close_paragraph =
         |out: &mut String, paragraph: &mut String, cited: &mut bool, repairs: &mut Vec<CitationRepair>| {
             if !*cited {
-                if let Some(to) = holder(paragraph) {
+                // A line that declines is cited sentence by sentence, which leaves the decline uncited.
+                if let Some(to) = holder(paragraph).filter(|_| !is_decline(paragraph)) {
                     let trimmed = out.trim_end_matches([' ', '\t']).len();
                     out.truncate(trimmed);
                     out.push_str(&format!(" [{to}]"));
                     repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
                 } else {
                     // No one passage holds all its figures: each sentence cites the passage stating most
-                    // of its own (an uncited paragraph is exactly the text last pushed to `out`).
+                    // of its own, or the one it is copied from (an uncited line is exactly the text last
+                    // pushed to `out`).
                     let (by_sentence, mut sentence_repairs) = cite_uncited_sentences(paragraph, sources);
                     if !sentence_repairs.is_empty() {
                         out.truncate(out.len() - paragraph.len());
@@ -446,15 +449,16 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
             }
             Piece::Text(text) => {
                 let mut rest = text;
-                while let Some(at) = rest.find("\n\n") {
+                // A line is a paragraph here: a list item cites for itself, as the claim check reads it.
+                while let Some(at) = rest.find('\n') {
                     let (head, tail) = rest.split_at(at);
                     out.push_str(head);
                     since_marker.push_str(head);
                     paragraph.push_str(head);
                     close_paragraph(&mut out, &mut paragraph, &mut paragraph_cited, &mut repairs);
                     since_marker.clear();
-                    out.push_str("\n\n");
-                    rest = &tail[2..];
+                    out.push('\n');
+                    rest = &tail[1..];
                 }
                 out.push_str(rest);
                 since_marker.push_str(rest);
@@ -582,6 +586,11 @@ mod tests {
         // A quarter the passage does not name is not a match.
         let md = "Revenue in Q2 2024 was $7,192 million [1].";
         assert_eq!(repair_citations(md, &sources).1, vec![]);
+        // A list whose one marker closes the last item: each item cites for itself, as it is checked.
+        let md = "The figures:\n- Revenue was $7,192 million.\n- Sales abroad were 67%. [1]";
+        let (fixed, _) = repair_citations(md, &sources);
+        assert_eq!(fixed, "The figures:\n- Revenue was $7,192 million. [2]\n- Sales abroad were 67%. [1]");
+        assert!(check_claims(&fixed, &sources).iter().all(|c| c.supported), "{fixed}");
     }
 
     #[test]
