@@ -1,3 +1,5 @@
+//! Tauri's build step for the app: the commands' permission manifest and the capabilities.
+
 // tauri.conf.json sits at the repository root and the capabilities under src-tauri/ (see Cargo.toml).
 // The app manifest lists Quarry's commands so that each needs an explicit `allow-…` permission in a
 // capability: the webview can call only what src-tauri/capabilities/default.json grants.

@@ -27,8 +27,11 @@ fn text(error: impl std::fmt::Display) -> String {
 /// data lives.
 #[derive(Debug, Serialize)]
 pub struct AppInfo {
+    /// Quarry's version (`0.1.0`).
     pub version: String,
+    /// The names of the formats ingestion reads (`PDF`, `DOCX`, …).
     pub formats: Vec<String>,
+    /// The data folder: libraries and conversations.
     pub data_dir: String,
 }
 
@@ -54,11 +57,15 @@ fn info(state: &AppState) -> AppInfo {
 /// One library in the sidebar.
 #[derive(Debug, Serialize)]
 pub struct LibraryView {
+    /// The library's name.
     pub name: String,
     /// Documents by state: indexed, failed, pending.
     pub indexed: usize,
+    /// Documents that could not be read (see `failures`).
     pub failed: usize,
+    /// Documents added but not yet searchable.
     pub pending: usize,
+    /// Chunks in its indexes.
     pub chunks: usize,
     /// Failed documents: path and reason.
     pub failures: Vec<(String, String)>,
@@ -234,16 +241,19 @@ pub fn list_conversations(state: State<'_, AppState>) -> Reply<(Vec<Conversation
     state.conversations.list().map_err(text)
 }
 
+/// `load_conversation` command: the conversation `id`, its questions and answers.
 #[tauri::command]
 pub fn load_conversation(state: State<'_, AppState>, id: String) -> Reply<Conversation> {
     state.conversations.load(&id).map_err(text)
 }
 
+/// `rename_conversation` command: gives conversation `id` the title `title`; returns it renamed.
 #[tauri::command]
 pub fn rename_conversation(state: State<'_, AppState>, id: String, title: String) -> Reply<Conversation> {
     state.conversations.rename(&id, &title).map_err(text)
 }
 
+/// `delete_conversation` command: removes conversation `id` from the data folder.
 #[tauri::command]
 pub fn delete_conversation(state: State<'_, AppState>, id: String) -> Reply<()> {
     state.conversations.delete(&id).map_err(text)
@@ -422,7 +432,9 @@ pub fn stop_ask(state: State<'_, AppState>, conversation: String) -> bool {
 pub struct PassageContext {
     /// Text of the chunk before and after (same document); `None` at the document's edges.
     pub before: Option<String>,
+    /// The cited chunk's text.
     pub text: String,
+    /// Text of the chunk after it; `None` at the document's end.
     pub after: Option<String>,
     /// False when the library no longer holds the chunk (then `text` is the quote kept with the answer).
     pub in_library: bool,
@@ -585,11 +597,13 @@ pub struct KeyState {
 /// The settings screen's data.
 #[derive(Debug, Serialize)]
 pub struct SettingsView {
+    /// The settings as saved (the defaults when there is no file).
     pub settings: quarry_session::Settings,
     /// The settings file.
     pub path: String,
     /// The data folder in use now (a changed `data_dir` takes effect at the next start).
     pub data_dir_in_use: String,
+    /// Which API keys are stored, and where from.
     pub keys: Vec<KeyState>,
     /// Why the keyring cannot be used, if it cannot.
     pub keyring_problem: Option<String>,

@@ -12,10 +12,13 @@ use std::sync::{Arc, Mutex, RwLock};
 
 /// The app's shared state (Tauri managed state).
 pub struct AppState {
+    /// The data folder: its libraries.
     pub data: DataDir,
+    /// The saved conversations of the data folder.
     pub conversations: ConversationStore,
     /// `settings.toml` (see `quarry_session::Settings::default_path`).
     pub settings_path: PathBuf,
+    /// The settings in force (changed by the settings screen).
     pub settings: RwLock<Settings>,
     /// Why the settings file could not be read at start (the defaults are used then).
     pub settings_problem: Option<String>,

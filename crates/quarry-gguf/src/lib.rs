@@ -18,6 +18,9 @@
 //!   sampling; llama.cpp's DRY sampler is on by default against that for free text (see
 //!   [`RepetitionControl`]); grammar-constrained steps are left to their grammar.
 
+// Every public item says what it is (issue 38); the other crates follow as theirs are written.
+#![warn(missing_docs)]
+
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -82,6 +85,8 @@ impl RepetitionControl {
 }
 
 impl GgufConfig {
+    /// The model file at `path`, with one thread per core, a 4,096-token context, the default
+    /// repetition control and prompt-prefix reuse on. Nothing is loaded until the model is opened.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         GgufConfig {
             path: path.into(),
@@ -167,7 +172,9 @@ pub const DEFAULT_MODEL_MIN_RAM: u64 = 4 << 30;
 /// Which default model file to load: `path`, and `note` when it is not the default model, saying why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DefaultModelChoice {
+    /// The model file to load, or why none can be (no model file installed).
     pub path: Result<PathBuf, String>,
+    /// Why the low-memory model was chosen instead of the default one; `None` for the default.
     pub note: Option<String>,
 }
 

@@ -44,6 +44,8 @@ impl std::fmt::Debug for OpenAiConfig {
 }
 
 impl OpenAiConfig {
+    /// The endpoint `base_url` (its `/chat/completions` is called; a trailing `/` is dropped) serving
+    /// `model`: no API key, 10 s to connect, 300 s a request, 4 retries 500 ms apart, doubling.
     pub fn new(base_url: &str, model: &str) -> Self {
         OpenAiConfig {
             base_url: base_url.trim_end_matches('/').to_string(),

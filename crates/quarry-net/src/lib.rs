@@ -20,6 +20,9 @@
 //! page, a cloud metadata service at 169.254.169.254 or a local database would otherwise be fetched and
 //! its text shown to the model and the person). See [`is_public_ip`] for the ranges refused.
 
+// Every public item says what it is (issue 38); the other crates follow as theirs are written.
+#![warn(missing_docs)]
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,15 +65,39 @@ impl std::fmt::Display for NetworkMode {
 pub enum NetError {
     /// Offline mode refused a request to another machine; no socket was opened.
     #[error("offline mode: {purpose} may not reach {url} (only this computer is reachable); allow the network with --network online or QUARRY_NETWORK=online")]
-    Offline { purpose: String, url: String },
+    Offline {
+        /// What the request was for ("LLM server", "web search", …).
+        purpose: String,
+        /// The URL it would have reached.
+        url: String,
+    },
+    /// The URL does not parse, or its scheme is not http or https.
     #[error("{purpose}: {url:?} is not an http(s) URL")]
-    BadUrl { purpose: String, url: String },
+    BadUrl {
+        /// What the request was for.
+        purpose: String,
+        /// The URL as given.
+        url: String,
+    },
+    /// The HTTP client could not be built (TLS backend) or the request failed before a response.
     #[error("{purpose}: HTTP client: {message}")]
-    Client { purpose: String, message: String },
+    Client {
+        /// What the request was for.
+        purpose: String,
+        /// reqwest's explanation.
+        message: String,
+    },
     /// A client for the public internet refused a destination on this computer or the local network;
     /// no socket was opened to it.
     #[error("{purpose} may not reach {url}: {reason} (only the public internet is fetched for web results)")]
-    NotPublic { purpose: String, url: String, reason: String },
+    NotPublic {
+        /// What the request was for.
+        purpose: String,
+        /// The URL refused.
+        url: String,
+        /// Which rule refused it ("127.0.0.1 is not a public internet address", …).
+        reason: String,
+    },
 }
 
 /// Timeouts of a client.
@@ -96,10 +123,12 @@ pub struct Network {
 }
 
 impl Network {
+    /// A factory whose clients obey `mode`.
     pub fn new(mode: NetworkMode) -> Self {
         Network { mode }
     }
 
+    /// The mode its clients obey.
     pub fn mode(&self) -> NetworkMode {
         self.mode
     }
@@ -210,6 +239,7 @@ impl HttpClient {
         self.request(reqwest::Method::POST, url)
     }
 
+    /// The network mode this client was made under.
     pub fn mode(&self) -> NetworkMode {
         self.mode
     }

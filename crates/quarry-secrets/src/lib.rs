@@ -3,12 +3,17 @@
 //! crate, never in Quarry's files. Each key has an environment variable that wins when set, so scripts
 //! and CI need no keyring.
 
+// Every public item says what it is (issue 38); the other crates follow as theirs are written.
+#![warn(missing_docs)]
+
 /// The keys Quarry stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Secret {
     /// The OpenAI-compatible server's API key.
     LlmApiKey,
+    /// The Tavily web search API key.
     TavilyApiKey,
+    /// The Brave Search API key.
     BraveApiKey,
 }
 
@@ -48,8 +53,10 @@ impl Secret {
 /// Keyring failures, with what to do about them.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
+    /// No keyring answers (the reason, and the environment variable that can hold the key instead).
     #[error("the OS keyring is not available ({0}); on Linux a Secret Service (GNOME Keyring, KWallet or KeePassXC) must be running in your session — or set the key in the environment variable {1}")]
     Unavailable(String, &'static str),
+    /// The keyring did not store the key (its entry name, and the keyring's reason).
     #[error("the OS keyring refused to store {0}: {1}")]
     Store(&'static str, String),
 }

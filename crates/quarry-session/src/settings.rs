@@ -10,10 +10,23 @@ use std::path::{Path, PathBuf};
 /// Errors reading or writing the settings file; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    /// The file or its folder could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The settings file (or its folder).
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The file is not TOML of the settings' shape.
     #[error("{path} is not a valid settings file: {message}")]
-    Format { path: PathBuf, message: String },
+    Format {
+        /// The settings file.
+        path: PathBuf,
+        /// The TOML parser's explanation, with line and column.
+        message: String,
+    },
+    /// Neither `QUARRY_CONFIG_DIR` nor a home folder says where the settings live.
     #[error("no home folder found; set QUARRY_CONFIG_DIR")]
     NoHome,
 }
@@ -80,8 +93,11 @@ pub struct Settings {
     /// Offline (the default) reaches only this computer: the embedded model, local files, servers on
     /// localhost. Online lets the LLM client and web search reach other hosts.
     pub network: quarry_net::NetworkMode,
+    /// Which language model answers: the embedded GGUF model (the default) or an OpenAI-compatible server.
     pub llm: LlmSettings,
+    /// Which embedding model new libraries use.
     pub embedding: EmbeddingSettings,
+    /// Web search as a source (off by default).
     pub web: WebSearchSettings,
     /// When PDF pages are read by OCR (`auto`: pages without a text layer; `off`; `force`: every page).
     /// Pictures are read by OCR unless `off`. The CLI's `--ocr` sets it for one command.

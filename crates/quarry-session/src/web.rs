@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WebSearchSettings {
+    /// Whether agents may search the web at all (also needs the network mode online).
     pub enabled: bool,
+    /// Which search service answers the queries: SearXNG, Tavily or Brave.
     pub provider: quarry_web::ProviderKind,
     /// The provider's base URL (required for SearXNG, e.g. `http://127.0.0.1:8888`).
     pub url: Option<String>,
