@@ -20,7 +20,12 @@ pub enum IngestError {
     Empty,
     /// The file is damaged or not what its bytes claim.
     #[error("malformed {format}: {reason}")]
-    Malformed { format: String, reason: String },
+    Malformed {
+        /// The format it was read as (`PDF`, `DOCX`, …).
+        format: String,
+        /// What is wrong, as the reader says it.
+        reason: String,
+    },
     /// Over a size limit (file size, ZIP member size, total unpacked size, worker memory cap).
     #[error("too large: {0}")]
     TooLarge(String),

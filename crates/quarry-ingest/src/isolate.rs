@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 /// The program and arguments that start a worker, which must call [`run_worker`].
 #[derive(Debug, Clone)]
 pub struct WorkerCommand {
+    /// The executable.
     pub program: PathBuf,
+    /// Its arguments (`parse-worker …`).
     pub args: Vec<OsString>,
 }
 
@@ -46,6 +48,7 @@ impl WorkerCommand {
 /// Settings for [`parse_isolated`].
 #[derive(Debug, Clone)]
 pub struct IsolationConfig {
+    /// How to start a worker process.
     pub worker: WorkerCommand,
     /// Worker processes run at once (default: available cores).
     pub workers: usize,
@@ -59,6 +62,7 @@ pub struct IsolationConfig {
     pub max_reply_bytes: u64,
     /// Address space each worker may add to its start-up size, in bytes (default 3 GiB); see [`run_worker`].
     pub memory_limit_bytes: u64,
+    /// How workers read documents (OCR mode, its models).
     pub options: ParseOptions,
     /// Send the parsed text back (for ingestion) or only the report figures (for `quarry parse`).
     pub include_documents: bool,
@@ -68,6 +72,7 @@ pub struct IsolationConfig {
 }
 
 impl IsolationConfig {
+    /// Workers started by `worker`, one per core, with the default limits above and parse options.
     pub fn new(worker: WorkerCommand) -> Self {
         IsolationConfig {
             worker,

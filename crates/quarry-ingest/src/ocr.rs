@@ -93,6 +93,7 @@ impl OcrModels {
 /// One recognised line of text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OcrLine {
+    /// The characters read.
     pub text: String,
     /// Mean probability of the line's characters, 0–1.
     pub confidence: f32,
@@ -105,6 +106,7 @@ pub struct OcrLine {
 pub struct OcrPage {
     /// The lines in reading order, a line break between lines and a blank line between paragraphs.
     pub text: String,
+    /// Each line with its confidence and box, in reading order.
     pub lines: Vec<OcrLine>,
     /// Degrees clockwise the image was turned to stand upright: 0, 90, 180 or 270.
     pub rotation: u32,

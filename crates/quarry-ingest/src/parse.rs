@@ -83,14 +83,20 @@ impl Default for ParseOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Read.
     Ok,
+    /// Refused with a reason ([`IngestError`]): not a supported format, damaged, encrypted, no text.
     Failed,
+    /// Its worker took longer than the time allowed and was stopped.
     Timeout,
+    /// Over a size or memory limit.
     TooLarge,
+    /// Its worker process died while reading it (a crash in a parser), or sent something unreadable.
     Crashed,
 }
 
 impl Status {
+    /// `ok`, `failed`, `timeout`, `too_large` or `crashed`: the report's `status` column.
     pub fn name(self) -> &'static str {
         match self {
             Status::Ok => "ok",
@@ -107,17 +113,23 @@ impl Status {
 pub struct FileOutcome {
     /// Virtual path (see [`ParsedDocument::path`]).
     pub path: String,
+    /// The format it was read as; `None` when it was not recognised.
     pub format: Option<Format>,
+    /// How it ended.
     pub status: Status,
     /// Pages (PDF) or sheets (spreadsheets); `None` for formats without either.
     pub pages: Option<u32>,
     /// Characters (Unicode scalar values) of extracted text.
     pub chars: u64,
+    /// Of those, CJK characters ([`quarry_core::count_cjk_chars`]).
     pub cjk_chars: u64,
     /// Wall-clock milliseconds spent on this document.
     pub ms: u64,
+    /// Why it was not read (for every status but `ok`).
     pub error: Option<IngestError>,
+    /// What was read but not well (skipped parts, unknown encodings), one sentence each.
     pub warnings: Vec<String>,
+    /// The parsed text, when it was read and asked for.
     pub document: Option<ParsedDocument>,
 }
 
@@ -125,16 +137,22 @@ pub struct FileOutcome {
 /// process die knows which document did it), `Finished` with its outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ParseEvent {
+    /// Reading the document at `path` (virtual path) begins.
     Started {
+        /// Its virtual path.
         path: String,
     },
     /// A long reading is under way: `done` of `total` steps (OCR: pages) of the document at `path`. A
     /// supervisor takes it as a sign of life.
     Progress {
+        /// Its virtual path.
         path: String,
+        /// Steps done.
         done: u32,
+        /// Steps in all.
         total: u32,
     },
+    /// The document's outcome.
     Finished(Box<FileOutcome>),
 }
 

@@ -3,6 +3,7 @@ use std::path::{Path, PathBuf};
 /// A file to ingest: where it is on disk and the name it is reported under.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InputFile {
+    /// Where it is on disk.
     pub path: PathBuf,
     /// Relative to the folder the user gave (`sub/report.pdf`); a file given directly keeps its file name.
     pub display: String,

@@ -9,6 +9,7 @@ use quarry_net::HttpClient;
 pub struct Page {
     /// The URL asked for.
     pub url: String,
+    /// The page's `<title>`, or its URL when it has none.
     pub title: String,
     /// Readable text, paragraphs separated by blank lines.
     pub text: String,

@@ -13,6 +13,9 @@
 //! Every request goes through a [`quarry_net::HttpClient`], so offline mode holds here too. Text from web
 //! pages is data: it is only ever ranked and quoted; nothing in it is fetched or executed.
 
+// Every public item says what it is (issue 38); the other crates follow as theirs are written.
+#![warn(missing_docs)]
+
 mod fetch;
 mod providers;
 mod retriever;
@@ -45,25 +48,75 @@ pub use retriever::{WebProblemSink, WebRetriever, WebSettings, WEB_LIBRARY};
 /// Why a web search or page fetch failed. Each message names the provider or URL.
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
+    /// The network mode or the public-internet guard refused the request (`quarry_net`).
     #[error(transparent)]
     Network(#[from] quarry_net::NetError),
+    /// No answer in time.
     #[error("{what}: no answer within {seconds} s")]
-    Timeout { what: String, seconds: u64 },
+    Timeout {
+        /// The provider or URL asked.
+        what: String,
+        /// The time allowed, in seconds.
+        seconds: u64,
+    },
+    /// No connection (DNS, refused, TLS).
     #[error("{what}: cannot connect: {message}")]
-    Unreachable { what: String, message: String },
+    Unreachable {
+        /// The provider or URL asked.
+        what: String,
+        /// The transport's explanation.
+        message: String,
+    },
+    /// HTTP 429 after the retries.
     #[error("{what}: too many requests (HTTP 429){}", retry_after.map(|s| format!("; the service asks to wait {s} s")).unwrap_or_default())]
-    RateLimited { what: String, retry_after: Option<u64> },
+    RateLimited {
+        /// The provider asked.
+        what: String,
+        /// The service's `Retry-After`, in seconds, when it sent one.
+        retry_after: Option<u64>,
+    },
+    /// Any other HTTP error status.
     #[error("{what}: HTTP {status}: {message}")]
-    Http { what: String, status: u16, message: String },
+    Http {
+        /// The provider or URL asked.
+        what: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body, or the status's reason.
+        message: String,
+    },
+    /// The provider's answer is not the JSON its API documents.
     #[error("{what}: the answer is not the JSON the service documents: {message}")]
-    Malformed { what: String, message: String },
+    Malformed {
+        /// The provider asked.
+        what: String,
+        /// The JSON parser's explanation.
+        message: String,
+    },
+    /// The URL answered with something that is not a page (an image, a PDF, a binary).
     #[error("{url}: not a readable page ({content_type})")]
-    NotReadable { url: String, content_type: String },
+    NotReadable {
+        /// The page's URL.
+        url: String,
+        /// Its `Content-Type`.
+        content_type: String,
+    },
     /// The page's HTML could not be reduced to text (its reader crashed, ran out of time or memory).
     #[error("{url}: cannot read the page: {reason}")]
-    Unreadable { url: String, reason: String },
+    Unreadable {
+        /// The page's URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The provider is not set up: a missing base URL or API key.
     #[error("{what}: {message}")]
-    Config { what: String, message: String },
+    Config {
+        /// The provider.
+        what: String,
+        /// What is missing and where to set it.
+        message: String,
+    },
 }
 
 impl WebError {

@@ -15,7 +15,9 @@ use std::time::Duration;
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebResult {
+    /// The page's title as the provider gives it.
     pub title: String,
+    /// The page's address.
     pub url: String,
     /// The provider's excerpt of the page, plain text.
     pub snippet: String,
@@ -40,8 +42,11 @@ pub trait SearchProvider: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
+    /// A SearXNG instance (often self-hosted; needs its base URL, no key).
     Searxng,
+    /// Tavily's search API (needs an API key).
     Tavily,
+    /// Brave Search's API (needs an API key).
     Brave,
 }
 
@@ -58,6 +63,7 @@ impl std::str::FromStr for ProviderKind {
 }
 
 impl ProviderKind {
+    /// `searxng`, `tavily` or `brave`, as settings and the CLI write it.
     pub fn name(self) -> &'static str {
         match self {
             ProviderKind::Searxng => "searxng",
@@ -88,6 +94,7 @@ impl ProviderKind {
 /// How to reach a provider.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
+    /// Which service.
     pub kind: ProviderKind,
     /// The service's base URL (required for SearXNG; tests point the others at a loopback server).
     pub base_url: Option<String>,
@@ -98,6 +105,7 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
+    /// `kind` at its public address (none for SearXNG), the key from the environment, 15 s a search.
     pub fn new(kind: ProviderKind) -> Self {
         ProviderConfig { kind, base_url: None, api_key: None, timeout: Duration::from_secs(15) }
     }
