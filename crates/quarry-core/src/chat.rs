@@ -8,22 +8,29 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The instructions (a prompt's system part).
     System,
+    /// The person's or the agent's request.
     User,
+    /// The model's reply.
     Assistant,
 }
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
+    /// Who wrote it.
     pub role: Role,
+    /// Its text.
     pub content: String,
 }
 
 impl ChatMessage {
+    /// A system message (instructions).
     pub fn system(content: impl Into<String>) -> Self {
         ChatMessage { role: Role::System, content: content.into() }
     }
+    /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
         ChatMessage { role: Role::User, content: content.into() }
     }
@@ -34,6 +41,7 @@ impl ChatMessage {
 pub struct ChatRequest {
     /// What the call is for (`sub_queries`, `relevance`, `answer`, …): shown in traces, used by test fakes.
     pub step: String,
+    /// The conversation so far, system message first.
     pub messages: Vec<ChatMessage>,
     /// Most tokens to generate.
     pub max_tokens: u32,
@@ -67,7 +75,9 @@ impl ChatRequest {
 /// Tokens a call consumed, as the backend counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
+    /// Tokens of the prompt (the messages as the backend's chat template laid them out).
     pub prompt_tokens: u64,
+    /// Tokens generated.
     pub completion_tokens: u64,
     /// Of `prompt_tokens`, those the backend did not process again because its cache held them from an
     /// earlier call (the embedded model's shared prompt prefix; OpenAI's `cached_tokens`).
@@ -76,10 +86,12 @@ pub struct TokenUsage {
 }
 
 impl TokenUsage {
+    /// Prompt and generated tokens together.
     pub fn total(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
 
+    /// Adds `other`'s counts to these (a run's total over its calls).
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
@@ -90,7 +102,9 @@ impl TokenUsage {
 /// A finished completion.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChatResponse {
+    /// The generated text.
     pub text: String,
+    /// What the call consumed.
     pub usage: TokenUsage,
 }
 
@@ -102,10 +116,22 @@ pub enum ChatError {
     Config(String),
     /// The server answered with an error status after the retries.
     #[error("{endpoint}: HTTP {status}: {message}")]
-    Http { endpoint: String, status: u16, message: String },
+    Http {
+        /// The URL called.
+        endpoint: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The server's error message, or the start of its body.
+        message: String,
+    },
     /// No answer in time, or the connection failed, after the retries.
     #[error("{endpoint}: {message}")]
-    Unreachable { endpoint: String, message: String },
+    Unreachable {
+        /// The URL called.
+        endpoint: String,
+        /// What failed (timeout, refused connection, DNS).
+        message: String,
+    },
     /// The model itself failed (decode error, context overflow that could not be truncated, …).
     #[error("model: {0}")]
     Model(String),

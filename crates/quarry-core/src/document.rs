@@ -19,7 +19,9 @@ pub struct Location {
 /// A run of text with one location: a PDF page, a DOCX paragraph or table, a spreadsheet sheet's rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
+    /// The text, paragraphs separated by blank lines.
     pub text: String,
+    /// Where it stands in the document.
     pub location: Location,
 }
 
@@ -29,6 +31,7 @@ pub struct ParsedDocument {
     /// Virtual path: relative to what the user added; ZIP members as `archive.zip!/dir/file.pdf`
     /// (nested archives repeat the `!/` separator).
     pub path: String,
+    /// The format it was read as.
     pub format: Format,
     /// BLAKE3 hash of the file's bytes, lowercase hex (64 characters): the document's identity.
     pub content_hash: String,
@@ -36,6 +39,7 @@ pub struct ParsedDocument {
     pub byte_len: u64,
     /// Page count for paged formats (PDF), sheet count for spreadsheets; `None` otherwise.
     pub page_count: Option<u32>,
+    /// The text in reading order.
     pub blocks: Vec<Block>,
     /// Non-fatal problems met while reading (a page that could not be decoded, an unreadable sheet, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -84,14 +88,19 @@ pub struct Chunk {
     pub path: String,
     /// 0-based position of this chunk in its document.
     pub index: u32,
+    /// The chunk's text (without its document's context line, which is stored once per document).
     pub text: String,
     /// First and last page the chunk touches (1-based, inclusive), for paged formats.
     pub page_start: Option<u32>,
+    /// See `page_start`.
     pub page_end: Option<u32>,
+    /// The spreadsheet sheet it comes from.
     pub sheet: Option<String>,
+    /// Enclosing headings (or slide, chapter, message), outermost first.
     pub heading_path: Vec<String>,
     /// Character offsets (Unicode scalar values, end exclusive) into [`ParsedDocument::full_text`].
     pub char_start: u64,
+    /// See `char_start`.
     pub char_end: u64,
     /// Length in tokens of the tokenizer the chunker was sized with (characters when none was given).
     pub token_count: u32,

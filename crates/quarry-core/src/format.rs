@@ -6,19 +6,31 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// PDF (text layer; pages without one by OCR).
     Pdf,
+    /// Word 2007+ (`.docx`).
     Docx,
+    /// Excel 2007+ workbook (`.xlsx`).
     Xlsx,
+    /// Excel 2007+ workbook with macros (`.xlsm`; the macros are not read).
     Xlsm,
+    /// Excel binary workbook (`.xlsb`).
     Xlsb,
     /// Legacy Excel 97-2003 (BIFF8 inside an OLE2 compound file).
     Xls,
+    /// OpenDocument spreadsheet (`.ods`).
     Ods,
+    /// A ZIP archive; each member is a document of its own.
     Zip,
+    /// Plain text.
     Text,
+    /// Markdown; headings give the heading path.
     Markdown,
+    /// Comma- or tab-separated values.
     Csv,
+    /// An HTML page, reduced to its readable text.
     Html,
+    /// JSON, read as text.
     Json,
     /// An e-mail message (RFC 5322/MIME, `.eml`); its attachments are documents of their own.
     Eml,

@@ -11,15 +11,19 @@ pub struct Passage {
     pub chunk_id: u64,
     /// The library it came from.
     pub library: String,
+    /// Its document's content hash ([`crate::ParsedDocument::content_hash`]).
     pub document_id: String,
     /// The document's virtual path (`/abs/report.pdf`, `/abs/archive.zip!/a.docx`).
     pub path: String,
     /// First and last page (1-based, inclusive) for paged formats.
     pub page_start: Option<u32>,
+    /// See `page_start`.
     pub page_end: Option<u32>,
+    /// The spreadsheet sheet it comes from.
     pub sheet: Option<String>,
     /// Enclosing headings, outermost first.
     pub heading_path: Vec<String>,
+    /// The chunk's text.
     pub text: String,
     /// What the passage's document is about, in one line (issuer, document type, period, file name —
     /// `quarry_ingest::document_context`); empty when unknown (web pages, older libraries).

@@ -9,7 +9,9 @@ pub const CELL_SEPARATOR: &str = "; ";
 /// One cell: the figure as printed (with unit when known) and the column it sits in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCell {
+    /// The figure as printed, with its unit when known (`$7,192 million`, `64.6%`).
     pub value: String,
+    /// The column's header (`three months ended April 30, 2023`); empty when it has none.
     pub column: String,
 }
 

@@ -296,10 +296,12 @@ impl Embedder {
         &self.model_dir
     }
 
+    /// Length of its vectors (384 for both built-in models).
     pub fn dimension(&self) -> usize {
         self.dimension
     }
 
+    /// The model's id, as libraries record it (`all-minilm-l6-v2-int8`, `multilingual-e5-small-q4`).
     pub fn model_id(&self) -> &str {
         &self.model_id
     }

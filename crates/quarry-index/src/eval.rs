@@ -24,11 +24,13 @@ fn eval_fusion_depth() -> usize {
 /// A loaded evaluation set.
 #[derive(Debug)]
 pub struct EvalSet {
+    /// The set's folder name.
     pub name: String,
     /// (passage id, text to index: title and text).
     pub passages: Vec<(String, String)>,
     /// (query id, query text), only queries with qrels.
     pub queries: Vec<(String, String)>,
+    /// The relevant passage (or document) ids of each query id, from qrels.tsv.
     pub relevant: HashMap<String, HashSet<String>>,
     /// Reference answers by query id (from `answers` in queries.jsonl; empty when the set has none).
     pub answers: HashMap<String, Vec<String>>,
@@ -116,14 +118,19 @@ fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, 
 /// Averages of the metrics over a set's queries.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Metrics {
+    /// Share of a query's relevant passages among the first 2, averaged.
     #[serde(rename = "recall@2")]
     pub recall_at_2: f64,
+    /// The same among the first 5.
     #[serde(rename = "recall@5")]
     pub recall_at_5: f64,
+    /// The same among the first 10.
     #[serde(rename = "recall@10")]
     pub recall_at_10: f64,
+    /// Normalised discounted cumulative gain of the first 10 (binary relevance).
     #[serde(rename = "ndcg@10")]
     pub ndcg_at_10: f64,
+    /// Reciprocal rank of the first relevant passage within the first 10 (0 beyond).
     #[serde(rename = "mrr@10")]
     pub mrr_at_10: f64,
 }
@@ -168,9 +175,13 @@ fn mean(all: &[Metrics]) -> Metrics {
 /// The result of [`evaluate_retrieval`], shaped as `quarry eval retrieval --json` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RetrievalReport {
+    /// The set's name.
     pub set: String,
+    /// Queries scored.
     pub queries: usize,
+    /// Passages indexed.
     pub passages: usize,
+    /// Metrics by search mode or fusion (`bm25`, `dense`, `hybrid`, `rrf:0.6`, …).
     pub results: BTreeMap<String, Metrics>,
     /// Seconds spent indexing (`index_bm25`, `index_dense`, embedding included) and ranking all queries
     /// both ways (`query_rankings`).
@@ -186,9 +197,13 @@ pub struct RetrievalReport {
 /// and a model without CJK, see [`embedder_covers`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct QueryRankings {
+    /// The query's id.
     pub query_id: String,
+    /// Whether hybrid search fuses both rankings for it (false: BM25 alone).
     pub fused: bool,
+    /// The BM25 ranking.
     pub bm25: Vec<(String, f32)>,
+    /// The dense ranking.
     pub dense: Vec<(String, f32)>,
 }
 

@@ -56,12 +56,42 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<u64>], k: f32) -> Vec<(u64, f32)> {
 ///   ../shared/eval/A_benchmarks with both embedding models (docs/evaluation/retrieval.md, "A query-dependent weight").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HybridFusion {
-    Rrf { dense_weight: f32, depth: Option<usize> },
-    MinMax { dense_weight: f32, depth: Option<usize> },
-    ZScore { dense_weight: f32, depth: Option<usize> },
-    AdaptiveRrf { depth: Option<usize> },
-    AdaptiveMinMax { depth: Option<usize> },
-    ConfidenceMinMax { depth: Option<usize> },
+    /// Weighted reciprocal rank fusion (above).
+    Rrf {
+        /// Weight of the dense ranking, 0–1 (BM25 gets the rest).
+        dense_weight: f32,
+        /// Candidates taken from each ranking (`None`: [`fusion_depth`] of the results asked).
+        depth: Option<usize>,
+    },
+    /// Min-max scaled scores, weighted (above).
+    MinMax {
+        /// Weight of the dense ranking, 0–1.
+        dense_weight: f32,
+        /// Candidates taken from each ranking.
+        depth: Option<usize>,
+    },
+    /// Z-scored scores, weighted (above).
+    ZScore {
+        /// Weight of the dense ranking, 0–1.
+        dense_weight: f32,
+        /// Candidates taken from each ranking.
+        depth: Option<usize>,
+    },
+    /// RRF with per-query weights (above).
+    AdaptiveRrf {
+        /// Candidates taken from each ranking.
+        depth: Option<usize>,
+    },
+    /// Min-max with a per-query dense weight from each list's confidence (above).
+    AdaptiveMinMax {
+        /// Candidates taken from each ranking.
+        depth: Option<usize>,
+    },
+    /// Min-max with the logistic per-query dense weight (above): what search uses.
+    ConfidenceMinMax {
+        /// Candidates taken from each ranking.
+        depth: Option<usize>,
+    },
 }
 
 impl Default for HybridFusion {

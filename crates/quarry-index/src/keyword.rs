@@ -334,6 +334,7 @@ impl KeywordIndex {
         self.reader.searcher().num_docs()
     }
 
+    /// Whether no chunk is committed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -388,6 +389,7 @@ impl DocumentScores {
         }
     }
 
+    /// Whether no document was scored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

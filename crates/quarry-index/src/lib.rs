@@ -13,6 +13,9 @@
 //!
 //! No LanceDB here: libraries on disk live in `quarry-store`, so this crate and its tests build in seconds.
 
+// Every public item says what it is (issue 38); the other crates follow as theirs are written.
+#![warn(missing_docs)]
+
 mod e5;
 mod embed;
 mod error;
@@ -40,14 +43,19 @@ pub use vector::VectorIndex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
+    /// BM25 over the keyword index only.
     Bm25,
+    /// Nearest embeddings only.
     Dense,
+    /// Both rankings fused ([`HybridFusion`]): what search uses.
     Hybrid,
 }
 
 impl SearchMode {
+    /// Every mode, in the order reports list them.
     pub const ALL: [SearchMode; 3] = [SearchMode::Bm25, SearchMode::Dense, SearchMode::Hybrid];
 
+    /// `bm25`, `dense` or `hybrid`, as the CLI writes it.
     pub fn name(self) -> &'static str {
         match self {
             SearchMode::Bm25 => "bm25",

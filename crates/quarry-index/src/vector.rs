@@ -9,6 +9,7 @@ pub struct VectorIndex {
 }
 
 impl VectorIndex {
+    /// An empty index of `dimension`-long vectors.
     pub fn new(dimension: usize) -> Self {
         VectorIndex { dimension, ids: Vec::new(), data: Vec::new() }
     }
@@ -21,10 +22,12 @@ impl VectorIndex {
         self.data.extend(vector.iter().map(|x| x / norm));
     }
 
+    /// Vectors held.
     pub fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
