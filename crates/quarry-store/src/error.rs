@@ -21,7 +21,12 @@ pub enum StoreError {
     ModelMismatch(String),
     /// A file or folder of the library could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 impl From<lancedb::Error> for StoreError {

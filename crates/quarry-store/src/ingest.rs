@@ -74,6 +74,7 @@ pub fn mostly_cjk(letters: u64, cjk: u64) -> bool {
 }
 
 impl IngestOptions {
+    /// Default options over `isolation`: commit groups of 256 chunks, failed files left alone, no re-hashing, the ANN index from [`VECTOR_INDEX_ROWS`] rows, old versions kept 10 min, automatic model choice on.
     pub fn new(isolation: IsolationConfig) -> Self {
         IngestOptions {
             isolation,
@@ -94,83 +95,120 @@ pub enum IngestEvent {
     /// Files found and how many must be read; `reread` of those are unchanged files read again because
     /// Quarry reads their format better than when they were added ([`quarry_ingest::extraction_version`]).
     Scanned {
+        /// Files found under the paths given.
         files: usize,
+        /// Of those, files to read (new, changed, failed before with `retry_failed`, or read again).
         to_read: usize,
+        /// Of those, files already in the library as they are.
         unchanged: usize,
+        /// Of `to_read`, unchanged files read again by a newer reading of their format.
         reread: usize,
     },
     /// A path given that cannot be read (missing, permission denied).
     Unreadable {
+        /// The path as given.
         path: String,
+        /// The operating system's reason.
         error: String,
     },
     /// A document was parsed and chunked.
     Read {
+        /// The document's virtual path.
         path: String,
+        /// The format it was read as (`pdf`, `docx`, …).
         format: String,
+        /// Pages or sheets, for formats that have them.
         pages: Option<u32>,
+        /// Chunks it was cut into.
         chunks: usize,
     },
     /// A document was not added: its content is already in the library under another path.
     Skipped {
+        /// The document's virtual path.
         path: String,
+        /// `same content as <path>`: the document already holding it.
         reason: String,
     },
     /// A document could not be read: `status` is the parse status (`failed`, `timeout`, `crashed`, …).
     Failed {
+        /// The document's virtual path.
         path: String,
+        /// The parse status.
         status: String,
+        /// Why, in one line.
         error: String,
     },
     /// A file moved or was renamed: its documents now point at the new path (nothing re-embedded).
     Moved {
+        /// The old path.
         from: String,
+        /// The new path.
         to: String,
     },
     /// A group of documents is committed: searchable from now on.
     Indexed {
+        /// Documents in the group.
         documents: usize,
+        /// Their chunks.
         chunks: usize,
     },
     /// Chunks embedded so far in this run / chunks known so far (grows as documents are read).
     Embedding {
+        /// Chunks embedded so far.
         done: usize,
+        /// Chunks known so far.
         known: usize,
     },
     /// A file given to the run is finished (all its documents read).
     FileDone {
+        /// The file's path as reported.
         path: String,
     },
     /// A document was removed (its file vanished or changed, or `quarry remove` took it out).
     Removed {
+        /// The document's virtual path.
         path: String,
     },
     /// The first documents of a library made without a model decided its model (recorded in
     /// `library.toml`): `model_id`; `cjk_share` of the letters in the `sampled_chars` characters read
     /// that were CJK ideographs.
     ModelChosen {
+        /// The embedding model chosen.
         model_id: String,
+        /// Share of the sampled letters that were CJK, 0–1.
         cjk_share: f64,
+        /// Characters read to decide.
         sampled_chars: u64,
     },
+    /// The run's totals, last.
     Finished(IngestSummary),
 }
 
 /// Totals of one run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestSummary {
+    /// Files found under the paths given.
     pub files: usize,
+    /// Files already in the library as they are (not read).
     pub unchanged: usize,
     /// Unchanged files read again because their documents were read by an older reading of their format
     /// (counted in `indexed`/`failed` too, by what the new reading gave).
     pub reread: usize,
+    /// Documents read and made searchable.
     pub indexed: usize,
+    /// Documents that could not be read.
     pub failed: usize,
+    /// Documents left out as duplicates of one already in the library.
     pub skipped: usize,
+    /// Files found under a new path (nothing re-embedded).
     pub moved: usize,
+    /// Documents taken out (file gone or changed).
     pub removed: usize,
+    /// Chunks embedded and indexed.
     pub chunks: usize,
+    /// Pages of the documents read.
     pub pages: u64,
+    /// Wall-clock seconds of the run.
     pub seconds: f64,
     /// The run was stopped (`IngestOptions::isolation.stop`): what was read is committed, the rest is
     /// left for the next `add` or `sync` (the paths are already recorded as sources).
@@ -180,7 +218,9 @@ pub struct IngestSummary {
 /// What [`Library::remove`] took out.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RemoveSummary {
+    /// Documents removed.
     pub documents: usize,
+    /// Their chunks.
     pub chunks: usize,
     /// Paths of the removed documents (`a.zip!/b.pdf` for archive members), sorted.
     pub paths: Vec<String>,

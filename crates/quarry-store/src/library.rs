@@ -56,10 +56,12 @@ pub struct SearchHit {
     pub path: String,
     /// 1-based rank in the BM25 list and in the dense list, when the chunk was in them.
     pub bm25_rank: Option<usize>,
+    /// See `bm25_rank`.
     pub dense_rank: Option<usize>,
     /// The document's context line (`DocumentRecord::context`), when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The chunk's stored row: text, location, score.
     #[serde(flatten)]
     pub chunk: ChunkRecord,
 }
@@ -79,17 +81,23 @@ impl SearchHit {
 /// What `quarry status` shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct LibraryStatus {
+    /// The library's name.
     pub name: String,
+    /// Its embedding model.
     pub model_id: String,
+    /// Length of its vectors.
     pub dimension: usize,
+    /// The files and folders added to it (what `sync` reads again).
     pub sources: Vec<PathBuf>,
     /// Documents by state (`indexed`, `failed`, `pending`); ZIP archives themselves are not counted.
     pub documents: BTreeMap<String, usize>,
     /// Indexed documents by format.
     pub formats: BTreeMap<String, usize>,
+    /// ZIP archives and mbox files read whole (their members and messages are the documents).
     pub archives: usize,
     /// Rows in the LanceDB `chunks` table and documents in tantivy (equal when consistent).
     pub chunks: usize,
+    /// See `chunks`.
     pub keyword_chunks: u64,
     /// Pages of the indexed documents that have pages (PDFs).
     pub pages: u64,
@@ -298,14 +306,17 @@ impl Library {
         Ok(())
     }
 
+    /// The library's name.
     pub fn name(&self) -> &str {
         &self.manifest.name
     }
 
+    /// Its `library.toml`: name, embedding model, sources.
     pub fn manifest(&self) -> &LibraryManifest {
         &self.manifest
     }
 
+    /// Its folder under the data folder.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -315,10 +326,12 @@ impl Library {
         self.documents.values()
     }
 
+    /// Its LanceDB tables (chunks with vectors, documents).
     pub fn store(&self) -> &Store {
         &self.store
     }
 
+    /// Its tantivy keyword index.
     pub fn keyword(&self) -> &KeywordIndex {
         &self.keyword
     }

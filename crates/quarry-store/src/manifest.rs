@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 /// The embedding model a library was built with; another model cannot search or extend it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbeddingInfo {
+    /// The model's id (`all-minilm-l6-v2-int8`, `multilingual-e5-small-q4`, or a folder model's).
     pub model_id: String,
     /// Length of each vector.
     pub dimension: usize,
@@ -73,10 +74,13 @@ impl Default for ChunkingInfo {
 /// The contents of `library.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LibraryManifest {
+    /// The library's name.
     pub name: String,
     /// Unix milliseconds.
     pub created_ms: i64,
+    /// Its embedding model.
     pub embedding: EmbeddingInfo,
+    /// How its documents are cut into chunks.
     pub chunking: ChunkingInfo,
     /// Absolute paths of the files and folders added, in the order first added: what `sync` and `watch`
     /// keep the library in step with.
@@ -142,6 +146,7 @@ impl DataDir {
         DataDir { root: root.into() }
     }
 
+    /// The data folder.
     pub fn root(&self) -> &Path {
         &self.root
     }

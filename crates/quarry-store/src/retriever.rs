@@ -38,6 +38,7 @@ impl LibraryRetriever {
         })
     }
 
+    /// The library's name.
     pub fn name(&self) -> &str {
         &self.name
     }

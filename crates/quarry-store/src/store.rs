@@ -30,12 +30,16 @@ pub(crate) const CHUNKS: &str = "chunks";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum DocumentState {
+    /// Its row is written; its chunks are not both indexed yet (an interrupted run leaves this).
     Pending,
+    /// Searchable.
     Indexed,
+    /// Could not be read; the reason is in `error`.
     Failed,
 }
 
 impl DocumentState {
+    /// `pending`, `indexed` or `failed`.
     pub fn name(self) -> &'static str {
         match self {
             DocumentState::Pending => "pending",
@@ -68,11 +72,15 @@ pub struct DocumentRecord {
     pub file_path: String,
     /// Format name (`pdf`, `docx`, `zip`, …) or `unknown`.
     pub format: String,
+    /// Size of its bytes.
     pub byte_len: u64,
     /// Pages (PDF) or sheets (spreadsheets).
     pub page_count: Option<u32>,
+    /// Chunks it was cut into.
     pub chunk_count: u32,
+    /// Characters of its text.
     pub char_count: u64,
+    /// Where it is in its life.
     pub state: DocumentState,
     /// Why the document failed: the parse status and message (`failed: no text layer (needs OCR)`).
     pub error: Option<String>,
@@ -109,17 +117,27 @@ impl DocumentRecord {
 /// One row of `chunks` without its vector, as search returns it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChunkRecord {
+    /// The chunk's id, unique within the library.
     pub chunk_id: u64,
+    /// Its document's content hash.
     pub document_id: String,
     /// 0-based position in the document.
     pub chunk_index: u32,
+    /// Its text (without the context line).
     pub text: String,
+    /// First page it touches (1-based), for paged formats.
     pub page_start: Option<u32>,
+    /// Last page it touches (1-based, inclusive).
     pub page_end: Option<u32>,
+    /// The spreadsheet sheet it comes from.
     pub sheet: Option<String>,
+    /// Enclosing headings, outermost first.
     pub heading_path: Vec<String>,
+    /// Offset of its first character in the document's full text (Unicode scalar values).
     pub char_start: u64,
+    /// Offset after its last character.
     pub char_end: u64,
+    /// Its length in the embedding model's tokens.
     pub token_count: u32,
 }
 
@@ -271,6 +289,7 @@ impl Store {
         Ok(Store { documents, chunks, dimension })
     }
 
+    /// Length of the stored vectors.
     pub fn dimension(&self) -> usize {
         self.dimension
     }
@@ -698,7 +717,10 @@ pub enum VectorSearch {
     /// takes `k × f` candidates from the index and re-ranks them by their full vectors, which corrects
     /// the order (and similarity scores) that scalar quantisation blurs; `None` returns the index's own
     /// approximate order and distances.
-    Ann { refine_factor: Option<u32> },
+    Ann {
+        /// Candidates per wanted result re-ranked by full vectors; `None`: no re-ranking.
+        refine_factor: Option<u32>,
+    },
 }
 
 /// Candidates per wanted result that an ANN search re-ranks by full vectors. Chosen with `quarry eval

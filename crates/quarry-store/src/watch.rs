@@ -18,12 +18,15 @@ use std::time::Duration;
 pub enum WatchEvent {
     /// Watching these paths now.
     Watching {
+        /// The library's sources.
         paths: Vec<String>,
     },
     /// Changes seen; a sync starts.
     Changed {
+        /// How many paths changed.
         paths: usize,
     },
+    /// An event of the sync that follows.
     Ingest(IngestEvent),
 }
 
