@@ -1,3 +1,5 @@
+//! The `quarry-app` executable: starts the desktop app, or, started as a parse worker, reads documents.
+
 // No console window on Windows release builds.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 

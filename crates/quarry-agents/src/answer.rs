@@ -7,13 +7,16 @@ use serde::{Deserialize, Serialize};
 /// One citation: the number used in the answer text (`[n]`) and the passage it points to.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Citation {
+    /// Its number in the answer's `[n]` markers (1-based, as the prompt numbered the passages).
     pub number: usize,
+    /// The passage.
     pub passage: Passage,
 }
 
 /// A finished answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
+    /// The question as asked.
     pub question: String,
     /// The agent that produced it (`naive`, `deep`, `chain`).
     pub agent: String,
@@ -27,9 +30,13 @@ pub struct Answer {
     pub queries: Vec<Vec<String>>,
     /// Passages retrieved in all (distinct) and kept for the answer.
     pub retrieved: usize,
+    /// See `retrieved`.
     pub kept: usize,
+    /// Model calls the run made.
     pub llm_calls: usize,
+    /// Tokens they consumed.
     pub usage: TokenUsage,
+    /// Wall-clock seconds of the run.
     pub seconds: f64,
     /// The model that wrote it.
     pub model: String,
@@ -373,8 +380,15 @@ pub fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
 /// A piece of answer Markdown: plain text, or a citation marker (`raw` is the whole `[…]`).
 #[derive(Debug, PartialEq)]
 pub enum Piece<'a> {
+    /// Text between markers.
     Text(&'a str),
-    Marker { raw: &'a str, numbers: Vec<usize> },
+    /// A citation marker.
+    Marker {
+        /// The marker as written, brackets included.
+        raw: &'a str,
+        /// The passage numbers it names.
+        numbers: Vec<usize>,
+    },
 }
 
 /// `markdown` cut into text and citation markers, in order; concatenating the pieces gives it back.

@@ -25,6 +25,7 @@ pub struct ClaimCheck {
     pub sentence: String,
     /// The citation numbers it relies on (its own, or the next sentence's of the same paragraph).
     pub cited: Vec<usize>,
+    /// Whether the passages it cites hold its figures and the quarters it names.
     pub supported: bool,
     /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`, or
     /// `figures not in the cited passages: $13.5 billion, 19%`. Empty when supported.

@@ -13,12 +13,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Errors of the [`ConversationStore`]; each names the file or id it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum ConversationError {
+    /// A conversation file or the folder could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A file is not a conversation as Quarry writes them.
     #[error("{path} is not a Quarry conversation: {message}")]
-    Format { path: PathBuf, message: String },
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The JSON parser's explanation.
+        message: String,
+    },
+    /// No conversation has this id.
     #[error("no conversation {0:?}")]
     NotFound(String),
+    /// The id holds characters other than letters, digits and `-` (it would name another file).
     #[error("{0:?} is not a conversation id (letters, digits and '-' only)")]
     BadId(String),
 }
@@ -26,6 +40,7 @@ pub enum ConversationError {
 /// One question and what came of it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Turn {
+    /// The question as asked.
     pub question: String,
     /// What the person chose: `auto`, `naive`, `deep` or `chain`.
     pub agent: String,
@@ -45,19 +60,28 @@ pub struct Turn {
 /// A conversation: a title and its turns, oldest first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Conversation {
+    /// Its id: the file name without `.json`.
     pub id: String,
+    /// Its title (the first question, until renamed).
     pub title: String,
+    /// When it was started, milliseconds since the Unix epoch.
     pub created_ms: i64,
+    /// When a turn was last added or it was renamed, likewise.
     pub updated_ms: i64,
+    /// Its questions and answers, oldest first.
     pub turns: Vec<Turn>,
 }
 
 /// What a conversation list shows.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ConversationSummary {
+    /// Its id.
     pub id: String,
+    /// Its title.
     pub title: String,
+    /// When it last changed, milliseconds since the Unix epoch.
     pub updated_ms: i64,
+    /// How many questions it holds.
     pub turns: usize,
 }
 
@@ -102,6 +126,7 @@ impl ConversationStore {
         ConversationStore { dir: dir.into() }
     }
 
+    /// The folder the conversations are kept in.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -182,7 +182,9 @@ pub fn question_subject(question: &str) -> Option<String> {
 /// case: in how many passages' document context lines, and in how many passages' text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct SubjectMentions {
+    /// Passages whose document context line names it.
     pub in_context: usize,
+    /// Passages whose text names it.
     pub in_text: usize,
 }
 

@@ -20,7 +20,14 @@ pub enum FigureKind {
     /// A percentage or percentage points (`84%`, `12.5 percent`).
     Percent,
     /// A calendar date: year, month (1–12) and day (1–31; 0 when only month and year are written).
-    Date { year: u16, month: u8, day: u8 },
+    Date {
+        /// The year.
+        year: u16,
+        /// The month, 1–12.
+        month: u8,
+        /// The day, 1–31; 0 when only month and year are written.
+        day: u8,
+    },
     /// A number without unit that is not a year, a list marker or part of a name (`82,959`, `1.25`,
     /// `4,500`): at least 1,000, or written with a thousands separator or decimals.
     Number,
@@ -29,6 +36,7 @@ pub enum FigureKind {
 /// One figure read from a text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
+    /// What kind of figure.
     pub kind: FigureKind,
     /// The value in plain units (`$7.19 billion` → 7.19e9; `84%` → 84; dates: 0).
     pub value: f64,

@@ -52,12 +52,16 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
+    /// NaiveRAG: one search, one answer call (per document when several match alike).
     Naive,
+    /// DeepSearch: sub-queries, a relevance filter and reflection over rounds.
     Deep,
+    /// ChainOfRAG: a chain of follow-up queries, each answered before the next.
     Chain,
 }
 
 impl AgentKind {
+    /// `naive`, `deep` or `chain`.
     pub fn name(self) -> &'static str {
         match self {
             AgentKind::Naive => "naive",
@@ -82,7 +86,9 @@ impl std::str::FromStr for AgentKind {
 /// A library an agent can search: what the router is told about it, and its retriever.
 #[derive(Clone)]
 pub struct SearchableLibrary {
+    /// Its name and description, for the router.
     pub info: LibraryInfo,
+    /// How to search it.
     pub retriever: Arc<dyn Retriever>,
     /// Searched whichever libraries the router picks (the web, when the person turned it on); the router
     /// is not asked about it.

@@ -19,9 +19,13 @@ use std::sync::OnceLock;
 /// A length of reporting period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Span {
+    /// Three months.
     Quarter,
+    /// Six months.
     HalfYear,
+    /// Nine months (the year to date of a third-quarter filing).
     NineMonths,
+    /// Twelve months.
     Year,
 }
 

@@ -9,12 +9,14 @@ pub const PROMPTS_VERSION: &str = "2026-11-26.5";
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
 pub struct Prompt {
+    /// The file's name without `.md` (`answer`), as traces name the step.
     pub name: &'static str,
     source: &'static str,
 }
 
 macro_rules! prompt {
     ($ident:ident, $file:literal) => {
+        #[doc = concat!("The prompt of `prompts/", $file, ".md`.")]
         pub const $ident: Prompt = Prompt { name: $file, source: include_str!(concat!("../prompts/", $file, ".md")) };
     };
 }

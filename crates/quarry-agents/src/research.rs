@@ -43,6 +43,7 @@ impl Default for ResearchConfig {
 /// One finished section.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportSection {
+    /// Its heading.
     pub title: String,
     /// What the section had to find out (from the plan).
     pub focus: String,
@@ -57,17 +58,25 @@ pub struct ReportSection {
 /// A finished long-form report.
 #[derive(Debug, Clone, Serialize)]
 pub struct ResearchReport {
+    /// The topic as asked.
     pub topic: String,
+    /// The opening paragraph (Markdown).
     pub introduction: String,
+    /// The sections, in the plan's order.
     pub sections: Vec<ReportSection>,
+    /// The closing paragraph (Markdown).
     pub conclusion: String,
     /// Every passage a section was written from, numbered across the report (each passage once).
     pub sources: Vec<Citation>,
     /// The numbers cited somewhere in the sections, ascending.
     pub cited: Vec<usize>,
+    /// Model calls made.
     pub llm_calls: usize,
+    /// Tokens they consumed.
     pub usage: TokenUsage,
+    /// Wall-clock seconds.
     pub seconds: f64,
+    /// The model that wrote it.
     pub model: String,
     /// The libraries searched (set by [`crate::research_report`]).
     pub libraries: Vec<String>,

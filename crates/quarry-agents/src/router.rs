@@ -10,6 +10,7 @@ use crate::AgentKind;
 /// A library the router may choose, with a description of what it holds.
 #[derive(Debug, Clone)]
 pub struct LibraryInfo {
+    /// The library's name.
     pub name: String,
     /// What the library holds (e.g. "14 documents: 10-Q filings, NTSB reports"), for the router prompt.
     pub description: String,
@@ -18,9 +19,11 @@ pub struct LibraryInfo {
 /// The router's decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
+    /// The agent to run.
     pub agent: AgentKind,
     /// Names of the libraries to search (never empty).
     pub libraries: Vec<String>,
+    /// How the choice was made (the model's reason, an override, a fallback).
     pub reason: String,
 }
 

@@ -74,19 +74,29 @@ impl Default for AgentConfig {
 /// Why a run failed. Malformed model output never gets here: it degrades the step instead.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// The person stopped the run.
     #[error("cancelled")]
     Cancelled,
     /// The model failed on a step that cannot be skipped (writing the answer).
     #[error("{step}: {source}")]
-    Model { step: String, source: ChatError },
+    Model {
+        /// The step (`answer`, …).
+        step: String,
+        /// The model's error.
+        source: ChatError,
+    },
+    /// Searching a library failed.
     #[error("retrieval: {0}")]
     Retrieval(String),
 }
 
 /// One research run in progress.
 pub struct Run {
+    /// The model every step calls.
     pub model: Arc<dyn ChatModel>,
+    /// What the run searches (the chosen libraries, and the web when on).
     pub retriever: Arc<dyn Retriever>,
+    /// Limits: rounds, passages, tokens.
     pub config: AgentConfig,
     events: EventSink,
     cancel: CancellationToken,
@@ -95,6 +105,7 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run starting now, reporting to `events`, stopped by `cancel`.
     pub fn new(
         model: Arc<dyn ChatModel>,
         retriever: Arc<dyn Retriever>,
@@ -113,6 +124,7 @@ impl Run {
         }
     }
 
+    /// Reports `event`.
     pub fn emit(&self, event: AgentEvent) {
         (self.events)(event);
     }
@@ -122,10 +134,12 @@ impl Run {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Seconds since the run started.
     pub fn seconds(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
 
+    /// Errors: [`AgentError::Cancelled`] once the person stopped the run.
     pub fn check_cancelled(&self) -> Result<(), AgentError> {
         if self.cancel.is_cancelled() {
             Err(AgentError::Cancelled)
@@ -178,6 +192,7 @@ impl Run {
         }
     }
 
+    /// Reports that `step`'s output could not be used (`problem`) and the run goes on with `fallback`.
     pub fn degraded(&self, step: &str, problem: &str, fallback: &str) {
         self.emit(AgentEvent::Degraded {
             step: step.to_string(),

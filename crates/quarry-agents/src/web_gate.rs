@@ -55,6 +55,7 @@ impl std::fmt::Display for WebQueryPolicy {
 pub struct WebQuery {
     /// The source's name (`web`).
     pub source: String,
+    /// The query.
     pub query: String,
     /// False: withheld by the policy (written by the model, not typed by the person).
     pub sent: bool,
@@ -89,6 +90,9 @@ pub struct QueryGate {
 }
 
 impl QueryGate {
+    /// `inner` (the web retriever, named `source`) behind `policy`: the person's `question` always
+    /// passes; other queries pass or are withheld as the policy says, each recorded in `log` and
+    /// reported to `events`.
     pub fn new(
         inner: Arc<dyn Retriever>,
         source: &str,

@@ -18,9 +18,6 @@
 //!   sampling; llama.cpp's DRY sampler is on by default against that for free text (see
 //!   [`RepetitionControl`]); grammar-constrained steps are left to their grammar.
 
-// Every public item says what it is (issue 38); the other crates follow as theirs are written.
-#![warn(missing_docs)]
-
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;

@@ -7,9 +7,6 @@
 //! The embedded GGUF backend (llama.cpp in-process) lives in its own crate so that only the binaries that
 //! need it compile llama.cpp.
 
-// Every public item says what it is (issue 38); the other crates follow as theirs are written.
-#![warn(missing_docs)]
-
 mod discover;
 mod openai;
 

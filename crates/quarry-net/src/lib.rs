@@ -20,9 +20,6 @@
 //! page, a cloud metadata service at 169.254.169.254 or a local database would otherwise be fetched and
 //! its text shown to the model and the person). See [`is_public_ip`] for the ranges refused.
 
-// Every public item says what it is (issue 38); the other crates follow as theirs are written.
-#![warn(missing_docs)]
-
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,9 +2,6 @@
 //! retrievers ([`open_libraries`]) and load the chosen language model ([`LlmSettings::load`]). Both front
 //! ends are thin layers over this and the library crates.
 
-// Every public item says what it is (issue 38); the other crates follow as theirs are written.
-#![warn(missing_docs)]
-
 use anyhow::Context;
 use quarry_agents::{LibraryInfo, SearchableLibrary};
 use quarry_core::ChatModel;
