@@ -232,14 +232,20 @@ impl Run {
         let nothing_found = passages.is_empty();
         let (text, used) = number_passages(&passages, question, self.config.passage_chars, self.config.context_chars);
         let passages: Vec<Passage> = passages.into_iter().take(used).collect();
+        // Quarry's own lines speak the question's language, as the Chinese answer prompt does.
+        let chinese = quarry_core::is_mostly_cjk(question);
         let markdown = if nothing_found {
-            let text = format!("The library does not contain passages relevant to this question, so it cannot be answered from your documents: {question}");
+            let text = if chinese {
+                format!("资料库中没有找到与这个问题相关的段落，无法根据你的文档回答：{question}")
+            } else {
+                format!("The library does not contain passages relevant to this question, so it cannot be answered from your documents: {question}")
+            };
             self.emit(AgentEvent::AnswerDelta { text: text.clone() });
             text
         } else {
             let mut values: Vec<(&str, &str)> = vec![("passages", &text), ("question", question)];
             values.extend_from_slice(extra);
-            let mut request = prompt.request(&values, self.config.answer_max_tokens);
+            let mut request = prompt.in_language_of(question).request(&values, self.config.answer_max_tokens);
             request.step = "answer".into();
             let text = self.call(&request, true).await?.text.trim().to_string();
             match crate::answer::closest_piece(&passages, question, 400).filter(|_| crate::answer::says_nothing(&text))
@@ -252,7 +258,11 @@ impl Run {
                         "the model wrote only citation markers",
                         "the passage closest to the question, quoted",
                     );
-                    format!("The model wrote no answer from the passages found. The passage closest to the question says: “{piece}” [{number}]")
+                    if chinese {
+                        format!("模型没有根据找到的段落写出回答。与问题最接近的段落写道：“{piece}” [{number}]")
+                    } else {
+                        format!("The model wrote no answer from the passages found. The passage closest to the question says: “{piece}” [{number}]")
+                    }
                 }
                 None => text,
             }

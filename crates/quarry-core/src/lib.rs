@@ -17,4 +17,4 @@ pub use chat::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Rol
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
 pub use format::Format;
 pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
-pub use text_stats::{count_cjk_chars, is_cjk_char};
+pub use text_stats::{count_cjk_chars, is_cjk_char, is_mostly_cjk, mostly_cjk};

@@ -19,6 +19,20 @@ pub fn count_cjk_chars(text: &str) -> usize {
     text.chars().filter(|&c| is_cjk_char(c)).count()
 }
 
+/// Whether text with `cjk` CJK characters among `letters` letters (alphabetic characters, CJK included)
+/// is mostly Chinese, Japanese or Korean: more than half of the letters. Digits, punctuation and spaces
+/// do not count, so the figures of a Chinese annual report do not hide its language. One rule for the
+/// library's embedding model, search's fusion and the answer's language.
+pub fn mostly_cjk(letters: u64, cjk: u64) -> bool {
+    letters > 0 && cjk * 2 > letters
+}
+
+/// [`mostly_cjk`] of `text`.
+pub fn is_mostly_cjk(text: &str) -> bool {
+    let letters = text.chars().filter(|c| c.is_alphabetic()).count() as u64;
+    mostly_cjk(letters, count_cjk_chars(text) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -319,10 +319,8 @@ fn sorted(scores: HashMap<u64, (f32, usize)>) -> Vec<(u64, f32)> {
 /// neighbours for a Chinese query are noise that fusion would mix in (measured on CMRC 2018: Recall@10
 /// 0.997 for BM25, 0.79 when fused with such noise).
 pub fn embedder_covers(languages: &[String], query: &str) -> bool {
-    let letters = query.chars().filter(|c| c.is_alphabetic()).count();
-    let cjk = quarry_core::count_cjk_chars(query);
-    let mostly_cjk = letters > 0 && cjk * 2 > letters;
-    !mostly_cjk || languages.iter().any(|l| matches!(l.as_str(), "zh" | "ja" | "ko" | "multilingual"))
+    !quarry_core::is_mostly_cjk(query)
+        || languages.iter().any(|l| matches!(l.as_str(), "zh" | "ja" | "ko" | "multilingual"))
 }
 
 #[cfg(test)]

@@ -66,13 +66,6 @@ pub const VECTOR_INDEX_ROWS: usize = 20_000;
 /// library: enough for a few pages, so one cover sheet in another language does not decide.
 pub const MODEL_SAMPLE_CHARS: u64 = 20_000;
 
-/// Whether text with `cjk` CJK ideographs among `letters` letters is mostly Chinese, Japanese or Korean:
-/// more than half of the letters. Digits, punctuation and spaces do not count, so the figures of a
-/// Chinese annual report do not hide its language (the rule of `quarry_index::embedder_covers`).
-pub fn mostly_cjk(letters: u64, cjk: u64) -> bool {
-    letters > 0 && cjk * 2 > letters
-}
-
 impl IngestOptions {
     /// Default options over `isolation`: commit groups of 256 chunks, failed files left alone, no re-hashing, the ANN index from [`VECTOR_INDEX_ROWS`] rows, old versions kept 10 min, automatic model choice on.
     pub fn new(isolation: IsolationConfig) -> Self {
@@ -786,7 +779,7 @@ impl Library {
         let mut chosen = None;
         let current_id =
             current.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?.model_id().to_string();
-        if mostly_cjk(letters, cjk) && current_id != quarry_index::MULTILINGUAL_E5_MODEL_ID {
+        if quarry_core::mostly_cjk(letters, cjk) && current_id != quarry_index::MULTILINGUAL_E5_MODEL_ID {
             match quarry_index::EmbedderConfig::multilingual_e5().and_then(|config| Embedder::new(&config)) {
                 Ok(e5) if e5.dimension() == self.manifest.embedding.dimension => {
                     self.manifest.embedding.model_id = e5.model_id().to_string();
@@ -903,12 +896,8 @@ pub fn hash_file(path: &Path) -> std::io::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::mostly_cjk;
-    use quarry_core::count_cjk_chars;
-
     fn share(text: &str) -> bool {
-        let letters = text.chars().filter(|c| c.is_alphabetic()).count() as u64;
-        mostly_cjk(letters, count_cjk_chars(text) as u64)
+        quarry_core::is_mostly_cjk(text)
     }
 
     #[test]

@@ -78,6 +78,54 @@ async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
 }
 
 #[tokio::test]
+async fn a_chinese_question_is_answered_with_the_chinese_prompt_and_chinese_fallbacks() {
+    let retriever = Arc::new(MemoryRetriever::new(
+        "zh",
+        &[
+            ("AY01.md", 3, "2022 年,公司实现营业收入 3,549 亿元,同比增长达到 8.3%。"),
+            ("AY02.md", 1, "上半年精品网络建设卓有成效。"),
+            ("unicom.pdf", 5, "China Unicom revenue in 2022 was RMB 354.9 billion."),
+        ],
+    ));
+    // (The test retriever matches words of three letters or more: "2022" finds the passages.)
+    let question = "2022 年中国联通的营业收入是多少？";
+    // The answer prompt is the Chinese one; the model's answer of markers alone is replaced by the closest
+    // passage, introduced in Chinese.
+    let model = Arc::new(ScriptedModel::new().on("answer", text("[1] [2]")));
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let prompt = &model.prompts_of("answer")[0];
+    assert!(prompt.starts_with("段落：") && prompt.contains("问题：2022 年中国联通的营业收入是多少？"), "{prompt}");
+    let answer = answer.unwrap();
+    assert!(
+        answer.markdown.starts_with("模型没有根据找到的段落写出回答。与问题最接近的段落写道：“2022 年"),
+        "{}",
+        answer.markdown
+    );
+    // An English question over the same library keeps the English prompt.
+    let model = Arc::new(ScriptedModel::new().on("answer", text("Revenue was 3,549 亿元 [1].")));
+    run_agent(
+        "What was China Unicom's revenue in 2022?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        AgentConfig::default(),
+    )
+    .await
+    .0
+    .unwrap();
+    assert!(model.prompts_of("answer")[0].starts_with("Passages:"));
+    // Nothing found: Quarry's own line is in Chinese too, and it is a decline.
+    let empty = Arc::new(MemoryRetriever::new("empty", &[]));
+    let model = Arc::new(ScriptedModel::new());
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Naive), &model, &[library(&empty)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert!(answer.markdown.starts_with("资料库中没有找到与这个问题相关的段落"), "{}", answer.markdown);
+    assert!(quarry_agents::claims::is_decline(&answer.markdown) && model.steps().is_empty());
+}
+
+#[tokio::test]
 async fn an_answer_of_citation_markers_alone_becomes_the_closest_passage_quoted() {
     // Qwen2.5-Coder-1.5B answered a sec-10-q question with "[1] [2] [3] [4] [5] [6] [7] [8]".
     let model = Arc::new(ScriptedModel::new().on("answer", text("[1] [2] [3]\n[4]")));
