@@ -98,9 +98,8 @@ pub async fn answer_per_document(
         markdown.push_str(transition);
         let (text, _) =
             number_passages_from(1, &passages, question, run.config.passage_chars, run.config.context_chars);
-        let mut request = prompts::ANSWER
-            .in_language_of(question)
-            .request(&[("passages", &text), ("question", question)], run.config.answer_max_tokens);
+        let mut request =
+            prompts::ANSWER.request(&[("passages", &text), ("question", question)], run.config.answer_max_tokens);
         request.step = "answer".into();
         markdown.push_str(run.call(&request, true).await?.text.trim());
     }

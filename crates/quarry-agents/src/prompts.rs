@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-11-27.1";
+pub const PROMPTS_VERSION: &str = "2026-11-26.5";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
@@ -22,7 +22,6 @@ macro_rules! prompt {
 }
 
 prompt!(ANSWER, "answer");
-prompt!(ANSWER_ZH, "answer_zh");
 prompt!(DOCUMENT_ANSWER, "document_answer");
 prompt!(SUB_QUERIES, "sub_queries");
 prompt!(RELEVANCE, "relevance");
@@ -39,9 +38,8 @@ prompt!(REPORT_INTRODUCTION, "report_introduction");
 prompt!(REPORT_CONCLUSION, "report_conclusion");
 
 /// Every prompt, for tests.
-pub const ALL: [Prompt; 16] = [
+pub const ALL: [Prompt; 15] = [
     ANSWER,
-    ANSWER_ZH,
     DOCUMENT_ANSWER,
     SUB_QUERIES,
     RELEVANCE,
@@ -59,18 +57,6 @@ pub const ALL: [Prompt; 16] = [
 ];
 
 impl Prompt {
-    /// The prompt to write the answer to `question` with: for a question mostly in Chinese
-    /// ([`quarry_core::is_mostly_cjk`]), [`ANSWER`]'s rules in Chinese ([`ANSWER_ZH`]), so that the model
-    /// answers and declines in the question's language — given English rules, Qwen2.5-1.5B answered 7 of
-    /// 25 Chinese questions partly in English (docs/ANSWERS.md, Session 12). Every other prompt is itself.
-    pub fn in_language_of(self, question: &str) -> Prompt {
-        if self.name == ANSWER.name && quarry_core::is_mostly_cjk(question) {
-            ANSWER_ZH
-        } else {
-            self
-        }
-    }
-
     /// (system, user) with every `{name}` replaced by its value from `values`. Braces that are not a
     /// placeholder (`{"queries": …}` in JSON examples) stay as they are.
     ///

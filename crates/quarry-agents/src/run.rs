@@ -245,7 +245,7 @@ impl Run {
         } else {
             let mut values: Vec<(&str, &str)> = vec![("passages", &text), ("question", question)];
             values.extend_from_slice(extra);
-            let mut request = prompt.in_language_of(question).request(&values, self.config.answer_max_tokens);
+            let mut request = prompt.request(&values, self.config.answer_max_tokens);
             request.step = "answer".into();
             let text = self.call(&request, true).await?.text.trim().to_string();
             match crate::answer::closest_piece(&passages, question, 400).filter(|_| crate::answer::says_nothing(&text))

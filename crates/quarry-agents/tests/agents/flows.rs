@@ -78,7 +78,7 @@ async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
 }
 
 #[tokio::test]
-async fn a_chinese_question_is_answered_with_the_chinese_prompt_and_chinese_fallbacks() {
+async fn quarrys_own_lines_answer_a_chinese_question_in_chinese() {
     let retriever = Arc::new(MemoryRetriever::new(
         "zh",
         &[
@@ -89,32 +89,19 @@ async fn a_chinese_question_is_answered_with_the_chinese_prompt_and_chinese_fall
     ));
     // (The test retriever matches words of three letters or more: "2022" finds the passages.)
     let question = "2022 年中国联通的营业收入是多少？";
-    // The answer prompt is the Chinese one; the model's answer of markers alone is replaced by the closest
-    // passage, introduced in Chinese.
+    // The model's answer of markers alone is replaced by the closest passage, introduced in Chinese. (The
+    // answer prompt stays the English one: its rules in Chinese made Qwen2.5-1.5B write markers alone for
+    // 3 of the first 4 NetOperatorQA questions; docs/ANSWERS.md, Session 12.)
     let model = Arc::new(ScriptedModel::new().on("answer", text("[1] [2]")));
     let (answer, _) =
         run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
-    let prompt = &model.prompts_of("answer")[0];
-    assert!(prompt.starts_with("段落：") && prompt.contains("问题：2022 年中国联通的营业收入是多少？"), "{prompt}");
+    assert!(model.prompts_of("answer")[0].starts_with("Passages:"));
     let answer = answer.unwrap();
     assert!(
         answer.markdown.starts_with("模型没有根据找到的段落写出回答。与问题最接近的段落写道：“2022 年"),
         "{}",
         answer.markdown
     );
-    // An English question over the same library keeps the English prompt.
-    let model = Arc::new(ScriptedModel::new().on("answer", text("Revenue was 3,549 亿元 [1].")));
-    run_agent(
-        "What was China Unicom's revenue in 2022?",
-        Some(AgentKind::Naive),
-        &model,
-        &[library(&retriever)],
-        AgentConfig::default(),
-    )
-    .await
-    .0
-    .unwrap();
-    assert!(model.prompts_of("answer")[0].starts_with("Passages:"));
     // Nothing found: Quarry's own line is in Chinese too, and it is a decline.
     let empty = Arc::new(MemoryRetriever::new("empty", &[]));
     let model = Arc::new(ScriptedModel::new());
