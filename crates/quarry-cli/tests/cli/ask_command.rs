@@ -92,8 +92,11 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert_eq!(answer["llm_calls"], 1);
     assert_eq!(of(&events, "llm_call").len(), 1);
     assert!(!answer["markdown"].as_str().unwrap().trim().is_empty());
+    // The answer streams as the model writes it; the final text adds the markers the citation repair
+    // found (a line copied from a passage cites it), nothing else.
     let streamed: String = of(&events, "answer_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
-    assert_eq!(streamed.trim(), answer["markdown"].as_str().unwrap());
+    let strip = quarry_agents::answer::strip_citations;
+    assert_eq!(strip(streamed.trim()), strip(answer["markdown"].as_str().unwrap()));
     sources_exist(&data, &answer);
 
     // A question in Chinese over English reports: one clear line, no model call, no made-up answer
