@@ -238,7 +238,7 @@ fn sentence_pieces(text: &str) -> Vec<&str> {
 }
 
 /// Full-width marks that end a sentence or clause in Chinese and Japanese text: 。！？；
-const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
+pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 
 /// Whether a model's answer says nothing: once its citation markers are removed, no word of two letters
 /// or more is left (Qwen2.5-Coder-1.5B sometimes answers "[1] [2] [3] [4] [5] [6] [7] [8]").

@@ -182,7 +182,7 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                     } else if (matches!(c, '.' | '!' | '?')
                         && next.is_none_or(|n| n.is_whitespace())
                         && !ends_with_abbreviation(&text[..at]))
-                        || matches!(c, '。' | '！' | '？' | '；' | '：')
+                        || ends_cjk_sentence_or_lead_in(c)
                     {
                         current.text.push_str(&text[start..at + c.len_utf8()]);
                         flush(&mut current, &mut out, false);
@@ -207,6 +207,12 @@ fn word_count(text: &str) -> usize {
             cjk / 2 + usize::from(other || cjk == 1)
         })
         .sum()
+}
+
+/// A full-width sentence end of Chinese and Japanese ([`crate::answer::CJK_SENTENCE_ENDS`]), or the
+/// full-width colon that ends a lead-in (`…如下：`).
+fn ends_cjk_sentence_or_lead_in(c: char) -> bool {
+    crate::answer::CJK_SENTENCE_ENDS.contains(&c) || c == '：'
 }
 
 /// `p.`, `pp.`, `No.`, `Inc.`, `Corp.`, `vs.`, `e.g.`, a single capital (`U.S.`), or a number's decimal
@@ -423,7 +429,7 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                     // No one passage holds all its figures: each sentence cites the passage stating most
                     // of its own, or the one it is copied from (an uncited line is exactly the text last
                     // pushed to `out`).
-                    let (by_sentence, mut sentence_repairs) = cite_uncited_sentences(paragraph, sources);
+                    let (by_sentence, mut sentence_repairs) = cite_sentences(paragraph, sources, &read);
                     if !sentence_repairs.is_empty() {
                         out.truncate(out.len() - paragraph.len());
                         out.push_str(&by_sentence);
@@ -480,7 +486,11 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
 /// and anything but a lower-case letter ("the U.S. dollar" is one sentence), at the full-width `。！？；`
 /// and the lead-in's `：`, or at the end of `text`.
 pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
-    let read = SourcesRead::of(sources);
+    cite_sentences(text, sources, &SourcesRead::of(sources))
+}
+
+/// [`cite_uncited_sentences`] with `sources` already read (`read` is [`SourcesRead::of`] them).
+fn cite_sentences(text: &str, sources: &[Citation], read: &SourcesRead) -> (String, Vec<CitationRepair>) {
     let mut out = String::with_capacity(text.len() + 16);
     let mut repairs = Vec::new();
     // A decline ("… do not state it") claims nothing, whatever dates its heading names.
@@ -500,7 +510,7 @@ pub fn cite_uncited_sentences(text: &str, sources: &[Citation]) -> (String, Vec<
         let ends = (matches!(c, '.' | '!' | '?')
             && after.chars().next().is_none_or(char::is_whitespace)
             && after.trim_start().chars().next().is_none_or(|c| !c.is_lowercase()))
-            || matches!(c, '。' | '！' | '？' | '；' | '：');
+            || ends_cjk_sentence_or_lead_in(c);
         if !ends {
             continue;
         }

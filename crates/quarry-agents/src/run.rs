@@ -232,7 +232,7 @@ impl Run {
         let nothing_found = passages.is_empty();
         let (text, used) = number_passages(&passages, question, self.config.passage_chars, self.config.context_chars);
         let passages: Vec<Passage> = passages.into_iter().take(used).collect();
-        // Quarry's own lines speak the question's language, as the Chinese answer prompt does.
+        // Quarry's own lines speak the question's language (Chinese or English).
         let chinese = quarry_core::is_mostly_cjk(question);
         let markdown = if nothing_found {
             let text = if chinese {

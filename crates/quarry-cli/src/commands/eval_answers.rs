@@ -220,8 +220,13 @@ fn answer_passage_position(passages: &[Passage], relevant: &[String], wanted: &[
 
 /// Share of `wanted` stated somewhere in `passages` (texts and context lines).
 fn figures_found(passages: &[Passage], wanted: &[Figure]) -> f64 {
+    figures_stated_in(passages, wanted).len() as f64 / wanted.len().max(1) as f64
+}
+
+/// Those of `wanted` stated somewhere in `passages` (texts and context lines), in order.
+fn figures_stated_in<'a>(passages: &[Passage], wanted: &'a [Figure]) -> Vec<&'a Figure> {
     let found: Vec<Figure> = passages.iter().flat_map(|p| figures(&format!("{}\n{}", p.context, p.text))).collect();
-    wanted.iter().filter(|w| states(&found, w)).count() as f64 / wanted.len().max(1) as f64
+    wanted.iter().filter(|w| states(&found, w)).collect()
 }
 
 /// The passages as the answering model reads them: those that fit its prompt, each with the excerpt the
@@ -366,7 +371,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "answer_passage_rank": answer_passage_position(&passages, &q.relevant, &q.figures),
                     "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
-                    "figures_read": q.figures.iter().filter(|f| figures_found(&read, std::slice::from_ref(f)) > 0.0).map(|f| &f.text).collect::<Vec<_>>(),
+                    "figures_read": figures_stated_in(&read, &q.figures).iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
                     "per_document": report.sums.per_document.last() == Some(&1.0),
                     "declined_without_model": uncovered,
@@ -428,11 +433,12 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
             let read = as_read(&passages, &q.text, &config);
             let stated = figures(&text);
+            let reference_f1 = quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference));
             let share = (!q.figures.is_empty())
                 .then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
             if q.answerable {
                 s.declined_answerable.push(f64::from(u8::from(declined)));
-                s.reference_f1.push(quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference)));
+                s.reference_f1.push(reference_f1);
                 if let Some(share) = share {
                     s.key_fact.push(share);
                     if q.relevant.len() == 1 {
@@ -454,7 +460,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "reference": q.reference,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
-                    "reference_f1": quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference)),
+                    "reference_f1": reference_f1,
                     "declined": declined, "answer": answer.markdown,
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
                     "citation_repairs": answer.citation_repairs,
