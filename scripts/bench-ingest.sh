@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# Benchmark: ingest a folder end to end with the release binary (parse in worker processes, chunk, embed,
-# write LanceDB + tantivy, compact) into a fresh library, and print a Markdown table: documents, pages,
-# chunks, wall time, pages/s, chunks/s, peak RSS of the whole process tree's main process, size of the
-# library on disk against the extracted text; then search latency (p50/p95 per mode) on that library with
-# the evaluation questions of C_private_library.
+# Benchmark: ingest a folder end to end with the quick start's build (the dev profile of the root
+# Cargo.toml; PROFILE=release for a release build) — parse in worker processes, chunk, commit to LanceDB +
+# tantivy (searchable by keyword), then embed, compact — into a fresh library, and print a Markdown table:
+# documents, pages, chunks, seconds until every document was searchable by keyword and pages/s to that
+# point, wall time, pages/s, chunks/s, peak RSS of the main process, size of the library on disk against
+# the extracted text; then search latency (p50/p95 per mode) on that library with the evaluation questions
+# of C_private_library.
 #
 # When the folder's parent has question sets (`qna/*/queries.jsonl` + `qrels.tsv` naming documents by
 # path, as C_private_library does), also prints each set's document-level recall (`quarry eval library`).
 #
 #   scripts/bench-ingest.sh [FOLDER]     (default: ../shared/eval/C_private_library/docs)
-#   CHUNK_TOKENS=256 scripts/bench-ingest.sh    chunk size of the library (default 512)
+#   CHUNK_TOKENS=512 scripts/bench-ingest.sh    chunk size of the library (default 256, as `library create`)
+#   QUARRY=path/to/quarry scripts/bench-ingest.sh    another build (e.g. an older commit's), not rebuilt
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 source scripts/env.sh
 folder="${1:-../shared/eval/C_private_library/docs}"
 [ -d "$folder" ] || { echo "no folder $folder" >&2; exit 1; }
-cargo build --locked --release -p quarry-cli >&2
-quarry="$CARGO_TARGET_DIR/release/quarry"
+if [ -n "${QUARRY:-}" ]; then
+  quarry="$QUARRY"
+elif [ "${PROFILE:-dev}" = release ]; then
+  cargo build --locked --release --workspace --bin quarry >&2
+  quarry="$CARGO_TARGET_DIR/release/quarry"
+else
+  cargo build --locked --workspace --bin quarry >&2
+  quarry="$CARGO_TARGET_DIR/debug/quarry"
+fi
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
-"$quarry" --data-dir "$data" library create bench --chunk-tokens "${CHUNK_TOKENS:-512}" >/dev/null
+"$quarry" --data-dir "$data" library create bench --chunk-tokens "${CHUNK_TOKENS:-256}" >/dev/null
 /usr/bin/time -v -o "$data/time.txt" "$quarry" --data-dir "$data" add "$folder" --library bench --json > "$data/events.jsonl"
 "$quarry" --data-dir "$data" status --library bench --json > "$data/status.json"
 source_bytes=$(du -sb "$folder" | cut -f1)
@@ -35,11 +45,16 @@ rss_kb = int(next(l for l in time.splitlines() if "Maximum resident" in l).split
 docs = status["documents"]
 secs = finished["seconds"]
 print(f"ingest of {folder} ({source_bytes / 2**20:.1f} MiB of files)\n")
-print("| documents indexed | failed | pages | chunks | text MiB | wall s | pages/s | chunks/s | peak RSS MiB | library MiB | library / text |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+# Until every document read was searchable by keyword: the `keyword_ready` event (older builds, which
+# embedded before committing, have none: searchable by keyword only as each group was embedded).
+ready = next((e for e in events if e.get("event") == "keyword_ready"), None)
+keyword_s = f"{ready['seconds']:.1f}" if ready else "–"
+keyword_rate = f"{status['pages'] / ready['seconds']:.1f}" if ready and ready["seconds"] > 0 else "–"
+print("| documents indexed | failed | pages | chunks | text MiB | keyword-searchable after s | pages/s to that | wall s | pages/s | chunks/s | peak RSS MiB | library MiB | library / text |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 text_mib = status["text_chars"] / 2**20
 disk_mib = status["disk_bytes"] / 2**20
-print(f"| {docs.get('indexed', 0)} | {docs.get('failed', 0)} | {status['pages']} | {status['chunks']} | {text_mib:.1f} | {secs:.0f} | "
+print(f"| {docs.get('indexed', 0)} | {docs.get('failed', 0)} | {status['pages']} | {status['chunks']} | {text_mib:.1f} | {keyword_s} | {keyword_rate} | {secs:.0f} | "
       f"{status['pages'] / secs:.1f} | {status['chunks'] / secs:.1f} | {rss_kb / 1024:.0f} | {disk_mib:.1f} | {disk_mib / max(text_mib, 1e-9):.1f}× |")
 print("\n(text MiB counts extracted characters as 1 byte each; the library holds text, 384 float32 per chunk and the BM25 index)")
 for path, reason in status["failures"][:20]:

@@ -59,14 +59,20 @@ fn info(state: &AppState) -> AppInfo {
 pub struct LibraryView {
     /// The library's name.
     pub name: String,
-    /// Documents by state: indexed, failed, pending.
+    /// Documents searchable both ways (`indexed`).
     pub indexed: usize,
     /// Documents that could not be read (see `failures`).
     pub failed: usize,
     /// Documents added but not yet searchable.
     pub pending: usize,
+    /// Documents searchable by keyword only: their chunks wait for embeddings.
+    pub keyword_only: usize,
     /// Chunks in its indexes.
     pub chunks: usize,
+    /// Chunks waiting for their embeddings (an ingest under way or stopped).
+    pub waiting_chunks: usize,
+    /// Estimated seconds until they are embedded, at the library's last measured speed.
+    pub waiting_eta_seconds: Option<f64>,
     /// Failed documents: path and reason.
     pub failures: Vec<(String, String)>,
     /// True while an ingest into it runs.
@@ -88,7 +94,10 @@ pub async fn list_libraries(state: State<'_, AppState>) -> Reply<Vec<LibraryView
             indexed: 0,
             failed: 0,
             pending: 0,
+            keyword_only: 0,
             chunks: 0,
+            waiting_chunks: 0,
+            waiting_eta_seconds: None,
             failures: vec![],
             ingesting,
             error: None,
@@ -100,7 +109,10 @@ pub async fn list_libraries(state: State<'_, AppState>) -> Reply<Vec<LibraryView
                     view.indexed = count("indexed");
                     view.failed = count("failed");
                     view.pending = count("pending");
+                    view.keyword_only = count("keyword_only");
                     view.chunks = status.chunks;
+                    view.waiting_chunks = status.waiting_chunks;
+                    view.waiting_eta_seconds = status.waiting_eta_seconds;
                     view.failures = status.failures;
                 }
                 Err(e) => view.error = Some(e.to_string()),
@@ -120,7 +132,12 @@ pub async fn create_library(state: State<'_, AppState>, name: String) -> Reply<(
     let automatic = !state.settings().embedding.names_a_model();
     let embedding = {
         let e = embedder.lock().map_err(text)?;
-        quarry_store::EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension(), automatic }
+        quarry_store::EmbeddingInfo {
+            model_id: e.model_id().to_string(),
+            dimension: e.dimension(),
+            automatic,
+            chunks_per_second: None,
+        }
     };
     Library::create(&state.data, name.trim(), embedding, quarry_store::ChunkingInfo::default()).await.map_err(text)?;
     Ok(())

@@ -486,8 +486,12 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
 
     // A library whose only source is `papers/`, and a conversation whose answer cites the launcher.
     let dir = quarry_store::DataDir::at(&data);
-    let embedding =
-        quarry_store::EmbeddingInfo { model_id: "all-MiniLM-L6-v2".into(), dimension: 384, automatic: false };
+    let embedding = quarry_store::EmbeddingInfo {
+        model_id: "all-MiniLM-L6-v2".into(),
+        dimension: 384,
+        automatic: false,
+        chunks_per_second: None,
+    };
     quarry_store::Library::create(&dir, "mine", embedding, quarry_store::ChunkingInfo::default()).await.unwrap();
     let library_dir = dir.library_dir("mine").unwrap();
     let mut manifest = quarry_store::LibraryManifest::load(&library_dir).unwrap();

@@ -17,7 +17,12 @@ export interface LibraryView {
   indexed: number;
   failed: number;
   pending: number;
+  /** Documents searchable by keyword only: their chunks wait for embeddings. */
+  keyword_only: number;
   chunks: number;
+  /** Chunks waiting for their embeddings, and the estimated seconds until they are embedded. */
+  waiting_chunks: number;
+  waiting_eta_seconds: number | null;
   /** [path, reason] of each failed document. */
   failures: [string, string][];
   ingesting: boolean;
@@ -48,6 +53,8 @@ export type IngestEvent =
   | { event: "skipped"; path: string; reason: string }
   | { event: "failed"; path: string; status: string; error: string }
   | { event: "moved"; from: string; to: string }
+  | { event: "keyword_indexed"; documents: number; chunks: number }
+  | { event: "keyword_ready"; documents: number; waiting_chunks: number; seconds: number }
   | { event: "indexed"; documents: number; chunks: number }
   | { event: "embedding"; done: number; known: number }
   | { event: "file_done"; path: string }

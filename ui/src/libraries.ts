@@ -21,7 +21,13 @@ export async function refreshLibraries() {
 
 function libraryCounts(l: LibraryView): string {
   if (l.error) return l.error;
-  const parts = [`${l.indexed} document${l.indexed === 1 ? "" : "s"}`, `${l.chunks} chunks`];
+  const searchable = l.indexed + l.keyword_only;
+  const parts = [`${searchable} document${searchable === 1 ? "" : "s"}`, `${l.chunks} chunks`];
+  if (l.waiting_chunks) {
+    // Searchable by keyword already; semantic search covers them once embedded.
+    const eta = l.waiting_eta_seconds != null ? `, ~${Math.max(1, Math.round(l.waiting_eta_seconds / 60))} min` : "";
+    parts.push(`${l.waiting_chunks} chunks waiting for embeddings${eta}`);
+  }
   if (l.failed) parts.push(`${l.failed} failed`);
   if (l.pending) parts.push(`${l.pending} pending`);
   if (l.ingesting) parts.push("adding…");
@@ -133,10 +139,10 @@ interface FileRow {
   state: string;
   detail: string;
 }
-export const ingest = { library: "", files: new Map<string, FileRow>(), toRead: 0, done: 0, embedded: 0, known: 0, started: 0, model: "" };
+export const ingest = { library: "", files: new Map<string, FileRow>(), toRead: 0, done: 0, embedded: 0, known: 0, started: 0, model: "", keywordSeconds: null as number | null };
 
 export async function addFiles(library: string, paths: string[]) {
-  Object.assign(ingest, { library, files: new Map(), toRead: 0, done: 0, embedded: 0, known: 0, started: Date.now(), model: "" });
+  Object.assign(ingest, { library, files: new Map(), toRead: 0, done: 0, embedded: 0, known: 0, started: Date.now(), model: "", keywordSeconds: null });
   $("ingest").hidden = false;
   $("ingest-title").textContent = `Adding ${paths.length} item${paths.length === 1 ? "" : "s"} to ${library}`;
   $("ingest-summary").textContent = "Scanning…";
@@ -172,7 +178,16 @@ export function onIngestEvents(library: string, events: IngestEvent[]) {
         ingest.toRead = e.to_read;
         break;
       case "read":
-        ingest.files.set(e.path, { state: "embedding", detail: `${e.format}, ${e.chunks} chunks` });
+        ingest.files.set(e.path, { state: "read", detail: `${e.format}, ${e.chunks} chunks` });
+        break;
+      case "keyword_indexed":
+        // Committed: keyword search finds these files now; embeddings come after every file is read.
+        for (const row of ingest.files.values()) if (row.state === "read") row.state = "keyword search";
+        break;
+      case "keyword_ready":
+        ingest.keywordSeconds = e.seconds;
+        ingest.embedded = 0;
+        ingest.known = e.waiting_chunks;
         break;
       case "failed":
         ingest.files.set(e.path, { state: "failed", detail: `${e.status}: ${e.error}` });
@@ -184,7 +199,17 @@ export function onIngestEvents(library: string, events: IngestEvent[]) {
         ingest.files.set(e.path, { state: "skipped", detail: e.reason });
         break;
       case "indexed":
-        for (const row of ingest.files.values()) if (row.state === "embedding") row.state = "indexed";
+        // Groups are embedded in the order files were read.
+        {
+          let left = e.documents;
+          for (const row of ingest.files.values()) {
+            if (left <= 0) break;
+            if (row.state === "keyword search") {
+              row.state = "indexed";
+              left -= 1;
+            }
+          }
+        }
         break;
       case "embedding":
         ingest.embedded = e.done;
@@ -206,13 +231,19 @@ export function onIngestEvents(library: string, events: IngestEvent[]) {
 }
 
 function renderIngest() {
-  const fraction = ingest.toRead > 0 ? (ingest.done + (ingest.known > 0 ? ingest.embedded / ingest.known : 0)) / (ingest.toRead + 1) : 0;
+  // Reading files is quick and embedding takes most of the time (docs/evaluation/ingest-and-search.md):
+  // the bar gives reading a tenth.
+  const read = ingest.toRead > 0 ? ingest.done / ingest.toRead : 0;
+  const embedded = ingest.known > 0 ? ingest.embedded / ingest.known : 0;
+  const fraction = ingest.toRead > 0 ? 0.1 * read + 0.9 * embedded : 0;
   (document.getElementById("ingest-progress") as HTMLProgressElement).value = Math.min(1, fraction);
   if (ingest.toRead > 0) {
     const elapsed = (Date.now() - ingest.started) / 1000;
     const eta = fraction > 0.02 ? Math.round((elapsed / fraction) * (1 - fraction)) : null;
     $("ingest-summary").textContent =
-      `${ingest.done} of ${ingest.toRead} files read · ${ingest.embedded} of ${ingest.known} chunks embedded` +
+      `${ingest.done} of ${ingest.toRead} files read` +
+      (ingest.keywordSeconds !== null ? ` (searchable by keyword after ${ingest.keywordSeconds.toFixed(0)} s)` : "") +
+      ` · ${ingest.embedded} of ${ingest.known} chunks embedded` +
       (eta !== null ? ` · about ${eta} s left` : "") +
       (ingest.model ? ` · model ${ingest.model}` : "");
   }

@@ -7,7 +7,7 @@
 //! from 1) merges lists whose scores are not comparable at all: several libraries, several queries.
 
 use quarry_core::rank_fusion::RankFusion;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The constant of the original paper ([`quarry_core::rank_fusion::RRF_K`]), as `f32` for the scores here.
 pub const RRF_K: f32 = quarry_core::rank_fusion::RRF_K as f32;
@@ -121,27 +121,44 @@ impl HybridFusion {
     /// The fused ranking of `bm25` and `dense` (each best first; only their first [`Self::depth`] count),
     /// as (id, fused score), best first; ties keep first-seen order (BM25's list first).
     pub fn fuse(&self, bm25: &[(u64, f32)], dense: &[(u64, f32)], k: usize) -> Vec<(u64, f32)> {
+        self.fuse_partly_embedded(bm25, dense, k, &HashSet::new())
+    }
+
+    /// [`Self::fuse`] over a library some of whose chunks have no embedding yet (`unembedded`: ids of
+    /// the BM25 list that dense search could not rank). Such a chunk is ranked by BM25 alone: its missing
+    /// dense part is taken equal to its BM25 part (its normalised BM25 score in the score fusions, its
+    /// BM25 rank in rank fusion), so it is neither pushed down for lacking a vector nor lifted above a
+    /// chunk both rankings agree on. An empty set gives [`Self::fuse`] exactly.
+    pub fn fuse_partly_embedded(
+        &self,
+        bm25: &[(u64, f32)],
+        dense: &[(u64, f32)],
+        k: usize,
+        unembedded: &HashSet<u64>,
+    ) -> Vec<(u64, f32)> {
         let depth = self.depth(k);
         let (bm25, dense) = (&bm25[..bm25.len().min(depth)], &dense[..dense.len().min(depth)]);
         match *self {
-            HybridFusion::Rrf { dense_weight, .. } => weighted_rrf(bm25, dense, 1.0 - dense_weight, dense_weight),
+            HybridFusion::Rrf { dense_weight, .. } => {
+                weighted_rrf(bm25, dense, 1.0 - dense_weight, dense_weight, unembedded)
+            }
             HybridFusion::AdaptiveRrf { .. } => {
                 let wd = dense_share(top_confidence(bm25), top_confidence(dense));
-                weighted_rrf(bm25, dense, 1.0 - wd, wd)
+                weighted_rrf(bm25, dense, 1.0 - wd, wd, unembedded)
             }
             HybridFusion::MinMax { dense_weight, .. } => {
-                combine(bm25, dense, 1.0 - dense_weight, dense_weight, min_max)
+                combine(bm25, dense, 1.0 - dense_weight, dense_weight, min_max, unembedded)
             }
             HybridFusion::AdaptiveMinMax { .. } => {
                 let wd = adaptive_dense_weight(bm25, dense);
-                combine(bm25, dense, 1.0 - wd, wd, min_max)
+                combine(bm25, dense, 1.0 - wd, wd, min_max, unembedded)
             }
             HybridFusion::ConfidenceMinMax { .. } => {
                 let wd = confidence_dense_weight(bm25, dense);
-                combine(bm25, dense, 1.0 - wd, wd, min_max)
+                combine(bm25, dense, 1.0 - wd, wd, min_max, unembedded)
             }
             HybridFusion::ZScore { dense_weight, .. } => {
-                combine(bm25, dense, 1.0 - dense_weight, dense_weight, z_scores)
+                combine(bm25, dense, 1.0 - dense_weight, dense_weight, z_scores, unembedded)
             }
         }
     }
@@ -196,13 +213,35 @@ impl std::str::FromStr for HybridFusion {
     }
 }
 
-/// Weighted reciprocal rank fusion of the two rankings ([`quarry_core::rank_fusion`]): Σ w / (60 + rank).
-fn weighted_rrf(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32) -> Vec<(u64, f32)> {
+/// Weighted reciprocal rank fusion of the two rankings ([`quarry_core::rank_fusion`]): Σ w / (60 + rank);
+/// an `unembedded` id absent from `dense` gets its BM25 rank there.
+fn weighted_rrf(
+    bm25: &[(u64, f32)],
+    dense: &[(u64, f32)],
+    wb: f32,
+    wd: f32,
+    unembedded: &HashSet<u64>,
+) -> Vec<(u64, f32)> {
     let mut fusion = RankFusion::default();
     for (list, weight) in [(bm25, wb), (dense, wd)] {
         fusion.add_weighted(list.iter().map(|(id, _)| *id), f64::from(weight));
     }
-    fusion.ranked().into_iter().map(|(id, score)| (id, score as f32)).collect()
+    if unembedded.is_empty() {
+        return fusion.ranked().into_iter().map(|(id, score)| (id, score as f32)).collect();
+    }
+    let mut fused: HashMap<u64, f64> = fusion.ranked().into_iter().collect();
+    let in_dense: HashSet<u64> = dense.iter().map(|h| h.0).collect();
+    for (rank, (id, _)) in bm25.iter().enumerate() {
+        if unembedded.contains(id) && !in_dense.contains(id) {
+            *fused.entry(*id).or_default() += f64::from(wd) / (quarry_core::rank_fusion::RRF_K + (rank + 1) as f64);
+        }
+    }
+    // First-seen order (BM25's list, then dense) breaks ties, as in `RankFusion`.
+    let mut order: HashMap<u64, usize> = HashMap::new();
+    for (i, (id, _)) in bm25.iter().chain(dense.iter()).enumerate() {
+        order.entry(*id).or_insert(i);
+    }
+    sorted(fused.into_iter().map(|(id, s)| (id, (s as f32, order.get(&id).copied().unwrap_or(usize::MAX)))).collect())
 }
 
 /// How far the best score stands above the list's top 10: (top − mean) / standard deviation, ≥ 0.
@@ -266,8 +305,15 @@ fn min_max_confidence(list: &[(u64, f32)]) -> f32 {
 type Normaliser = fn(&[(u64, f32)]) -> (Vec<f32>, f32);
 
 /// Each list's scores normalised by `normalise` (which also gives the value for a missing id), then
-/// summed with weights.
-fn combine(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32, normalise: Normaliser) -> Vec<(u64, f32)> {
+/// summed with weights; an `unembedded` id absent from `dense` takes its normalised BM25 score there.
+fn combine(
+    bm25: &[(u64, f32)],
+    dense: &[(u64, f32)],
+    wb: f32,
+    wd: f32,
+    normalise: Normaliser,
+    unembedded: &HashSet<u64>,
+) -> Vec<(u64, f32)> {
     let (nb, missing_b) = normalise(bm25);
     let (nd, missing_d) = normalise(dense);
     // Per chunk: its normalised BM25 and dense scores (absent from a list: None) and first-seen order.
@@ -284,7 +330,13 @@ fn combine(bm25: &[(u64, f32)], dense: &[(u64, f32)], wb: f32, wd: f32, normalis
     sorted(
         parts
             .into_iter()
-            .map(|(id, (b, d, order))| (id, (wb * b.unwrap_or(missing_b) + wd * d.unwrap_or(missing_d), order)))
+            .map(|(id, (b, d, order))| {
+                let d = match (d, b) {
+                    (None, Some(b)) if unembedded.contains(&id) => b,
+                    (d, _) => d.unwrap_or(missing_d),
+                };
+                (id, (wb * b.unwrap_or(missing_b) + wd * d, order))
+            })
             .collect(),
     )
 }
@@ -372,6 +424,30 @@ mod tests {
         assert_eq!(first("minmax:0.6"), 3);
         // Depth 1 keeps only each list's first: 1 and 3.
         assert_eq!("rrf@1".parse::<HybridFusion>().unwrap().fuse(&bm25, &dense, 1).len(), 2);
+    }
+
+    #[test]
+    fn a_chunk_without_an_embedding_is_ranked_by_bm25_alone() {
+        // Chunk 2 waits for its embedding: dense search cannot rank it. BM25 puts it second.
+        let bm25 = [(1, 20.0), (2, 19.0), (3, 1.0)];
+        let dense = [(3, 0.9), (4, 0.5), (1, 0.1)];
+        let waiting: HashSet<u64> = [2].into_iter().collect();
+        for name in ["minmax", "minmax-confidence", "zscore", "rrf", "rrf-adaptive"] {
+            let fusion: HybridFusion = name.parse().unwrap();
+            let plain = fusion.fuse(&bm25, &dense, 10);
+            let partly = fusion.fuse_partly_embedded(&bm25, &dense, 10, &waiting);
+            let score = |list: &[(u64, f32)], id: u64| list.iter().find(|h| h.0 == id).unwrap().1;
+            assert!(score(&partly, 2) > score(&plain, 2), "{name}: the missing dense part is not held against it");
+            for id in [1, 3, 4] {
+                assert_eq!(score(&partly, id), score(&plain, id), "{name}: embedded chunks keep their scores");
+            }
+            assert_eq!(fusion.fuse_partly_embedded(&bm25, &dense, 10, &HashSet::new()), plain, "{name}");
+        }
+        // Min-max: chunk 2's BM25 part is 18/19 of the top, and so is its dense part now, so its fused
+        // score is its BM25 score alone; chunk 1, which dense ranked last, falls to 0.5.
+        let partly = "minmax".parse::<HybridFusion>().unwrap().fuse_partly_embedded(&bm25, &dense, 10, &waiting);
+        assert_eq!(partly[0].0, 2, "{partly:?}");
+        assert!((partly[0].1 - 18.0 / 19.0).abs() < 1e-6, "BM25 alone: {partly:?}");
     }
 
     #[test]

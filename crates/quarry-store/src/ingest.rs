@@ -138,18 +138,37 @@ pub enum IngestEvent {
         /// The new path.
         to: String,
     },
-    /// A group of documents is committed: searchable from now on.
+    /// A group of documents is committed to both tables and the keyword index without embeddings:
+    /// searchable by keyword (BM25) from now on.
+    KeywordIndexed {
+        /// Documents in the group.
+        documents: usize,
+        /// Their chunks.
+        chunks: usize,
+    },
+    /// Every document read is searchable by keyword; embedding the waiting chunks starts (also sent,
+    /// with `documents: 0`, when only chunks left waiting by an earlier run are embedded).
+    KeywordReady {
+        /// Documents this run made searchable by keyword.
+        documents: usize,
+        /// Chunks now waiting for their embeddings (this run's and any an earlier run left).
+        waiting_chunks: usize,
+        /// Seconds since the run started.
+        seconds: f64,
+    },
+    /// A group of documents has all its embeddings: searchable both ways from now on.
     Indexed {
         /// Documents in the group.
         documents: usize,
         /// Their chunks.
         chunks: usize,
     },
-    /// Chunks embedded so far in this run / chunks known so far (grows as documents are read).
+    /// Chunks embedded so far in this run / chunks to embed (sent after each group's vectors are
+    /// computed, before they are written).
     Embedding {
         /// Chunks embedded so far.
         done: usize,
-        /// Chunks known so far.
+        /// Chunks waiting when embedding started.
         known: usize,
     },
     /// A file given to the run is finished (all its documents read).
@@ -187,7 +206,7 @@ pub struct IngestSummary {
     /// Unchanged files read again because their documents were read by an older reading of their format
     /// (counted in `indexed`/`failed` too, by what the new reading gave).
     pub reread: usize,
-    /// Documents read and made searchable.
+    /// Documents read and made searchable (by keyword at once; both ways once their chunks are embedded).
     pub indexed: usize,
     /// Documents that could not be read.
     pub failed: usize,
@@ -197,8 +216,15 @@ pub struct IngestSummary {
     pub moved: usize,
     /// Documents taken out (file gone or changed).
     pub removed: usize,
-    /// Chunks embedded and indexed.
+    /// Chunks of the documents read, committed to both tables and the keyword index.
     pub chunks: usize,
+    /// Chunks embedded by this run (this run's, and any an earlier stopped run left waiting).
+    pub embedded_chunks: usize,
+    /// Chunks still waiting for their embeddings when the run ended (a stopped run leaves them; the
+    /// next `add` or `sync` embeds them).
+    pub waiting_chunks: usize,
+    /// Seconds from the start of the run until every document read was searchable by keyword.
+    pub keyword_seconds: f64,
     /// Pages of the documents read.
     pub pages: u64,
     /// Wall-clock seconds of the run.
@@ -230,7 +256,7 @@ struct Planned {
 /// Documents waiting to be committed together.
 #[derive(Default)]
 struct Batch {
-    /// Parsed documents (written pending → indexed) with their chunks.
+    /// Parsed documents (written pending → keyword_only) with their chunks.
     documents: Vec<(DocumentRecord, Vec<ChunkRecord>)>,
     /// Rows written in their final state after the documents: failures and archive rows (an archive row
     /// says "all members are in", so it must come last).
@@ -537,7 +563,6 @@ impl Library {
         let mut batch = Batch::default();
         let mut seen: HashSet<String> = HashSet::new();
         let mut rehome: Vec<(String, String, String, String)> = Vec::new();
-        let (mut embedded, mut known_chunks) = (0usize, 0usize);
         let mut finished_inputs: HashSet<usize> = HashSet::new();
         // An empty library made without a model: hold the first documents, and let their text pick it.
         let mut held: std::collections::VecDeque<(usize, FileOutcome)> = Default::default();
@@ -665,7 +690,6 @@ impl Library {
                             pages: outcome.pages,
                             chunks: chunks.len(),
                         });
-                        known_chunks += chunks.len();
                         summary.pages += u64::from(outcome.pages.unwrap_or(0));
                         batch.chunks += chunks.len();
                         batch.documents.push((row, chunks));
@@ -691,15 +715,13 @@ impl Library {
                 on_event(IngestEvent::FileDone { path: outcome.path.clone() });
             }
             if batch.chunks >= options.batch_chunks.max(1) {
-                let (documents, chunks) =
-                    self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+                let (documents, chunks) = self.flush(&mut batch, &known_by_id, on_event).await?;
                 summary.indexed += documents;
                 summary.chunks += chunks;
             }
         }
         let _ = parser.join();
-        let (documents, chunks) =
-            self.flush(&mut batch, &embedder, &known_by_id, &mut embedded, known_chunks, on_event).await?;
+        let (documents, chunks) = self.flush(&mut batch, &known_by_id, on_event).await?;
         summary.indexed += documents;
         summary.chunks += chunks;
 
@@ -738,7 +760,25 @@ impl Library {
                 summary.removed += 1;
             }
         }
-        if summary.indexed + summary.removed + summary.failed + summary.moved > 0 {
+        // Every document read is searchable by keyword now; then the embeddings, this run's and any a
+        // stopped run left waiting.
+        self.refresh_documents().await?;
+        summary.keyword_seconds = started.elapsed().as_secs_f64();
+        let waiting = self.store.count_waiting_chunks().await?;
+        if waiting > 0 || summary.indexed > 0 {
+            on_event(IngestEvent::KeywordReady {
+                documents: summary.indexed,
+                waiting_chunks: waiting,
+                seconds: summary.keyword_seconds,
+            });
+        }
+        let stopped = || options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed);
+        if waiting > 0 && !stopped() {
+            summary.embedded_chunks = self.embed_waiting(&embedder, options, waiting, on_event).await?;
+        }
+        summary.waiting_chunks = self.store.count_waiting_chunks().await?;
+        summary.cancelled |= stopped() && summary.waiting_chunks > 0;
+        if summary.indexed + summary.removed + summary.failed + summary.moved + summary.embedded_chunks > 0 {
             self.optimize(options.keep_versions, options.vector_index_rows).await?;
         }
         summary.seconds = started.elapsed().as_secs_f64();
@@ -797,40 +837,16 @@ impl Library {
         Ok(chosen)
     }
 
-    /// Commits a batch in the crash-safe order: rows `pending` → chunks → tantivy (payload = chunks
-    /// version) → rows `indexed` → failure and archive rows. Returns (documents, chunks) committed.
+    /// Commits a batch in the crash-safe order, without embeddings: rows `pending` → chunks (zero
+    /// vectors, `embedded = false`) → tantivy (payload = chunks version) → rows `keyword_only` → failure
+    /// and archive rows. Returns (documents, chunks) committed. [`Library::embed_waiting`] embeds them.
     async fn flush(
         &mut self,
         batch: &mut Batch,
-        embedder: &Arc<Mutex<Embedder>>,
         known: &HashMap<&str, &DocumentRecord>,
-        embedded: &mut usize,
-        known_chunks: usize,
         on_event: &mut (dyn FnMut(IngestEvent) + Send),
     ) -> Result<(usize, usize), StoreError> {
         let taken = std::mem::take(batch);
-        // Embedding first: it takes the time, and the old rows of a document written again must stay
-        // searchable until its new rows are ready.
-        let vectors = if taken.documents.is_empty() {
-            Vec::new()
-        } else {
-            // Each chunk is embedded and indexed with its document's context line before its text.
-            let texts: Vec<String> = taken
-                .documents
-                .iter()
-                .flat_map(|(d, c)| c.iter().map(|c| indexed_text(d.context.as_deref(), &c.text)))
-                .collect();
-            let model = Arc::clone(embedder);
-            let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
-                let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
-                Ok(model.embed(&texts)?)
-            })
-            .await
-            .map_err(|e| StoreError::Embedding(e.to_string()))??;
-            *embedded += vectors.len();
-            on_event(IngestEvent::Embedding { done: *embedded, known: known_chunks });
-            vectors
-        };
         // Rows being written again (a retried failure, a file read again for a newer reading of its
         // format): the old rows go first. A kill between here and the new rows leaves the file not whole
         // in the library, so the next `sync` reads it again.
@@ -857,8 +873,9 @@ impl Library {
                 rows.iter().filter_map(|d| Some((d.document_id.as_str(), d.context.as_deref()?))).collect();
             let chunks: Vec<ChunkRecord> = taken.documents.iter().flat_map(|(_, c)| c.iter().cloned()).collect();
             self.store.add_documents(&rows).await?;
-            self.store.add_chunks(&chunks, &vectors).await?;
+            self.store.add_chunks_waiting(&chunks).await?;
             for chunk in &chunks {
+                // Each chunk is keyword-indexed (and later embedded) with its document's context line.
                 self.keyword.add(
                     chunk.chunk_id,
                     &chunk.document_id,
@@ -867,14 +884,91 @@ impl Library {
             }
             self.commit_keyword().await?;
             let ids: Vec<String> = rows.iter().map(|d| d.document_id.clone()).collect();
-            self.store.set_state(&ids, DocumentState::Indexed).await?;
+            self.store.set_state(&ids, DocumentState::KeywordOnly).await?;
             committed = (rows.len(), chunks.len());
         }
         self.store.add_documents(&taken.finals).await?;
         if committed.0 > 0 {
-            on_event(IngestEvent::Indexed { documents: committed.0, chunks: committed.1 });
+            on_event(IngestEvent::KeywordIndexed { documents: committed.0, chunks: committed.1 });
         }
         Ok(committed)
+    }
+
+    /// Embeds the chunks of every `keyword_only` document, `waiting` of them in all, in groups of about
+    /// `options.batch_chunks`: each group's vectors are computed, written in one merge-insert, tantivy is
+    /// committed with the new `chunks` version, and documents whose chunks are all embedded become
+    /// `indexed`. Stops between groups when `options.isolation.stop` is set (the rest waits for the next
+    /// run). Records the speed in `library.toml` for `status`'s estimate. Returns the chunks embedded.
+    async fn embed_waiting(
+        &mut self,
+        embedder: &Arc<Mutex<Embedder>>,
+        options: &IngestOptions,
+        waiting: usize,
+        on_event: &mut (dyn FnMut(IngestEvent) + Send),
+    ) -> Result<usize, StoreError> {
+        let started = Instant::now();
+        let group_size = options.batch_chunks.max(1);
+        let mut documents: Vec<(String, Option<String>, u32, i64, String)> = self
+            .documents()
+            .filter(|d| d.state == DocumentState::KeywordOnly)
+            .map(|d| (d.document_id.clone(), d.context.clone(), d.chunk_count, d.added_ms, d.path.clone()))
+            .collect();
+        // In the order they were read, so the first documents read are the first searchable both ways.
+        documents.sort_by(|a, b| a.3.cmp(&b.3).then(a.4.cmp(&b.4)));
+        let mut done = 0usize;
+        let mut start = 0;
+        while start < documents.len() {
+            if options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            // Whole documents, about one group's worth of chunks.
+            let mut end = start;
+            let mut planned = 0usize;
+            while end < documents.len() && (end == start || planned < group_size) {
+                planned += documents[end].2 as usize;
+                end += 1;
+            }
+            let group = &documents[start..end];
+            start = end;
+            let ids: Vec<String> = group.iter().map(|d| d.0.clone()).collect();
+            let contexts: HashMap<&str, Option<&str>> = group.iter().map(|d| (d.0.as_str(), d.1.as_deref())).collect();
+            let chunks = self.store.waiting_chunks_of(&ids).await?;
+            let mut finished = true;
+            for part in chunks.chunks(group_size) {
+                if options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    finished = false;
+                    break;
+                }
+                let texts: Vec<String> = part
+                    .iter()
+                    .map(|c| indexed_text(contexts.get(c.document_id.as_str()).copied().flatten(), &c.text))
+                    .collect();
+                let model = Arc::clone(embedder);
+                let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
+                    let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+                    Ok(model.embed(&texts)?)
+                })
+                .await
+                .map_err(|e| StoreError::Embedding(e.to_string()))??;
+                done += vectors.len();
+                on_event(IngestEvent::Embedding { done, known: waiting });
+                self.store.set_vectors(part, &vectors).await?;
+                self.commit_keyword().await?;
+            }
+            if !finished {
+                break;
+            }
+            self.store.set_state(&ids, DocumentState::Indexed).await?;
+            on_event(IngestEvent::Indexed { documents: ids.len(), chunks: chunks.len() });
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        // A speed from a few chunks says little; keep the last one measured on a real group.
+        if done >= group_size.min(64) && seconds > 0.0 {
+            self.manifest.embedding.chunks_per_second = Some(done as f64 / seconds);
+            self.manifest.save(&self.dir)?;
+        }
+        self.refresh_documents().await?;
+        Ok(done)
     }
 }
 

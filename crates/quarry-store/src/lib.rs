@@ -30,5 +30,5 @@ pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
 pub use open_file::{file_to_open, LAUNCHABLE_EXTENSIONS};
 pub use quarry_index::SearchMode;
 pub use retriever::LibraryRetriever;
-pub use store::{ChunkRecord, DocumentRecord, DocumentState};
+pub use store::{ChunkRecord, DocumentRecord, DocumentState, VectorSearch};
 pub use watch::WatchEvent;

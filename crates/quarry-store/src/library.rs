@@ -2,19 +2,25 @@
 //!
 //! # Consistency (docs/ARCHITECTURE.md, "Storage and crash safety")
 //! LanceDB is the source of truth; every change is a sequence of LanceDB commits arranged so that a
-//! `kill -9` between any two of them leaves a library that opens with every `indexed` document whole:
+//! `kill -9` between any two of them leaves a library that opens with every `keyword_only` document
+//! whole in both tables and tantivy, and every `indexed` document whole with its embeddings:
 //!
 //! 1. document rows are written as `pending`;
-//! 2. their chunks (text + vectors) are appended to `chunks`;
+//! 2. their chunks (text, zero vectors, `embedded = false`) are appended to `chunks`;
 //! 3. the chunks go into tantivy, committed with the `chunks` table version as the commit payload;
-//! 4. the rows are set to `indexed`.
+//! 4. the rows are set to `keyword_only`: BM25 finds them from now on;
+//! 5. later, a group of waiting chunks gets its embeddings in one merge-insert (`embedded = true`), and
+//!    tantivy is committed again with the new `chunks` version (its documents are unchanged);
+//! 6. the rows whose chunks are all embedded are set to `indexed`.
 //!
 //! Removing documents runs the other way: rows back to `pending`, chunks deleted, tantivy commit, rows
 //! deleted. Opening a library for writing ([`Library::open_write`]) repairs whatever a crash left: chunks
 //! of `pending` documents are deleted together with those rows (the next `add` or `sync` reads the files
 //! again), and when tantivy's payload is not the current `chunks` version, tantivy is rebuilt from LanceDB.
-//! Readers ([`Library::open_read`]) take no lock and change nothing: they only show chunks of `indexed`
-//! documents, so a search during an ingest sees whole documents only.
+//! `keyword_only` documents stay: the next write run embeds what they still wait for.
+//! Readers ([`Library::open_read`]) take no lock and change nothing: they only show chunks of
+//! `keyword_only` and `indexed` documents, and dense search only chunks whose embedding is computed, so
+//! a search during an ingest sees whole documents only.
 
 use crate::manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest, WriteLock};
 use crate::store::{ChunkRecord, DocumentRecord, DocumentState, Store};
@@ -89,9 +95,10 @@ pub struct LibraryStatus {
     pub dimension: usize,
     /// The files and folders added to it (what `sync` reads again).
     pub sources: Vec<PathBuf>,
-    /// Documents by state (`indexed`, `failed`, `pending`); ZIP archives themselves are not counted.
+    /// Documents by state (`indexed`, `keyword_only`, `failed`, `pending`); ZIP archives themselves are
+    /// not counted.
     pub documents: BTreeMap<String, usize>,
-    /// Indexed documents by format.
+    /// Searchable (`indexed` and `keyword_only`) documents by format.
     pub formats: BTreeMap<String, usize>,
     /// ZIP archives and mbox files read whole (their members and messages are the documents).
     pub archives: usize,
@@ -109,6 +116,12 @@ pub struct LibraryStatus {
     pub disk_bytes: u64,
     /// Whether the `chunks` table has an ANN index (else dense search is exact).
     pub vector_index: bool,
+    /// Chunks searchable by keyword only, waiting for their embeddings (an ingest under way, or one that
+    /// was stopped: the next `add` or `sync` embeds them).
+    pub waiting_chunks: usize,
+    /// Seconds until the waiting chunks are embedded, at the speed the library's last ingest embedded
+    /// (`library.toml`, `embedding.chunks_per_second`); `None` when nothing waits or no speed is known.
+    pub waiting_eta_seconds: Option<f64>,
 }
 
 #[derive(Serialize, serde::Deserialize)]
@@ -418,9 +431,11 @@ impl Library {
             }
         };
         let use_bm25 = mode != SearchMode::Dense;
-        // Chunks of documents that are not (yet) indexed are skipped, so ask for a few more.
+        // Chunks of documents that are not (yet) searchable are skipped, so ask for a few more.
         let pending = self.documents.values().filter(|d| d.state == DocumentState::Pending).count();
         let fetch = depth + if pending > 0 { depth } else { 0 };
+        // Documents searchable by keyword only: dense search leaves their waiting chunks out.
+        let waiting = self.documents.values().any(|d| d.state == DocumentState::KeywordOnly);
 
         let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
         let mut bm25: Vec<(u64, f32)> = Vec::new();
@@ -449,7 +464,8 @@ impl Library {
                 self.check_embedder(&model)?;
                 model.embed_queries(&[query])?.pop().unwrap_or_default()
             };
-            for (chunk, similarity) in self.store.nearest(&vector, fetch).await? {
+            let search = crate::store::VectorSearch::Ann { refine_factor: Some(crate::store::ANN_REFINE_FACTOR) };
+            for (chunk, similarity) in self.store.nearest_where(&vector, fetch, search, waiting).await? {
                 if self.visible(&chunk.document_id) && dense.len() < depth {
                     dense.push((chunk.chunk_id, similarity));
                     records.insert(chunk.chunk_id, chunk);
@@ -457,6 +473,18 @@ impl Library {
             }
         }
         let ranked: Vec<(u64, f32)> = match (use_bm25, use_dense) {
+            (true, true) if waiting => {
+                // A chunk waiting for its embedding has no dense score: fusion ranks it by BM25 alone.
+                let unembedded: std::collections::HashSet<u64> = bm25
+                    .iter()
+                    .filter(|(id, _)| {
+                        records.get(id).and_then(|c| self.documents.get(&c.document_id)).map(|d| d.state)
+                            == Some(DocumentState::KeywordOnly)
+                    })
+                    .map(|(id, _)| *id)
+                    .collect();
+                fusion.fuse_partly_embedded(&bm25, &dense, k, &unembedded)
+            }
             (true, true) => fusion.fuse(&bm25, &dense, k),
             (true, false) => bm25.clone(),
             _ => dense.clone(),
@@ -479,8 +507,9 @@ impl Library {
         Ok(hits)
     }
 
+    /// Whether search may return chunks of this document: it is `indexed` or `keyword_only`.
     fn visible(&self, document_id: &str) -> bool {
-        self.documents.get(document_id).is_some_and(|d| d.state == DocumentState::Indexed)
+        self.documents.get(document_id).is_some_and(|d| d.state.searchable())
     }
 
     /// A chunk with its neighbours in the same document: (text of the chunk before, the chunk, text of the
@@ -525,7 +554,7 @@ impl Library {
                 continue;
             }
             *documents.entry(d.state.name().to_string()).or_default() += 1;
-            if d.state == DocumentState::Indexed {
+            if d.state.searchable() {
                 *formats.entry(d.format.clone()).or_default() += 1;
                 pages += u64::from(d.page_count.unwrap_or(0));
                 text_chars += d.char_count;
@@ -535,6 +564,13 @@ impl Library {
             }
         }
         failures.sort();
+        let waiting_chunks = self.store.count_waiting_chunks().await?;
+        let waiting_eta_seconds = self
+            .manifest
+            .embedding
+            .chunks_per_second
+            .filter(|rate| *rate > 0.0 && waiting_chunks > 0)
+            .map(|rate| waiting_chunks as f64 / rate);
         Ok(LibraryStatus {
             name: self.manifest.name.clone(),
             model_id: self.manifest.embedding.model_id.clone(),
@@ -550,6 +586,8 @@ impl Library {
             failures,
             disk_bytes: folder_size(&self.dir),
             vector_index: self.store.has_vector_index().await?,
+            waiting_chunks,
+            waiting_eta_seconds,
         })
     }
 
@@ -585,7 +623,9 @@ impl Library {
                 })
                 .await?;
         }
-        if crate::store::ensure_vector_index(&self.store, vector_index_rows).await? {
+        // An ANN index is trained on the vectors there are: never on placeholders of waiting chunks.
+        let waiting = self.store.count_waiting_chunks().await? > 0;
+        if !waiting && crate::store::ensure_vector_index(&self.store, vector_index_rows).await? {
             self.store.chunks.optimize(OptimizeAction::Index(Default::default())).await?;
         }
         self.commit_keyword().await
@@ -646,7 +686,7 @@ mod tests {
     async fn a_keyword_index_from_before_ascii_folding_is_searched_as_built_then_rebuilt_by_a_writer() {
         let tmp = tempfile::tempdir().unwrap();
         let data = DataDir::at(tmp.path());
-        let embedding = EmbeddingInfo { model_id: "m".into(), dimension: 3, automatic: false };
+        let embedding = EmbeddingInfo { model_id: "m".into(), dimension: 3, automatic: false, chunks_per_second: None };
         Library::create(&data, "old", embedding, ChunkingInfo::default()).await.unwrap();
         let dir = data.existing("old").unwrap();
         // Rows as an ingest writes them, and a tantivy index as Quarry built it before folding.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The embedding model a library was built with; another model cannot search or extend it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmbeddingInfo {
     /// The model's id (`all-minilm-l6-v2-int8`, `multilingual-e5-small-q4`, or a folder model's).
     pub model_id: String,
@@ -27,6 +27,11 @@ pub struct EmbeddingInfo {
     /// [`crate::IngestOptions::choose_model`]). False once documents are in; absent in older manifests.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub automatic: bool,
+    /// Chunks a second the last ingest embedded (its embedding phase alone), on this machine: what
+    /// `quarry status` estimates the time left from while chunks wait for embeddings. Absent until an
+    /// ingest has embedded something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_per_second: Option<f64>,
 }
 
 /// How documents were cut into chunks (see `quarry_ingest::ChunkerConfig`).
@@ -72,7 +77,7 @@ impl Default for ChunkingInfo {
 }
 
 /// The contents of `library.toml`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LibraryManifest {
     /// The library's name.
     pub name: String,
@@ -311,7 +316,10 @@ mod tests {
     use super::*;
 
     fn info() -> (EmbeddingInfo, ChunkingInfo) {
-        (EmbeddingInfo { model_id: "m".into(), dimension: 4, automatic: false }, ChunkingInfo::new(512, 76))
+        (
+            EmbeddingInfo { model_id: "m".into(), dimension: 4, automatic: false, chunks_per_second: None },
+            ChunkingInfo::new(512, 76),
+        )
     }
 
     #[test]

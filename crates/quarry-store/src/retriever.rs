@@ -48,7 +48,7 @@ impl LibraryRetriever {
         let library = self.library.lock().await;
         let mut formats: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
         let mut names = Vec::new();
-        for d in library.documents().filter(|d| d.state == crate::DocumentState::Indexed && d.chunk_count > 0) {
+        for d in library.documents().filter(|d| d.state.searchable() && d.chunk_count > 0) {
             *formats.entry(d.format.clone()).or_default() += 1;
             if names.len() < 8 {
                 names.push(d.path.rsplit(['/', '\\']).next().unwrap_or(&d.path).to_string());

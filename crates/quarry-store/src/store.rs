@@ -2,9 +2,11 @@
 //! docs/ARCHITECTURE.md, "Storage and crash safety").
 //!
 //! - `documents`: one row per document, keyed by `document_id` (BLAKE3 of the document's bytes), with its
-//!   state (`pending` → `indexed` | `failed`), where it came from and what parsing said.
+//!   state (`pending` → `keyword_only` → `indexed` | `failed`), where it came from and what parsing said.
 //! - `chunks`: one row per chunk: `chunk_id` (see [`chunk_id`]), `document_id`, text, location (page span,
-//!   sheet, heading path, character offsets) and the embedding (`vector`, `FixedSizeList<Float32, dim>`).
+//!   sheet, heading path, character offsets), the embedding (`vector`, `FixedSizeList<Float32, dim>`) and
+//!   whether it is computed yet (`embedded`: false while the chunk waits for its embedding and holds a
+//!   zero vector; null in rows written before the column existed, which all have their embedding).
 //!
 //! Every write here is one LanceDB commit (one new table version); the order of those commits is what
 //! makes a library survive `kill -9` (see `crate::library`).
@@ -25,31 +27,41 @@ use std::sync::Arc;
 pub(crate) const DOCUMENTS: &str = "documents";
 pub(crate) const CHUNKS: &str = "chunks";
 
-/// Where a document is in its life: written as `pending` before its chunks, `indexed` once its chunks are
-/// in both indexes, `failed` when it could not be read (with the reason in `error`).
+/// Where a document is in its life: written as `pending` before its chunks, `keyword_only` once its chunks
+/// are committed to LanceDB and tantivy without their embeddings (BM25 finds them), `indexed` once every
+/// chunk has its embedding too, `failed` when it could not be read (with the reason in `error`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum DocumentState {
     /// Its row is written; its chunks are not both indexed yet (an interrupted run leaves this).
     Pending,
-    /// Searchable.
+    /// Searchable by keyword (BM25); its chunks wait for their embeddings, so dense search skips them.
+    KeywordOnly,
+    /// Searchable both ways.
     Indexed,
     /// Could not be read; the reason is in `error`.
     Failed,
 }
 
 impl DocumentState {
-    /// `pending`, `indexed` or `failed`.
+    /// `pending`, `keyword_only`, `indexed` or `failed`.
     pub fn name(self) -> &'static str {
         match self {
             DocumentState::Pending => "pending",
+            DocumentState::KeywordOnly => "keyword_only",
             DocumentState::Indexed => "indexed",
             DocumentState::Failed => "failed",
         }
     }
 
+    /// Whether search returns its chunks: `keyword_only` (BM25 only) and `indexed` documents.
+    pub fn searchable(self) -> bool {
+        matches!(self, DocumentState::KeywordOnly | DocumentState::Indexed)
+    }
+
     fn parse(s: &str) -> DocumentState {
         match s {
+            "keyword_only" => DocumentState::KeywordOnly,
             "indexed" => DocumentState::Indexed,
             "failed" => DocumentState::Failed,
             _ => DocumentState::Pending,
@@ -221,8 +233,16 @@ fn chunks_schema(dimension: usize) -> SchemaRef {
             DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dimension as i32),
             false,
         ),
+        Field::new(EMBEDDED, DataType::Boolean, true),
     ]))
 }
+
+/// The `chunks` column that says whether a row's `vector` is its embedding (true or null) or a zero
+/// placeholder waiting for it (false).
+const EMBEDDED: &str = "embedded";
+
+/// The SQL filter that keeps the chunks whose embedding is computed (null: written before the column).
+pub(crate) const EMBEDDED_ONLY: &str = "(embedded IS NULL OR embedded = true)";
 
 /// Chunk columns without the vector: what searches read back.
 pub(crate) const CHUNK_COLUMNS: [&str; 11] = [
@@ -245,6 +265,8 @@ pub struct Store {
     pub(crate) documents: Table,
     pub(crate) chunks: Table,
     dimension: usize,
+    /// Whether `chunks` has the `embedded` column (a library made before it, opened read-only, has not).
+    embedded_column: bool,
 }
 
 impl Store {
@@ -276,7 +298,11 @@ impl Store {
             add_missing_columns(&documents, &documents_schema()).await?;
         }
         let chunks = open_or_create(CHUNKS, chunks_schema(dimension)).await?;
+        if create {
+            add_missing_columns(&chunks, &chunks_schema(dimension)).await?;
+        }
         let stored = chunks.schema().await?;
+        let embedded_column = stored.field_with_name(EMBEDDED).is_ok();
         if let Ok(field) = stored.field_with_name("vector") {
             if let DataType::FixedSizeList(_, n) = field.data_type() {
                 if *n as usize != dimension {
@@ -286,7 +312,7 @@ impl Store {
                 }
             }
         }
-        Ok(Store { documents, chunks, dimension })
+        Ok(Store { documents, chunks, dimension, embedded_column })
     }
 
     /// Length of the stored vectors.
@@ -399,8 +425,57 @@ impl Store {
         if chunks.is_empty() {
             return Ok(());
         }
-        self.chunks.add(chunks_to_batch(chunks, vectors, self.dimension)?).execute().await?;
+        self.chunks.add(chunks_to_batch(chunks, Some(vectors), self.dimension)?).execute().await?;
         Ok(())
+    }
+
+    /// Appends chunks without their embeddings in one commit: zero vectors, `embedded = false`. Dense
+    /// search skips them until [`Store::set_vectors`] fills them in; BM25 can index them at once.
+    pub async fn add_chunks_waiting(&self, chunks: &[ChunkRecord]) -> Result<(), StoreError> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        self.chunks.add(chunks_to_batch(chunks, None, self.dimension)?).execute().await?;
+        Ok(())
+    }
+
+    /// Gives chunks already in the table their embeddings (`vectors[i]` for `chunks[i]`) and marks them
+    /// `embedded`, in one commit (a LanceDB merge-insert on `chunk_id`, so a kill leaves either all of
+    /// them embedded or none). Chunks not in the table are not added.
+    pub async fn set_vectors(&self, chunks: &[ChunkRecord], vectors: &[Vec<f32>]) -> Result<(), StoreError> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        let batch = chunks_to_batch(chunks, Some(vectors), self.dimension)?;
+        let schema = batch.schema();
+        let reader = arrow_array::RecordBatchIterator::new(vec![Ok(batch)], schema);
+        let mut merge = self.chunks.merge_insert(&["chunk_id"]);
+        merge.when_matched_update_all(None);
+        merge.execute(Box::new(reader)).await?;
+        Ok(())
+    }
+
+    /// Chunks whose embedding is not computed yet (`embedded = false`); 0 for a library made before the
+    /// column existed.
+    pub async fn count_waiting_chunks(&self) -> Result<usize, StoreError> {
+        if !self.embedded_column {
+            return Ok(0);
+        }
+        self.count_chunks(Some(format!("{EMBEDDED} = false"))).await
+    }
+
+    /// The chunks of `document_ids` still waiting for their embeddings, in document and chunk order.
+    pub async fn waiting_chunks_of(&self, document_ids: &[String]) -> Result<Vec<ChunkRecord>, StoreError> {
+        if document_ids.is_empty() || !self.embedded_column {
+            return Ok(Vec::new());
+        }
+        let filter = format!(
+            "{EMBEDDED} = false AND {}",
+            sql_in_strings("document_id", document_ids.iter().map(String::as_str))
+        );
+        let mut chunks = self.chunks_where(Some(filter)).await?;
+        chunks.sort_by(|a, b| a.document_id.cmp(&b.document_id).then(a.chunk_index.cmp(&b.chunk_index)));
+        Ok(chunks)
     }
 
     /// Deletes every chunk of the given documents (one commit per 500 documents).
@@ -459,6 +534,19 @@ impl Store {
         k: usize,
         search: VectorSearch,
     ) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
+        self.nearest_where(vector, k, search, false).await
+    }
+
+    /// [`Store::nearest`] over the chunks whose embedding is computed only when `embedded_only` (a
+    /// LanceDB pre-filter, so the `k` results are all real neighbours while chunks wait for embeddings;
+    /// without waiting chunks the filter is left off, as it costs a scan of the column).
+    pub async fn nearest_where(
+        &self,
+        vector: &[f32],
+        k: usize,
+        search: VectorSearch,
+        embedded_only: bool,
+    ) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
         let mut columns: Vec<&str> = CHUNK_COLUMNS.to_vec();
         columns.push("_distance");
         let mut query =
@@ -467,6 +555,9 @@ impl Store {
             VectorSearch::Exact => query = query.bypass_vector_index(),
             VectorSearch::Ann { refine_factor: Some(factor) } => query = query.refine_factor(factor.max(1)),
             VectorSearch::Ann { refine_factor: None } => {}
+        }
+        if embedded_only && self.embedded_column {
+            query = query.only_if(EMBEDDED_ONLY);
         }
         let batches: Vec<RecordBatch> = query.select(Select::columns(&columns)).execute().await?.try_collect().await?;
         let mut out = Vec::new();
@@ -635,7 +726,22 @@ fn documents_from_batch(batch: &RecordBatch) -> Result<Vec<DocumentRecord>, Stor
         .collect())
 }
 
-fn chunks_to_batch(chunks: &[ChunkRecord], vectors: &[Vec<f32>], dimension: usize) -> Result<RecordBatch, StoreError> {
+/// The `chunks` rows for `chunks` with `vectors` (`embedded = true`), or with zero vectors and
+/// `embedded = false` when `None`.
+fn chunks_to_batch(
+    chunks: &[ChunkRecord],
+    vectors: Option<&[Vec<f32>]>,
+    dimension: usize,
+) -> Result<RecordBatch, StoreError> {
+    let embedded = vectors.is_some();
+    let zeros;
+    let vectors = match vectors {
+        Some(vectors) => vectors,
+        None => {
+            zeros = vec![vec![0.0f32; dimension]; chunks.len()];
+            &zeros[..]
+        }
+    };
     if vectors.len() != chunks.len() || vectors.iter().any(|v| v.len() != dimension) {
         return Err(StoreError::Store(format!(
             "{} chunks need {} vectors of {dimension} floats",
@@ -667,6 +773,7 @@ fn chunks_to_batch(chunks: &[ChunkRecord], vectors: &[Vec<f32>], dimension: usiz
         Arc::new(UInt64Array::from_iter_values(chunks.iter().map(|c| c.char_end))),
         Arc::new(UInt32Array::from_iter_values(chunks.iter().map(|c| c.token_count))),
         Arc::new(vectors),
+        Arc::new(arrow_array::BooleanArray::from(vec![embedded; chunks.len()])),
     ];
     Ok(RecordBatch::try_new(chunks_schema(dimension), columns)?)
 }

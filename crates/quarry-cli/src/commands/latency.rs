@@ -194,7 +194,12 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     })?;
     eprintln!(" in {:.1} s", started.elapsed().as_secs_f64());
     let dimension = embedder.dimension();
-    let embedding = EmbeddingInfo { model_id: embedder.model_id().to_string(), dimension, automatic: false };
+    let embedding = EmbeddingInfo {
+        model_id: embedder.model_id().to_string(),
+        dimension,
+        automatic: false,
+        chunks_per_second: None,
+    };
     let languages = embedder.languages().to_vec();
     let embedder = Arc::new(Mutex::new(embedder));
     let queries: Vec<&String> = queries.iter().collect();

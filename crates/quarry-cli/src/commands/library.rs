@@ -228,7 +228,12 @@ pub struct SearchArgs {
 /// The model id and vector length of a loaded embedder, as a library records them.
 fn embedding_info(embedder: &Mutex<Embedder>) -> anyhow::Result<EmbeddingInfo> {
     let e = embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?;
-    Ok(EmbeddingInfo { model_id: e.model_id().to_string(), dimension: e.dimension(), automatic: false })
+    Ok(EmbeddingInfo {
+        model_id: e.model_id().to_string(),
+        dimension: e.dimension(),
+        automatic: false,
+        chunks_per_second: None,
+    })
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -442,6 +447,18 @@ pub fn status(data: DataDir, args: StatusArgs) -> anyhow::Result<()> {
             s.disk_bytes as f64 / (1 << 20) as f64,
             if s.vector_index { "; ANN index" } else { "" }
         );
+        if s.waiting_chunks > 0 {
+            let eta = match s.waiting_eta_seconds {
+                Some(seconds) if seconds >= 90.0 => format!(", about {:.0} min left", seconds / 60.0),
+                Some(seconds) => format!(", about {seconds:.0} s left"),
+                None => String::new(),
+            };
+            println!(
+                "  {} documents searchable by keyword only: {} chunks waiting for embeddings{eta} (an ingest running, or the next `quarry add`/`sync`)",
+                count("keyword_only"),
+                s.waiting_chunks
+            );
+        }
         if !s.formats.is_empty() {
             let formats: Vec<String> = s.formats.iter().map(|(f, n)| format!("{f} {n}")).collect();
             println!("  formats: {}", formats.join(", "));

@@ -342,8 +342,11 @@ impl QuarryServer {
                             failures.push(json!({ "path": path, "status": status, "error": error }));
                             format!("{status} {path}: {error}")
                         }
+                        quarry_store::IngestEvent::KeywordIndexed { documents, chunks } => {
+                            format!("{documents} documents ({chunks} chunks) searchable by keyword")
+                        }
                         quarry_store::IngestEvent::Indexed { documents, chunks } => {
-                            format!("indexed {documents} documents ({chunks} chunks)")
+                            format!("embedded {documents} documents ({chunks} chunks)")
                         }
                         _ => return,
                     };
@@ -515,15 +518,13 @@ impl QuarryServer {
         Ok(model)
     }
 
-    /// The indexed documents of the served libraries as resources.
+    /// The searchable documents of the served libraries as resources.
     async fn documents(&self) -> anyhow::Result<Vec<Resource>> {
         let mut resources = Vec::new();
         for name in self.served_names()? {
             let library = Library::open_read(&self.data, &name).await?;
-            let mut documents: Vec<_> = library
-                .documents()
-                .filter(|d| d.state == quarry_store::DocumentState::Indexed && d.chunk_count > 0)
-                .collect();
+            let mut documents: Vec<_> =
+                library.documents().filter(|d| d.state.searchable() && d.chunk_count > 0).collect();
             documents.sort_by(|a, b| a.path.cmp(&b.path));
             for d in documents {
                 let file_name = d.path.rsplit(['/', '!']).next().unwrap_or(&d.path).to_string();
@@ -555,9 +556,7 @@ impl QuarryServer {
     async fn document_text(&self, library: &str, document_id: &str) -> anyhow::Result<String> {
         let name = self.chosen(&[library.to_string()])?.remove(0);
         let library = Library::open_read(&self.data, &name).await?;
-        let indexed = library
-            .documents()
-            .any(|d| d.document_id == document_id && d.state == quarry_store::DocumentState::Indexed);
+        let indexed = library.documents().any(|d| d.document_id == document_id && d.state.searchable());
         anyhow::ensure!(indexed, "library {name:?} has no indexed document {document_id}");
         let mut chunks = library.store().chunks_where(Some(format!("document_id = '{document_id}'"))).await?;
         chunks.sort_by_key(|c| c.chunk_index);
@@ -591,10 +590,11 @@ impl QuarryServer {
             }
             let mut library = Library::open_read(&self.data, &manifest.name).await?;
             let status = library.status().await?;
+            let searchable: usize = ["indexed", "keyword_only"].iter().filter_map(|s| status.documents.get(*s)).sum();
             listed.push(json!({
                 "name": manifest.name,
                 "embedding_model": manifest.embedding.model_id,
-                "documents": status.documents.get("indexed").copied().unwrap_or(0),
+                "documents": searchable,
                 "failed_documents": status.documents.get("failed").copied().unwrap_or(0),
                 "chunks": status.chunks,
                 "formats": status.formats,

@@ -65,8 +65,21 @@ impl IngestProgress {
             IngestEvent::Moved { from, to } => {
                 self.line(format!("moved {from} -> {to}"));
             }
+            IngestEvent::KeywordIndexed { .. } | IngestEvent::Indexed { .. } => {}
+            IngestEvent::KeywordReady { documents, waiting_chunks, seconds } => {
+                // The bar counts what this phase embeds: this run's chunks and any left waiting before.
+                self.chunks.set_length(waiting_chunks as u64);
+                self.chunks.set_position(0);
+                self.chunks.reset_eta();
+                if documents > 0 {
+                    self.line(format!(
+                        "{documents} documents searchable by keyword after {seconds:.1} s; embedding {waiting_chunks} chunks for semantic search"
+                    ));
+                } else {
+                    self.line(format!("embedding {waiting_chunks} chunks an earlier run left waiting"));
+                }
+            }
             IngestEvent::Embedding { done, .. } => self.chunks.set_position(done as u64),
-            IngestEvent::Indexed { .. } => {}
             IngestEvent::FileDone { path } => {
                 self.files.inc(1);
                 let name = path.rsplit('/').next().unwrap_or(&path).to_string();
@@ -117,6 +130,12 @@ impl IngestProgress {
         );
         if summary.reread > 0 {
             eprintln!("{} unchanged files were read again with a newer reading of their format", summary.reread);
+        }
+        if summary.waiting_chunks > 0 {
+            eprintln!(
+                "{} chunks are searchable by keyword and still wait for their embeddings; the next `quarry add` or `quarry sync` embeds them",
+                summary.waiting_chunks
+            );
         }
         if summary.cancelled {
             eprintln!("stopped: what was read is saved; `quarry sync` reads the rest");

@@ -240,19 +240,23 @@ fn library_management_and_model_mismatch() {
 }
 
 /// The invariants of a library after any crash, read with the Rust API (read-only, as a search would):
-/// every `indexed` document has all its chunks in LanceDB and in tantivy, each with a stored vector that
-/// dense search finds again; searches return chunks of indexed documents only. Returns (documents, chunks).
+/// every `keyword_only` and `indexed` document has all its chunks in LanceDB and in tantivy; every chunk
+/// of an `indexed` document has a stored vector that dense search finds again; a `keyword_only`
+/// document's chunks have either their vector or a zero placeholder, and dense search never returns a
+/// placeholder; searches return chunks of searchable documents only. Returns (searchable documents, their
+/// chunks); prints how many of them were searchable by keyword only.
 fn check_consistent(data: &Path, library: &str) -> (usize, usize) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let data = quarry_store::DataDir::at(data);
         let mut library = quarry_store::Library::open_read(&data, library).await.expect("the library opens");
-        let mut indexed = 0;
-        let mut chunks = 0;
+        let (mut searchable, mut indexed, mut chunks, mut keyword_only) = (0, 0, 0, 0);
         let mut complete = std::collections::HashSet::new();
+        let mut placeholders = std::collections::HashSet::new();
+        let mut probe: Option<Vec<f32>> = None;
         let documents: Vec<quarry_store::DocumentRecord> = library.documents().cloned().collect();
         for document in &documents {
-            if document.state != quarry_store::DocumentState::Indexed || document.chunk_count == 0 {
+            if !document.state.searchable() || document.chunk_count == 0 {
                 continue;
             }
             let id = &document.document_id;
@@ -262,6 +266,18 @@ fn check_consistent(data: &Path, library: &str) -> (usize, usize) {
             assert_eq!(library.keyword().count_document(id).unwrap(), stored, "{}: every chunk in tantivy", document.path);
             let vectors = library.store().chunk_vectors(Some(filter)).await.unwrap();
             assert_eq!(vectors.len(), stored);
+            complete.insert(id.clone());
+            searchable += 1;
+            chunks += stored;
+            if document.state == quarry_store::DocumentState::KeywordOnly {
+                keyword_only += 1;
+                for (chunk, vector) in &vectors {
+                    if vector.iter().all(|v| *v == 0.0) {
+                        placeholders.insert(*chunk);
+                    }
+                }
+                continue;
+            }
             for (chunk, vector) in &vectors {
                 assert!(vector.len() == 384 && vector.iter().any(|v| *v != 0.0), "{}: chunk {chunk} has a real vector", document.path);
             }
@@ -273,9 +289,20 @@ fn check_consistent(data: &Path, library: &str) -> (usize, usize) {
                 "{}: dense search finds chunk {first}",
                 document.path
             );
-            complete.insert(id.clone());
+            probe.get_or_insert_with(|| vector.clone());
             indexed += 1;
-            chunks += stored;
+        }
+        assert_eq!(
+            library.store().count_waiting_chunks().await.unwrap(),
+            placeholders.len(),
+            "waiting chunks are exactly the placeholders of keyword-only documents"
+        );
+        // Dense search over a library with waiting chunks returns real neighbours only.
+        if let (Some(vector), false) = (&probe, placeholders.is_empty()) {
+            let search = quarry_store::VectorSearch::Exact;
+            for (chunk, _) in library.store().nearest_where(vector, 200, search, true).await.unwrap() {
+                assert!(!placeholders.contains(&chunk.chunk_id), "dense search returned a chunk waiting for its embedding");
+            }
         }
         // Nothing half-indexed is returned: every hit belongs to a document checked complete above.
         for query in ["the", "aircraft", "revenue", "中国"] {
@@ -283,7 +310,8 @@ fn check_consistent(data: &Path, library: &str) -> (usize, usize) {
                 assert!(complete.contains(&hit.chunk.document_id), "search returned {} of an incomplete document", hit.path);
             }
         }
-        (indexed, chunks)
+        eprintln!("{indexed} documents indexed, {keyword_only} searchable by keyword only ({} chunks waiting)", placeholders.len());
+        (searchable, chunks)
     })
 }
 
@@ -368,7 +396,7 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
             commit_kills += 1; // vectors of a group computed, its commit not finished
         }
         let (indexed, _) = check_consistent(&data, "crash");
-        eprintln!("run {run_no}: killed {moment}: {killed}; groups embedded {embedded}, committed {committed}; {indexed} documents indexed");
+        eprintln!("run {run_no}: killed {moment}: {killed}; groups embedded {embedded}, committed {committed}; {indexed} documents searchable");
         if !killed {
             completed_runs += 1;
         }
@@ -384,7 +412,8 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
     ingest(&data, &["add", &docs_arg, "--library", "crash", "--json"]);
     assert_eq!(check_consistent(&data, "crash"), expected);
     let s = status(&data, "crash");
-    assert_eq!(count(&s, "pending"), 0);
+    assert_eq!((count(&s, "pending"), count(&s, "keyword_only")), (0, 0), "{s}");
+    assert_eq!(s["waiting_chunks"].as_u64(), Some(0), "every chunk embedded: {s}");
     assert_eq!(s["chunks"].as_u64(), s["keyword_chunks"].as_u64(), "nothing half-indexed remains: {s}");
 }
 
@@ -677,6 +706,63 @@ fn searches_work_while_an_ingest_runs() {
     assert!(saw_results, "documents became searchable before the ingest finished");
     let output = quarry(&data).args(["add", docs.to_str().unwrap(), "--library", "busy"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Issue 40: a document is searchable by keyword as soon as it is read, before its chunks are embedded;
+/// hybrid search ranks the waiting chunks by BM25 and dense search leaves them out; a run killed while
+/// embedding leaves them searchable by keyword, and the next `add` embeds only what waits.
+#[test]
+fn documents_are_found_by_keyword_before_their_embeddings_and_a_killed_run_leaves_them_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = sample_library().join("sec-10-q");
+    run(&data, &["library", "create", "early"]);
+    let mut child = quarry(&data)
+        .args(["add", docs.to_str().unwrap(), "--library", "early", "--json", "--batch-chunks", "64"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the embedding phase: every filing searchable by keyword, chunks waiting.
+    let started = Instant::now();
+    let waiting_status = loop {
+        let s = status(&data, "early");
+        if count(&s, "keyword_only") == 6 && s["waiting_chunks"].as_u64().unwrap_or(0) > 0 {
+            break s;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the ingest ended before a status saw chunks waiting: {s}");
+        assert!(started.elapsed() < Duration::from_secs(600), "{s}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let hits = search(&data, "early", "NVIDIA data center revenue", "bm25");
+    assert!(
+        hits.iter().any(|h| h["path"].as_str().unwrap().contains("NVDA")),
+        "keyword search finds the filings: {hits:?}"
+    );
+    let hybrid = search(&data, "early", "NVIDIA data center revenue", "hybrid");
+    assert!(!hybrid.is_empty(), "hybrid search ranks waiting chunks by BM25");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (searchable, _) = check_consistent(&data, "early");
+    let killed = status(&data, "early");
+    let waiting = killed["waiting_chunks"].as_u64().unwrap();
+    assert!(waiting > 0, "the kill landed while chunks waited: {killed} (status before: {waiting_status})");
+    assert_eq!((count(&killed, "keyword_only") + count(&killed, "indexed"), searchable), (6, 6), "{killed}");
+    // Searchable by keyword after the kill; dense search finds only embedded chunks (none of a waiting
+    // document that has no embedded chunk yet).
+    assert!(!search(&data, "early", "NVIDIA data center revenue", "bm25").is_empty());
+
+    let (events, summary) = ingest(&data, &["add", docs.to_str().unwrap(), "--library", "early", "--json"]);
+    assert_eq!(summary["indexed"].as_u64(), Some(0), "no file is read again: {summary}");
+    assert_eq!(summary["embedded_chunks"].as_u64(), Some(waiting), "only the waiting chunks are embedded: {summary}");
+    assert!(events.iter().any(|e| e["event"] == "keyword_ready" && e["documents"] == 0), "{events:?}");
+    let done = status(&data, "early");
+    assert_eq!((count(&done, "indexed"), done["waiting_chunks"].as_u64()), (6, Some(0)), "{done}");
+    assert_eq!(check_consistent(&data, "early").0, 6);
+    assert!(done["waiting_eta_seconds"].is_null(), "{done}");
+    let toml = std::fs::read_to_string(data.join("libraries/early/library.toml")).unwrap();
+    assert!(toml.contains("chunks_per_second"), "the embedding speed is recorded for the estimate: {toml}");
 }
 
 #[test]
@@ -989,8 +1075,9 @@ fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     let to_read = scanned["to_read"].as_u64().unwrap();
     let files_done = events_named(&events, "file_done") as u64;
     assert!(files_done < to_read, "the stop came too late to leave anything: {files_done} of {to_read}");
-    let (indexed_after_stop, _) = check_consistent(&data, "stop");
-    assert_eq!(indexed_after_stop as u64, first["indexed"].as_u64().unwrap(), "{first}");
+    // What was read before the stop is searchable (by keyword at least).
+    let (searchable_after_stop, _) = check_consistent(&data, "stop");
+    assert_eq!(searchable_after_stop as u64, first["indexed"].as_u64().unwrap(), "{first}");
 
     // The stopped run recorded the folder as a source: sync reads the files it did not get to.
     let (_, second) = ingest(&data, &["sync", "--library", "stop", "--json"]);
@@ -1004,6 +1091,11 @@ fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     assert_eq!(indexed as u64, first["indexed"].as_u64().unwrap() + second["indexed"].as_u64().unwrap());
     let status = status(&data, "stop");
     assert_eq!(count(&status, "pending"), 0, "{status}");
+    assert_eq!(
+        (count(&status, "keyword_only"), status["waiting_chunks"].as_u64()),
+        (0, Some(0)),
+        "sync embedded what the stop left waiting: {status}"
+    );
 }
 
 #[test]
@@ -1033,8 +1125,16 @@ fn a_chinese_library_on_e5_is_searched_beside_an_english_one_each_with_its_own_m
     let list = json(&data, &["library", "list", "--json"]);
     let model_of =
         |name: &str| list.as_array().unwrap().iter().find(|l| l["name"] == name).unwrap()["embedding"].clone();
-    assert_eq!(model_of("zh"), serde_json::json!({"model_id": "multilingual-e5-small-q4", "dimension": 384}));
-    assert_eq!(model_of("en"), serde_json::json!({"model_id": "all-minilm-l6-v2-int8", "dimension": 384}));
+    let (zh, en) = (model_of("zh"), model_of("en"));
+    assert_eq!(
+        (&zh["model_id"], &zh["dimension"]),
+        (&serde_json::json!("multilingual-e5-small-q4"), &serde_json::json!(384))
+    );
+    assert_eq!(
+        (&en["model_id"], &en["dimension"]),
+        (&serde_json::json!("all-minilm-l6-v2-int8"), &serde_json::json!(384))
+    );
+    assert!(zh["automatic"].is_null() && en["automatic"].is_null(), "the choice is settled: {zh} {en}");
     assert_eq!(model_of("zh-minilm")["model_id"], "all-minilm-l6-v2-int8");
 
     // Without model options each library is searched with its own model.
