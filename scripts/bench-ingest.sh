@@ -57,6 +57,16 @@ disk_mib = status["disk_bytes"] / 2**20
 print(f"| {docs.get('indexed', 0)} | {docs.get('failed', 0)} | {status['pages']} | {status['chunks']} | {text_mib:.1f} | {keyword_s} | {keyword_rate} | {secs:.0f} | "
       f"{status['pages'] / secs:.1f} | {status['chunks'] / secs:.1f} | {rss_kb / 1024:.0f} | {disk_mib:.1f} | {disk_mib / max(text_mib, 1e-9):.1f}× |")
 print("\n(text MiB counts extracted characters as 1 byte each; the library holds text, 384 float32 per chunk and the BM25 index)")
+if "embed_seconds" in finished:
+    parts = [("until searchable by keyword (scan, parse, chunk, commit)", finished["keyword_seconds"]),
+             ("embedding model", finished["embed_seconds"]),
+             ("writing the vectors (merge-insert, tantivy commit, states)", finished["embed_write_seconds"]),
+             ("compaction and index upkeep", finished["optimize_seconds"])]
+    print("\n| where the time went | s | share |\n|---|---:|---:|")
+    for name, s in parts:
+        print(f"| {name} | {s:.1f} | {s / secs:.0%} |")
+    rest = secs - sum(s for _, s in parts)
+    print(f"| other | {rest:.1f} | {rest / secs:.0%} |")
 for path, reason in status["failures"][:20]:
     print(f"failed: {path}: {reason}")
 EOF

@@ -223,8 +223,15 @@ pub struct IngestSummary {
     /// Chunks still waiting for their embeddings when the run ended (a stopped run leaves them; the
     /// next `add` or `sync` embeds them).
     pub waiting_chunks: usize,
-    /// Seconds from the start of the run until every document read was searchable by keyword.
+    /// Seconds from the start of the run until every document read was searchable by keyword (scan,
+    /// parse, chunk, commit to both tables and tantivy).
     pub keyword_seconds: f64,
+    /// Seconds the embedding model computed vectors.
+    pub embed_seconds: f64,
+    /// Seconds spent writing the vectors (merge-inserts, tantivy commits, document states).
+    pub embed_write_seconds: f64,
+    /// Seconds of the closing compaction and index upkeep (`Library::optimize`).
+    pub optimize_seconds: f64,
     /// Pages of the documents read.
     pub pages: u64,
     /// Wall-clock seconds of the run.
@@ -774,12 +781,17 @@ impl Library {
         }
         let stopped = || options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed);
         if waiting > 0 && !stopped() {
-            summary.embedded_chunks = self.embed_waiting(&embedder, options, waiting, on_event).await?;
+            let timing = self.embed_waiting(&embedder, options, waiting, on_event).await?;
+            summary.embedded_chunks = timing.chunks;
+            summary.embed_seconds = timing.embed_seconds;
+            summary.embed_write_seconds = timing.write_seconds;
         }
         summary.waiting_chunks = self.store.count_waiting_chunks().await?;
         summary.cancelled |= stopped() && summary.waiting_chunks > 0;
         if summary.indexed + summary.removed + summary.failed + summary.moved + summary.embedded_chunks > 0 {
+            let optimizing = Instant::now();
             self.optimize(options.keep_versions, options.vector_index_rows).await?;
+            summary.optimize_seconds = optimizing.elapsed().as_secs_f64();
         }
         summary.seconds = started.elapsed().as_secs_f64();
         on_event(IngestEvent::Finished(summary.clone()));
@@ -898,15 +910,17 @@ impl Library {
     /// `options.batch_chunks`: each group's vectors are computed, written in one merge-insert, tantivy is
     /// committed with the new `chunks` version, and documents whose chunks are all embedded become
     /// `indexed`. Stops between groups when `options.isolation.stop` is set (the rest waits for the next
-    /// run). Records the speed in `library.toml` for `status`'s estimate. Returns the chunks embedded.
+    /// run). Records the speed in `library.toml` for `status`'s estimate. Returns the chunks embedded
+    /// and where the time went.
     async fn embed_waiting(
         &mut self,
         embedder: &Arc<Mutex<Embedder>>,
         options: &IngestOptions,
         waiting: usize,
         on_event: &mut (dyn FnMut(IngestEvent) + Send),
-    ) -> Result<usize, StoreError> {
+    ) -> Result<EmbedTiming, StoreError> {
         let started = Instant::now();
+        let mut timing = EmbedTiming::default();
         let group_size = options.batch_chunks.max(1);
         let mut documents: Vec<(String, Option<String>, u32, i64, String)> = self
             .documents()
@@ -944,21 +958,27 @@ impl Library {
                     .map(|c| indexed_text(contexts.get(c.document_id.as_str()).copied().flatten(), &c.text))
                     .collect();
                 let model = Arc::clone(embedder);
+                let computing = Instant::now();
                 let vectors = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<f32>>, StoreError> {
                     let mut model = model.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
                     Ok(model.embed(&texts)?)
                 })
                 .await
                 .map_err(|e| StoreError::Embedding(e.to_string()))??;
+                timing.embed_seconds += computing.elapsed().as_secs_f64();
                 done += vectors.len();
                 on_event(IngestEvent::Embedding { done, known: waiting });
+                let writing = Instant::now();
                 self.store.set_vectors(part, &vectors).await?;
                 self.commit_keyword().await?;
+                timing.write_seconds += writing.elapsed().as_secs_f64();
             }
             if !finished {
                 break;
             }
+            let writing = Instant::now();
             self.store.set_state(&ids, DocumentState::Indexed).await?;
+            timing.write_seconds += writing.elapsed().as_secs_f64();
             on_event(IngestEvent::Indexed { documents: ids.len(), chunks: chunks.len() });
         }
         let seconds = started.elapsed().as_secs_f64();
@@ -968,8 +988,17 @@ impl Library {
             self.manifest.save(&self.dir)?;
         }
         self.refresh_documents().await?;
-        Ok(done)
+        timing.chunks = done;
+        Ok(timing)
     }
+}
+
+/// What [`Library::embed_waiting`] did: chunks embedded, seconds computing vectors, seconds writing them.
+#[derive(Default)]
+struct EmbedTiming {
+    chunks: usize,
+    embed_seconds: f64,
+    write_seconds: f64,
 }
 
 fn modified_ms(meta: &std::fs::Metadata) -> i64 {

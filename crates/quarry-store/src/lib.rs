@@ -23,7 +23,8 @@ mod watch;
 
 pub use error::{is_disk_full_io, StoreError};
 pub use ingest::{
-    hash_file, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS, VECTOR_INDEX_ROWS,
+    hash_file, indexed_text, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS,
+    VECTOR_INDEX_ROWS,
 };
 pub use library::{folder_size, Library, LibraryStatus, SearchHit, DEFAULT_DOCUMENT_PRIOR};
 pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};

@@ -25,6 +25,10 @@ pub enum EvalCommand {
     /// cannot answer, seconds per question (`--retrieval-only`: the passages the answer would be written
     /// from, no model).
     Answers(super::eval_answers::AnswersArgs),
+    /// Embedding speed on a library's chunks (as an ingest embeds them), beside the Python onnxruntime
+    /// reference on the same texts with `--python` (`scripts/bench-embedder.sh`): chunks/s, tokens/s,
+    /// their ratio and the cosine of the two engines' vectors.
+    Embedder(super::eval_embedder::EmbedderEvalArgs),
 }
 
 #[derive(clap::Args)]
@@ -68,6 +72,7 @@ pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_st
         EvalCommand::Qa(args) => super::eval_qa::qa(args),
         EvalCommand::Library(args) => super::eval_library::library_eval(args, &data()?),
         EvalCommand::Answers(args) => super::eval_answers::answers_eval(args, &data()?),
+        EvalCommand::Embedder(args) => super::eval_embedder::embedder_eval(args, &data()?),
     }
 }
 
