@@ -596,10 +596,14 @@ impl Library {
                 });
             }
         }
+        // Chunking (text-splitter sizing candidates with the model's tokenizer) is the main process's
+        // cost once the parse workers are done: it runs on a thread per core, in the order files came.
+        let chunker = Arc::new(chunker);
+        let mut chunked = chunk_in_parallel(receiver, Arc::clone(&chunker));
         loop {
-            let (index, outcome) = match held.pop_front() {
-                Some(item) => item,
-                None => match receiver.recv().await {
+            let (index, outcome, mut prechunked) = match held.pop_front() {
+                Some((index, outcome)) => (index, outcome, None),
+                None => match chunked.recv().await {
                     Some(item) => item,
                     None => break,
                 },
@@ -673,8 +677,9 @@ impl Library {
                         row.byte_len = document.byte_len;
                         row.context =
                             self.manifest.chunking.document_context.then(|| quarry_ingest::document_context(document));
-                        let chunks: Vec<ChunkRecord> = chunker
-                            .chunk(document)
+                        let chunks: Vec<ChunkRecord> = prechunked
+                            .take()
+                            .unwrap_or_else(|| chunker.chunk(document))
                             .into_iter()
                             .map(|c| ChunkRecord {
                                 chunk_id: chunk_id(&id, c.index),
@@ -991,6 +996,65 @@ impl Library {
         timing.chunks = done;
         Ok(timing)
     }
+}
+
+/// A parsed file with its document's chunks when it has one (`None`: no document, or chunk it yourself).
+type Chunked = (usize, FileOutcome, Option<Vec<quarry_core::Chunk>>);
+
+/// Chunks the documents coming from `parsed` on one thread per core (at most 4) and hands them on in
+/// the order they came (item i goes to thread i mod n, and is taken back from it in turn), so the
+/// ingest loop sees files in the parser's order: an archive's members before its own row.
+fn chunk_in_parallel(
+    mut parsed: tokio::sync::mpsc::Receiver<(usize, FileOutcome)>,
+    chunker: Arc<Chunker>,
+) -> tokio::sync::mpsc::Receiver<Chunked> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
+    let (out_sender, out_receiver) = tokio::sync::mpsc::channel::<Chunked>(16);
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    for _ in 0..threads {
+        let (to_worker, from_dispatcher) = std::sync::mpsc::sync_channel::<(usize, FileOutcome)>(2);
+        let (to_merger, from_worker) = std::sync::mpsc::sync_channel::<Chunked>(2);
+        let chunker = Arc::clone(&chunker);
+        std::thread::spawn(move || {
+            for (index, outcome) in from_dispatcher {
+                // A chunker panic leaves the document to the ingest loop, which chunks it again and
+                // fails as it always did, rather than ending this stage and losing the files after it.
+                let chunks = match (&outcome.status, &outcome.document) {
+                    (Status::Ok, Some(document)) => {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chunker.chunk(document))).ok()
+                    }
+                    _ => None,
+                };
+                if to_merger.send((index, outcome, chunks)).is_err() {
+                    break;
+                }
+            }
+        });
+        inputs.push(to_worker);
+        outputs.push(from_worker);
+    }
+    std::thread::spawn(move || {
+        let mut turn = 0;
+        while let Some(item) = parsed.blocking_recv() {
+            if inputs[turn % inputs.len()].send(item).is_err() {
+                break;
+            }
+            turn += 1;
+        }
+        // Dropping `inputs` ends the workers once they are through.
+    });
+    std::thread::spawn(move || {
+        let mut turn = 0;
+        // Each worker's results come in its own order; taking them in turn restores the overall order.
+        while let Ok(item) = outputs[turn % outputs.len()].recv() {
+            if out_sender.blocking_send(item).is_err() {
+                break;
+            }
+            turn += 1;
+        }
+    });
+    out_receiver
 }
 
 /// What [`Library::embed_waiting`] did: chunks embedded, seconds computing vectors, seconds writing them.
