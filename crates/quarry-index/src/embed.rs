@@ -271,7 +271,8 @@ impl Embedder {
     }
 
     /// Counts tokens as this model reads a passage, for sizing chunks. ONNX: the model's Hugging Face
-    /// tokenizer without special tokens and without truncation. e5: the engine's tokenizer, with the
+    /// tokenizer without special tokens and without truncation (for a BERT-style tokenizer, word by word
+    /// with each distinct word counted once: [`crate::token_count::PieceCountCache`], the same numbers). e5: the engine's tokenizer, with the
     /// `passage: ` prefix and the two special tokens, so a chunk of 512 fits e5's 512-token window.
     pub fn token_counter(&self) -> TokenCounter {
         match &self.model {
@@ -284,9 +285,17 @@ impl Embedder {
                 // Both only fail on invalid parameters, which `None` cannot be.
                 let _ = tokenizer.with_truncation(None);
                 tokenizer.with_padding(None);
-                Arc::new(move |text: &str| {
+                let by_piece = crate::token_count::counts_by_piece(&tokenizer);
+                let count = move |text: &str| {
                     tokenizer.encode_fast(text, false).map(|e| e.len()).unwrap_or_else(|_| text.chars().count())
-                })
+                };
+                if by_piece {
+                    // Same counts, each distinct word tokenized once (see `token_count`).
+                    let cache = crate::token_count::PieceCountCache::new(count);
+                    Arc::new(move |text: &str| cache.count(text))
+                } else {
+                    Arc::new(count)
+                }
             }
         }
     }

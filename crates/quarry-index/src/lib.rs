@@ -20,6 +20,7 @@ pub mod eval;
 mod fusion;
 mod keyword;
 pub mod qa;
+pub mod token_count;
 mod tokenizer;
 mod vector;
 
