@@ -46,7 +46,18 @@ impl Session {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().map_err(|e| e.to_string())?;
         let capabilities =
             json!({ "capabilities": { "alwaysMatch": { "tauri:options": { "application": application } } } });
-        let value = call(&http, reqwest::Method::POST, &format!("{base}/session"), Some(capabilities)).await?;
+        // A driver still starting under load can drop the first request (CI run on 2efbd59: "error sending
+        // request for url …/session"); a request that never reached it is safe to send again.
+        let mut attempt = 0;
+        let value = loop {
+            match call(&http, reqwest::Method::POST, &format!("{base}/session"), Some(capabilities.clone())).await {
+                Err(error) if error.contains("error sending request") && attempt < 3 => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                }
+                other => break other?,
+            }
+        };
         let id = value["sessionId"].as_str().ok_or_else(|| format!("no session id in {value}"))?.to_string();
         Ok(Session { http, base: base.to_string(), id })
     }
