@@ -464,7 +464,7 @@ impl Library {
                 self.check_embedder(&model)?;
                 model.embed_queries(&[query])?.pop().unwrap_or_default()
             };
-            let search = crate::store::VectorSearch::Ann { refine_factor: Some(crate::store::ANN_REFINE_FACTOR) };
+            let search = crate::store::VectorSearch::DEFAULT;
             for (chunk, similarity) in self.store.nearest_where(&vector, fetch, search, waiting).await? {
                 if self.visible(&chunk.document_id) && dense.len() < depth {
                     dense.push((chunk.chunk_id, similarity));

@@ -518,7 +518,7 @@ impl Store {
     /// Uses the ANN index when one exists (rows added after it was built are searched exactly), with
     /// [`ANN_REFINE_FACTOR`].
     pub async fn nearest(&self, vector: &[f32], k: usize) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
-        self.nearest_by(vector, k, VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR) }).await
+        self.nearest_by(vector, k, VectorSearch::DEFAULT).await
     }
 
     /// [`Store::nearest`] by exact search over every row, ignoring any ANN index: the ground truth an ANN
@@ -828,6 +828,11 @@ pub enum VectorSearch {
         /// Candidates per wanted result re-ranked by full vectors; `None`: no re-ranking.
         refine_factor: Option<u32>,
     },
+}
+
+impl VectorSearch {
+    /// What searches use: the ANN index when there is one, re-ranked with [`ANN_REFINE_FACTOR`].
+    pub const DEFAULT: VectorSearch = VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR) };
 }
 
 /// Candidates per wanted result that an ANN search re-ranks by full vectors. Chosen with `quarry eval

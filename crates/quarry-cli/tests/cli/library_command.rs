@@ -688,18 +688,25 @@ fn kill_minus_nine_during_sync_remove_and_reindex_never_leaves_a_half_indexed_li
     }
 }
 
+/// `quarry add DOCS --library LIBRARY --json --batch-chunks N` running in the background, its output
+/// discarded: for tests that search or kill while it works.
+fn spawn_add(data: &Path, docs: &Path, library: &str, batch_chunks: usize) -> std::process::Child {
+    quarry(data)
+        .args(["add", docs.to_str().unwrap(), "--library", library, "--json", "--batch-chunks"])
+        .arg(batch_chunks.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn searches_work_while_an_ingest_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = sample_library().join("sec-10-q");
     run(&data, &["library", "create", "busy"]);
-    let mut child = quarry(&data)
-        .args(["add", docs.to_str().unwrap(), "--library", "busy", "--json", "--batch-chunks", "32"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_add(&data, &docs, "busy", 32);
     let mut searches = 0;
     let mut saw_results = false;
     while child.try_wait().unwrap().is_none() {
@@ -727,12 +734,7 @@ fn documents_are_found_by_keyword_before_their_embeddings_and_a_killed_run_leave
     let data = tmp.path().join("data");
     let docs = sample_library().join("sec-10-q");
     run(&data, &["library", "create", "early"]);
-    let mut child = quarry(&data)
-        .args(["add", docs.to_str().unwrap(), "--library", "early", "--json", "--batch-chunks", "64"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_add(&data, &docs, "early", 64);
     // Wait for the embedding phase: every filing searchable by keyword, chunks waiting.
     let started = Instant::now();
     let waiting_status = loop {
