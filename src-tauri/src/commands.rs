@@ -1,5 +1,6 @@
 //! Tauri commands: each calls the library crates and returns their result; errors come back to the
-//! webview as one readable string that names the file or library involved.
+//! webview as a [`Failure`]: a code it can act on and one readable line that names the file or library
+//! involved.
 //!
 //! Long work (ingest, questions) runs on Tauri's async runtime, never the main thread, and reports
 //! progress through throttled events ([`crate::batch`]): `ingest` (key = library) and `agent` (key =
@@ -10,6 +11,7 @@ use crate::state::AppState;
 use quarry_agents::{
     AgentConfig, AgentError, AgentKind, CancellationToken, Conversation, ConversationSummary, ReportOptions, Turn,
 };
+use quarry_core::{Coded, ErrorCode};
 use quarry_store::{IngestOptions, IngestSummary, Library, SearchMode};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -17,10 +19,67 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tauri::{AppHandle, State};
 
-type Reply<T> = Result<T, String>;
+/// An error as the front end receives it: `{"code": "disk_full", "message": "…"}`. The code is a
+/// [`quarry_core::ErrorCode`] (what the UI acts on: a hint for a full disk, a busy library, a missing
+/// model); the message says what happened, naming the file or library.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    /// The kind of failure (`disk_full`, `library_busy`, `library_not_found`, `model_missing`,
+    /// `offline`, `unreachable`, `cancelled`, `other`).
+    pub code: ErrorCode,
+    /// One readable line.
+    pub message: String,
+}
 
-fn text(error: impl std::fmt::Display) -> String {
-    error.to_string()
+impl Failure {
+    /// A failure of kind `code`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Failure { code, message: message.into() }
+    }
+}
+
+macro_rules! coded_failure {
+    ($($error:ty),*) => {$(
+        impl From<$error> for Failure {
+            fn from(error: $error) -> Self {
+                Failure { code: error.code(), message: error.to_string() }
+            }
+        }
+    )*};
+}
+coded_failure!(
+    quarry_store::StoreError,
+    quarry_agents::ConversationError,
+    quarry_session::SettingsError,
+    AgentError,
+    quarry_core::ChatError
+);
+
+impl From<anyhow::Error> for Failure {
+    /// The code of the first cause that has one ([`quarry_session::error_code`]); the whole chain as text.
+    fn from(error: anyhow::Error) -> Self {
+        Failure { code: quarry_session::error_code(&error), message: format!("{error:#}") }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::new(ErrorCode::Other, message)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Self {
+        Failure::new(ErrorCode::Other, message)
+    }
+}
+
+type Reply<T> = Result<T, Failure>;
+
+/// A failure of a kind the front end does not act on (a poisoned lock, a task that panicked, the
+/// keyring, the system opener), as text.
+fn text(error: impl std::fmt::Display) -> Failure {
+    Failure::new(ErrorCode::Other, error.to_string())
 }
 
 /// What the front end shows before anything else: the version, the formats ingestion reads, where the
@@ -85,7 +144,7 @@ pub struct LibraryView {
 /// listed with its error, not dropped.
 #[tauri::command]
 pub async fn list_libraries(state: State<'_, AppState>) -> Reply<Vec<LibraryView>> {
-    let manifests = state.data.list().map_err(text)?;
+    let manifests = state.data.list().map_err(Failure::from)?;
     let mut views = Vec::new();
     for manifest in manifests {
         let ingesting = state.ingests.lock().map(|m| m.contains_key(&manifest.name)).unwrap_or(false);
@@ -139,7 +198,9 @@ pub async fn create_library(state: State<'_, AppState>, name: String) -> Reply<(
             chunks_per_second: None,
         }
     };
-    Library::create(&state.data, name.trim(), embedding, quarry_store::ChunkingInfo::default()).await.map_err(text)?;
+    Library::create(&state.data, name.trim(), embedding, quarry_store::ChunkingInfo::default())
+        .await
+        .map_err(Failure::from)?;
     Ok(())
 }
 
@@ -147,19 +208,22 @@ pub async fn create_library(state: State<'_, AppState>, name: String) -> Reply<(
 #[tauri::command]
 pub fn rename_library(state: State<'_, AppState>, from: String, to: String) -> Reply<()> {
     busy(&state, &from)?;
-    state.data.rename(&from, to.trim()).map_err(text)
+    state.data.rename(&from, to.trim()).map_err(Failure::from)
 }
 
 /// `delete_library`: the library and its index; the user's files are not touched.
 #[tauri::command]
 pub fn delete_library(state: State<'_, AppState>, name: String) -> Reply<()> {
     busy(&state, &name)?;
-    state.data.delete(&name).map_err(text)
+    state.data.delete(&name).map_err(Failure::from)
 }
 
 fn busy(state: &AppState, library: &str) -> Reply<()> {
     if state.ingests.lock().map(|m| m.contains_key(library)).unwrap_or(false) {
-        return Err(format!("library {library:?} is busy adding files; stop or wait for it first"));
+        return Err(Failure::new(
+            ErrorCode::LibraryBusy,
+            format!("library {library:?} is busy adding files; stop or wait for it first"),
+        ));
     }
     Ok(())
 }
@@ -187,24 +251,24 @@ pub async fn add_to_library(
     {
         let mut running = state.ingests.lock().map_err(text)?;
         if running.contains_key(&library) {
-            return Err(format!("library {library:?} is already adding files"));
+            return Err(Failure::new(ErrorCode::LibraryBusy, format!("library {library:?} is already adding files")));
         }
         running.insert(library.clone(), options.isolation.stop.clone());
     }
     let batcher = Batcher::start(app, "ingest", &library);
     let result = async {
-        let mut opened = Library::open_write(&state.data, &library, &model_id).await.map_err(text)?;
+        let mut opened = Library::open_write(&state.data, &library, &model_id).await.map_err(Failure::from)?;
         let sink = batcher.clone();
         opened
             .add(&paths, &embedder, &options, &mut move |event| {
                 sink.push(serde_json::to_value(&event).unwrap_or_default())
             })
             .await
-            .map_err(text)
+            .map_err(Failure::from)
     }
     .await;
     if let Err(error) = &result {
-        batcher.push(serde_json::json!({"event": "error", "error": error}));
+        batcher.push(serde_json::json!({"event": "error", "error": error.message, "code": error.code}));
     }
     batcher.finish();
     if let Ok(mut running) = state.ingests.lock() {
@@ -255,25 +319,25 @@ pub fn cancel_ingest(state: State<'_, AppState>, library: String) -> bool {
 /// `list_conversations`: most recent first, and a message for each conversation file that is damaged.
 #[tauri::command]
 pub fn list_conversations(state: State<'_, AppState>) -> Reply<(Vec<ConversationSummary>, Vec<String>)> {
-    state.conversations.list().map_err(text)
+    state.conversations.list().map_err(Failure::from)
 }
 
 /// `load_conversation` command: the conversation `id`, its questions and answers.
 #[tauri::command]
 pub fn load_conversation(state: State<'_, AppState>, id: String) -> Reply<Conversation> {
-    state.conversations.load(&id).map_err(text)
+    state.conversations.load(&id).map_err(Failure::from)
 }
 
 /// `rename_conversation` command: gives conversation `id` the title `title`; returns it renamed.
 #[tauri::command]
 pub fn rename_conversation(state: State<'_, AppState>, id: String, title: String) -> Reply<Conversation> {
-    state.conversations.rename(&id, &title).map_err(text)
+    state.conversations.rename(&id, &title).map_err(Failure::from)
 }
 
 /// `delete_conversation` command: removes conversation `id` from the data folder.
 #[tauri::command]
 pub fn delete_conversation(state: State<'_, AppState>, id: String) -> Reply<()> {
-    state.conversations.delete(&id).map_err(text)
+    state.conversations.delete(&id).map_err(Failure::from)
 }
 
 /// `ask`: runs a research agent (`agent`: auto, naive, deep or chain) over `libraries` (empty: all)
@@ -299,7 +363,7 @@ pub async fn ask(
         other => Some(other.parse()?),
     };
     let mut record = match &conversation {
-        Some(id) => state.conversations.load(id).map_err(text)?,
+        Some(id) => state.conversations.load(id).map_err(Failure::from)?,
         None => Conversation::new(&question),
     };
     record.turns.push(Turn {
@@ -311,7 +375,7 @@ pub async fn ask(
         trace: Vec::new(),
         asked_ms: quarry_agents::conversation::now_ms(),
     });
-    state.conversations.save(&mut record).map_err(text)?;
+    state.conversations.save(&mut record).map_err(Failure::from)?;
     let id = record.id.clone();
     let cancel = CancellationToken::new();
     state.asks.lock().map_err(text)?.insert(id.clone(), cancel.clone());
@@ -330,12 +394,12 @@ pub async fn ask(
             turn.error = None;
         }
         Err(error) => {
-            batcher.push(serde_json::json!({"event": "error", "error": error}));
-            turn.error = Some(error);
+            batcher.push(serde_json::json!({"event": "error", "error": error.message, "code": error.code}));
+            turn.error = Some(error.message);
         }
     }
     batcher.finish();
-    state.conversations.save(&mut record).map_err(text)?;
+    state.conversations.save(&mut record).map_err(Failure::from)?;
     Ok(record)
 }
 
@@ -351,7 +415,7 @@ async fn run_question(
     let embedders = state.embedders().await;
     let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders))
         .await
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(Failure::from)?;
     let settings = state.settings();
     // Every event goes to the webview; all but streamed text also to the trace kept with the turn.
     let record: Arc<dyn Fn(serde_json::Value) + Send + Sync> = {
@@ -377,7 +441,7 @@ async fn run_question(
     let worker = state.parse_worker();
     if let Some(web) =
         quarry_session::web_source(&settings.web, settings.network, embedder, Some(worker), &web_notice, problems)
-            .map_err(|e| format!("{e:#}"))?
+            .map_err(Failure::from)?
     {
         sources.push(web);
     }
@@ -390,8 +454,8 @@ async fn run_question(
         AgentConfig { web_queries: settings.web.queries, web_query_approver: approver, ..AgentConfig::default() };
     match quarry_agents::ask(question, kind, model, &sources, config, events, cancel).await {
         Ok(answer) => Ok(answer),
-        Err(AgentError::Cancelled) => Err("stopped".into()),
-        Err(e) => Err(e.to_string()),
+        Err(AgentError::Cancelled) => Err(Failure::new(ErrorCode::Cancelled, "stopped")),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -461,7 +525,7 @@ pub struct PassageContext {
 /// here, not sent from the webview: chunk ids are 64-bit and would lose precision as JavaScript numbers,
 /// and only a cited file can be opened.
 fn cited_passage(state: &AppState, conversation: &str, turn: usize, number: usize) -> Reply<quarry_core::Passage> {
-    let record = state.conversations.load(conversation).map_err(text)?;
+    let record = state.conversations.load(conversation).map_err(Failure::from)?;
     let answer = record
         .turns
         .get(turn)
@@ -473,7 +537,7 @@ fn cited_passage(state: &AppState, conversation: &str, turn: usize, number: usiz
         .chain(&answer.sources)
         .find(|c| c.number == number)
         .map(|c| c.passage.clone())
-        .ok_or_else(|| format!("the answer has no source [{number}]"))
+        .ok_or_else(|| format!("the answer has no source [{number}]").into())
 }
 
 /// `passage_context`: the passage cited as `[number]` with its neighbouring chunks.
@@ -489,8 +553,8 @@ pub async fn passage_context(
     if passage.url().is_some() {
         return Ok(quoted);
     }
-    let opened = Library::open_read(&state.data, &passage.library).await.map_err(text)?;
-    Ok(match opened.chunk_in_context(passage.chunk_id).await.map_err(text)? {
+    let opened = Library::open_read(&state.data, &passage.library).await.map_err(Failure::from)?;
+    Ok(match opened.chunk_in_context(passage.chunk_id).await.map_err(Failure::from)? {
         Some((before, chunk, after)) => PassageContext { before, text: chunk.text, after, in_library: true },
         None => quoted,
     })
@@ -527,24 +591,27 @@ pub async fn open_source(
                     .buttons(MessageDialogButtons::OkCancelCustom("Open in browser".into(), "Cancel".into()))
                     .blocking_show();
                 if !agreed {
-                    return Err(format!("not opened: {url} (offline mode)"));
+                    return Err(Failure::new(ErrorCode::Offline, format!("not opened: {url} (offline mode)")));
                 }
                 url
             }
         };
-        return tauri_plugin_opener::open_url(url.as_str(), None::<&str>).map_err(|e| format!("opening {url}: {e}"));
+        return tauri_plugin_opener::open_url(url.as_str(), None::<&str>)
+            .map_err(|e| text(format!("opening {url}: {e}")));
     }
     let file = passage.path.split("!/").next().unwrap_or(&passage.path).to_string();
     let sources = state
         .data
         .list()
-        .map_err(text)?
+        .map_err(Failure::from)?
         .into_iter()
         .find(|m| m.name == passage.library)
         .map(|m| m.sources)
-        .ok_or_else(|| format!("library {:?} no longer exists", passage.library))?;
+        .ok_or_else(|| {
+            Failure::new(ErrorCode::LibraryNotFound, format!("library {:?} no longer exists", passage.library))
+        })?;
     let real = quarry_store::file_to_open(std::path::Path::new(&file), &sources)?;
-    tauri_plugin_opener::open_path(&real, None::<&str>).map_err(|e| format!("opening {}: {e}", real.display()))
+    tauri_plugin_opener::open_path(&real, None::<&str>).map_err(|e| text(format!("opening {}: {e}", real.display())))
 }
 
 /// `export_report`: asks where to save (the system save dialog) and writes the Markdown report of turn
@@ -559,7 +626,7 @@ pub async fn export_report(
     turn: usize,
 ) -> Reply<Option<PathBuf>> {
     use tauri_plugin_dialog::DialogExt;
-    let record = state.conversations.load(&conversation).map_err(text)?;
+    let record = state.conversations.load(&conversation).map_err(Failure::from)?;
     let answer = record
         .turns
         .get(turn)
@@ -692,7 +759,7 @@ pub async fn save_settings(
         [("model file", &settings.llm.model_file), ("embedding model folder", &settings.embedding.model_dir)]
     {
         if let Some(path) = path.as_ref().filter(|p| !p.exists()) {
-            return Err(format!("the {what} {} does not exist", path.display()));
+            return Err(format!("the {what} {} does not exist", path.display()).into());
         }
     }
     tauri::async_runtime::spawn_blocking(move || {
@@ -700,11 +767,11 @@ pub async fn save_settings(
             let secret = quarry_secrets::Secret::parse(&name).ok_or_else(|| format!("unknown key {name:?}"))?;
             quarry_secrets::set(secret, &value).map_err(text)?;
         }
-        Ok::<(), String>(())
+        Ok::<(), Failure>(())
     })
     .await
     .map_err(text)??;
-    settings.save(&state.settings_path).map_err(text)?;
+    settings.save(&state.settings_path).map_err(Failure::from)?;
     *state.settings.write().map_err(text)? = settings;
     get_settings(state).await
 }
@@ -724,7 +791,7 @@ pub async fn test_connection(
         llm_key,
         saved_url.as_deref(),
     );
-    let (model, reply) = llm.check().await.map_err(|e| format!("{e:#}"))?;
+    let (model, reply) = llm.check().await.map_err(Failure::from)?;
     Ok(format!("{model} — replied {reply:?}"))
 }
 

@@ -1,8 +1,9 @@
 //! What the app holds while it runs: where data lives, the person's settings, the models (loaded on first
 //! use and kept until the settings change them), and the stop handles of runs in progress.
 
+use crate::commands::Failure;
 use quarry_agents::{CancellationToken, ConversationStore};
-use quarry_core::ChatModel;
+use quarry_core::{ChatModel, ErrorCode};
 use quarry_session::{EmbedderCache, EmbeddingSettings, LlmSettings, Settings, SharedEmbedder};
 use quarry_store::DataDir;
 use std::collections::HashMap;
@@ -96,29 +97,29 @@ impl AppState {
     /// The embedding model of the settings, loaded off the async threads.
     ///
     /// Errors: the model files or ONNX Runtime are missing (the message names the file).
-    pub async fn embedder(&self) -> Result<SharedEmbedder, String> {
+    pub async fn embedder(&self) -> Result<SharedEmbedder, Failure> {
         let cache = self.embedders().await;
-        tokio::task::spawn_blocking(move || cache.configured().map_err(|e| format!("{e:#}")))
+        tokio::task::spawn_blocking(move || cache.configured().map_err(Failure::from))
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| Failure::new(ErrorCode::Other, e.to_string()))?
     }
 
     /// The embedding model library `name` was made with.
     ///
     /// Errors: no such library; its model files are missing.
-    pub async fn embedder_for_library(&self, name: &str) -> Result<SharedEmbedder, String> {
+    pub async fn embedder_for_library(&self, name: &str) -> Result<SharedEmbedder, Failure> {
         let cache = self.embedders().await;
         let (data, name) = (self.data.clone(), name.to_string());
-        tokio::task::spawn_blocking(move || cache.for_library(&data, &name).map_err(|e| format!("{e:#}")))
+        tokio::task::spawn_blocking(move || cache.for_library(&data, &name).map_err(Failure::from))
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| Failure::new(ErrorCode::Other, e.to_string()))?
     }
 
     /// The language model of the settings (default: the embedded Qwen2.5-Coder-1.5B GGUF, SmolLM2 below 4 GiB of RAM), loaded once and again
     /// only when the LLM or network settings change.
     ///
     /// Errors: the model file is missing or unreadable; a remote server in offline mode.
-    pub async fn model(&self) -> Result<Arc<dyn ChatModel>, String> {
+    pub async fn model(&self) -> Result<Arc<dyn ChatModel>, Failure> {
         let wanted = self.settings().llm_settings();
         let mut slot = self.model.lock().await;
         if let Some((loaded_for, model)) = slot.as_ref() {
@@ -128,10 +129,12 @@ impl AppState {
         }
         let settings = wanted.clone();
         let model = tokio::task::spawn_blocking(move || {
-            settings.load().map_err(|e| format!("loading the language model: {e:#}"))
+            settings
+                .load()
+                .map_err(|e| Failure::new(quarry_session::error_code(&e), format!("loading the language model: {e:#}")))
         })
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| Failure::new(ErrorCode::Other, e.to_string()))??;
         *slot = Some((wanted, model.clone()));
         Ok(model)
     }

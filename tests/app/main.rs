@@ -170,6 +170,24 @@ async fn one_app_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     APP.lock().await
 }
 
+/// Every command rejects with `{code, message}` (`commands::Failure`): the front end shows the message and
+/// acts on the code (`ui/src/dom.ts`, `errorText`), never on the message's wording.
+#[test]
+fn a_command_failure_reaches_the_front_end_as_a_code_and_a_message() {
+    use quarry_app_lib::commands::Failure;
+    let busy = "library \"a\" is being changed by another Quarry process (pid 7); wait for it to finish";
+    let failure = Failure::from(quarry_store::StoreError::Busy(busy.into()));
+    assert_eq!(serde_json::to_value(&failure).unwrap(), serde_json::json!({"code": "library_busy", "message": busy}));
+    let full = quarry_store::StoreError::io("/data/lance", std::io::Error::from_raw_os_error(28));
+    assert_eq!(serde_json::to_value(Failure::from(full)).unwrap()["code"], "disk_full");
+    // Through anyhow (what quarry_session returns), the code of the cause survives its context.
+    let missing = anyhow::Error::new(quarry_core::ChatError::ModelFile("/m/x.gguf: no such model file".into()))
+        .context("loading the language model");
+    let failure = serde_json::to_value(Failure::from(missing)).unwrap();
+    assert_eq!(failure["code"], "model_missing");
+    assert_eq!(failure["message"], "loading the language model: /m/x.gguf: no such model file");
+}
+
 /// Drops `paths` on the window. A real OS drag cannot be made through WebDriver, so this emits the event
 /// Tauri emits for one (`tauri://drag-drop`) to the main webview.
 async fn drop_paths(app: &Session, paths: &[String]) {

@@ -4,6 +4,23 @@ import { invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
 
+/** quarry_core::ErrorCode: the kind of a failure, what the UI acts on. */
+export type ErrorCode =
+  | "disk_full"
+  | "library_busy"
+  | "library_not_found"
+  | "model_missing"
+  | "offline"
+  | "unreachable"
+  | "cancelled"
+  | "other";
+
+/** commands::Failure: what every command rejects with. */
+export interface Failure {
+  code: ErrorCode;
+  message: string;
+}
+
 export interface AppInfo {
   version: string;
   /** Formats the ingestion layer reads, by short name (pdf, docx, xlsx, …). */
@@ -61,7 +78,7 @@ export type IngestEvent =
   | { event: "removed"; path: string }
   | { event: "model_chosen"; model_id: string; cjk_share: number; sampled_chars: number }
   | ({ event: "finished" } & IngestSummary)
-  | { event: "error"; error: string };
+  | { event: "error"; error: string; code: ErrorCode };
 
 export interface Passage {
   library: string;

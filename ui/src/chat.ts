@@ -4,7 +4,7 @@ import DOMPurify from "dompurify";
 import { marked } from "marked";
 import * as api from "./api";
 import type { AgentEvent, Answer, Turn } from "./api";
-import { $, baseName, el, state, showError, setStatus } from "./dom";
+import { $, baseName, el, errorText, state, showError, setStatus } from "./dom";
 
 // ---------------------------------------------------------------- conversations
 
@@ -203,7 +203,7 @@ function renderTurn(turn: Turn, index: number): HTMLElement {
         const path = await api.exportReport(state.conversation.id, index);
         exported.textContent = path ? `Saved ${path}` : "";
       } catch (error) {
-        exported.textContent = String(error);
+        exported.textContent = errorText(error);
       }
     };
     box.append(
@@ -263,7 +263,7 @@ export async function send() {
     state.conversation = await api.ask(state.conversation?.id ?? null, question, agent, [...state.picked]);
   } catch (error) {
     if (state.runningId) state.conversation = await api.loadConversation(state.runningId).catch(() => state.conversation);
-    setStatus(String(error));
+    setStatus(errorText(error));
   }
   Object.assign(state, { running: false, runningId: null });
   $("send").hidden = false;

@@ -1,5 +1,5 @@
 // Shared by every screen: element lookup and creation, the window's state, error and status lines.
-import type { AgentEvent, Conversation, LibraryView } from "./api";
+import type { AgentEvent, Conversation, ErrorCode, Failure, LibraryView } from "./api";
 
 export const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -27,9 +27,28 @@ export const state = {
   approvals: [] as { id: number; source: string; query: string }[],
 };
 
+/** What a person can do about a failure of kind `code`, when there is more to say than its message. */
+const ADVICE: Partial<Record<ErrorCode, string>> = {
+  disk_full: "The disk is full: free some space and try again. Libraries keep what they had.",
+  library_busy: "Wait for the other work on this library to finish, or stop it, then try again.",
+  model_missing: "A model file is missing: choose one in Settings, or reinstall Quarry.",
+  offline: "Quarry is offline: allow the network in Settings to reach another computer.",
+};
+
+/** A rejected command's error as one line: a backend `Failure`'s message and advice by its code, or the
+ *  text of anything else. */
+export function errorText(error: unknown): string {
+  if (error && typeof error === "object" && "message" in error && "code" in error) {
+    const failure = error as Failure;
+    const advice = ADVICE[failure.code];
+    return advice ? `${failure.message} — ${advice}` : failure.message;
+  }
+  return String(error);
+}
+
 export function showError(id: string, error: unknown) {
   const node = $(id);
-  node.textContent = error ? String(error) : "";
+  node.textContent = error ? errorText(error) : "";
   node.hidden = !error;
 }
 

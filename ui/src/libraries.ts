@@ -2,7 +2,7 @@
 // the ingest progress panel.
 import * as api from "./api";
 import type { IngestEvent, LibraryView } from "./api";
-import { $, baseName, el, state, showError } from "./dom";
+import { $, baseName, el, errorText, state, showError } from "./dom";
 
 // ---------------------------------------------------------------- libraries
 
@@ -160,7 +160,7 @@ export async function addFiles(library: string, paths: string[]) {
       `${summary.cancelled ? "Stopped" : "Done"}: ${parts.join(", ")} — ${summary.chunks} chunks in ${summary.seconds.toFixed(1)} s` +
       (summary.cancelled ? ". What was read is saved; add the same files again to read the rest." : "");
   } catch (error) {
-    $("ingest-summary").textContent = String(error);
+    $("ingest-summary").textContent = errorText(error);
   }
   $("cancel-ingest").hidden = true;
   $("close-ingest").hidden = false;
@@ -223,7 +223,7 @@ export function onIngestEvents(library: string, events: IngestEvent[]) {
         ingest.model = `${e.model_id}, chosen for ${Math.round(e.cjk_share * 100)}% CJK text`;
         break;
       case "error":
-        $("ingest-summary").textContent = e.error;
+        $("ingest-summary").textContent = errorText({ code: e.code, message: e.error });
         break;
     }
   }

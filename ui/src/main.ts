@@ -3,7 +3,7 @@
 // persist, report export. All backend calls go through ./api. This module wires the window's controls to
 // the screens (libraries.ts, chat.ts, settings.ts; shared state and helpers in dom.ts) and starts.
 import * as api from "./api";
-import { $, state, showError, setStatus } from "./dom";
+import { $, errorText, state, showError, setStatus } from "./dom";
 import { refreshLibraries, ingest, addFiles, onIngestEvents } from "./libraries";
 import { refreshConversations, newConversation, send, onAgentEvents, stop, shownCitation } from "./chat";
 import { openSettings, closeSettings, saveSettings, testConnection, findServers } from "./settings";
@@ -81,7 +81,7 @@ async function start() {
     setStatus(`Quarry ${info.version} · ${view.settings.network}${view.settings.web.enabled ? " · web search on" : ""}`);
     if (view.settings_problem) setStatus(view.settings_problem);
   } catch (error) {
-    setStatus(`Backend unavailable: ${String(error)}`);
+    setStatus(`Backend unavailable: ${errorText(error)}`);
   }
   await Promise.all([refreshLibraries(), refreshConversations()]);
   document.body.dataset.ready = "true";

@@ -1,7 +1,7 @@
 // The settings panel: answer model, embedded or OpenAI-compatible server (with the servers found on this
 // computer), keys, network and web search.
 import * as api from "./api";
-import { $, el, showError, setStatus } from "./dom";
+import { $, el, errorText, showError, setStatus } from "./dom";
 
 // ---------------------------------------------------------------- settings
 
@@ -79,7 +79,7 @@ export async function openSettings() {
     $("connection-result").textContent = "";
     void findServers();
   } catch (error) {
-    setStatus(String(error));
+    setStatus(errorText(error));
   }
 }
 
@@ -99,7 +99,7 @@ export async function saveSettings() {
     $("settings-result").textContent = "Saved. The next question uses these settings.";
     setStatus(`Quarry · ${settings.network}${settings.web.enabled ? " · web search on" : ""}`);
   } catch (error) {
-    $("settings-result").textContent = String(error);
+    $("settings-result").textContent = errorText(error);
   }
 }
 
@@ -108,7 +108,7 @@ export async function testConnection() {
   try {
     $("connection-result").textContent = `OK: ${await api.testConnection(readSettings(), orNull(input("llm-key").value))}`;
   } catch (error) {
-    $("connection-result").textContent = String(error);
+    $("connection-result").textContent = errorText(error);
   }
 }
 

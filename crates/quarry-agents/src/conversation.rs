@@ -37,6 +37,17 @@ pub enum ConversationError {
     BadId(String),
 }
 
+impl quarry_core::Coded for ConversationError {
+    fn code(&self) -> quarry_core::ErrorCode {
+        match self {
+            ConversationError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+                quarry_core::ErrorCode::DiskFull
+            }
+            _ => quarry_core::ErrorCode::Other,
+        }
+    }
+}
+
 /// One question and what came of it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Turn {

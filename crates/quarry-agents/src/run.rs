@@ -90,6 +90,16 @@ pub enum AgentError {
     Retrieval(String),
 }
 
+impl quarry_core::Coded for AgentError {
+    fn code(&self) -> quarry_core::ErrorCode {
+        match self {
+            AgentError::Cancelled => quarry_core::ErrorCode::Cancelled,
+            AgentError::Model { source, .. } => quarry_core::Coded::code(source),
+            AgentError::Retrieval(_) => quarry_core::ErrorCode::Other,
+        }
+    }
+}
+
 /// One research run in progress.
 pub struct Run {
     /// The model every step calls.

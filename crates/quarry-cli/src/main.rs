@@ -6,6 +6,7 @@
 mod commands;
 
 use clap::{Parser, Subcommand};
+use quarry_core::ErrorCode;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -90,18 +91,27 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("quarry: {error:#}");
-            let disk_full = error.chain().any(|cause| {
-                cause.downcast_ref::<quarry_store::StoreError>().is_some_and(quarry_store::StoreError::is_disk_full)
-                    || cause.downcast_ref::<std::io::Error>().is_some_and(quarry_store::is_disk_full_io)
-            });
-            if disk_full {
-                eprintln!(
-                    "quarry: the disk is full: free some space and run the command again (libraries keep what \
-                     they had; anything half-written is cleared by the next add or sync)"
-                );
+            if let Some(advice) = advice(quarry_session::error_code(&error)) {
+                eprintln!("quarry: {advice}");
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What to do about a failure of kind `code`, when there is more to say than its message.
+fn advice(code: ErrorCode) -> Option<&'static str> {
+    match code {
+        ErrorCode::DiskFull => Some(
+            "the disk is full: free some space and run the command again (libraries keep what they had; anything \
+             half-written is cleared by the next add or sync)",
+        ),
+        ErrorCode::ModelMissing => Some(
+            "a model file is missing or unusable: `quarry models` lists the models installed and where Quarry \
+             looks for them (a source checkout installs them with scripts/setup.sh)",
+        ),
+        ErrorCode::LibraryNotFound => Some("`quarry library list` shows the libraries there are"),
+        _ => None,
     }
 }
 

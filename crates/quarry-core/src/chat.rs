@@ -111,9 +111,16 @@ pub struct ChatResponse {
 /// Why a completion failed. Messages name the endpoint or model file.
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
-    /// The backend is misconfigured (bad URL, missing model file, no API key where one is needed).
+    /// The backend is misconfigured (a bad URL, an API key that would travel unencrypted, a build for
+    /// another CPU).
     #[error("{0}")]
     Config(String),
+    /// The model file is missing, unreadable or not a model the backend loads (a file that is not GGUF).
+    #[error("{0}")]
+    ModelFile(String),
+    /// Offline mode refused the server's address; no request was sent.
+    #[error("{0}")]
+    Offline(String),
     /// The server answered with an error status after the retries.
     #[error("{endpoint}: HTTP {status}: {message}")]
     Http {
@@ -138,6 +145,19 @@ pub enum ChatError {
     /// The caller cancelled.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl crate::Coded for ChatError {
+    fn code(&self) -> crate::ErrorCode {
+        use crate::ErrorCode;
+        match self {
+            ChatError::ModelFile(_) => ErrorCode::ModelMissing,
+            ChatError::Offline(_) => ErrorCode::Offline,
+            ChatError::Http { .. } | ChatError::Unreachable { .. } => ErrorCode::Unreachable,
+            ChatError::Cancelled => ErrorCode::Cancelled,
+            ChatError::Config(_) | ChatError::Model(_) => ErrorCode::Other,
+        }
+    }
 }
 
 /// Receives generated text as it arrives (pieces of any length, in order).

@@ -6,6 +6,7 @@
 
 pub mod chat;
 mod document;
+mod error_code;
 mod format;
 pub mod models;
 pub mod rank_fusion;
@@ -15,6 +16,7 @@ mod text_stats;
 
 pub use chat::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Role, TokenSink, TokenUsage};
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
+pub use error_code::{Coded, ErrorCode};
 pub use format::Format;
 pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
 pub use text_stats::{count_cjk_chars, is_cjk_char, is_mostly_cjk, mostly_cjk};

@@ -114,13 +114,13 @@ impl GgufConfig {
         if let Some(why) = &choice.note {
             tracing::warn!("{why}");
         }
-        choice.path.map(GgufConfig::new).map_err(ChatError::Config)
+        choice.path.map(GgufConfig::new).map_err(ChatError::ModelFile)
     }
 
     /// SmolLM2-135M-Instruct ([`LOW_MEMORY_MODEL_FILE`]): the small, fast model the tests use where the
     /// answer's wording does not matter. Errors: not found (the message says where it looked).
     pub fn low_memory_model() -> Result<Self, ChatError> {
-        quarry_core::models::find_model_file(LOW_MEMORY_MODEL_FILE).map(GgufConfig::new).map_err(ChatError::Config)
+        quarry_core::models::find_model_file(LOW_MEMORY_MODEL_FILE).map(GgufConfig::new).map_err(ChatError::ModelFile)
     }
 }
 
@@ -264,7 +264,7 @@ impl GgufChat {
     /// Loads the model file. Errors: the file is missing or not a GGUF model llama.cpp can load.
     pub fn load(config: GgufConfig) -> Result<Self, ChatError> {
         if !config.path.is_file() {
-            return Err(ChatError::Config(format!(
+            return Err(ChatError::ModelFile(format!(
                 "{}: no such model file (a .gguf file is needed)",
                 config.path.display()
             )));
@@ -273,7 +273,7 @@ impl GgufChat {
         let mut magic = [0u8; 4];
         let read = std::fs::File::open(&config.path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
         if read.is_err() || &magic != b"GGUF" {
-            return Err(ChatError::Config(format!(
+            return Err(ChatError::ModelFile(format!(
                 "{}: not a GGUF model file (it does not start with the GGUF signature); Quarry's embedded model needs a .gguf file",
                 config.path.display()
             )));
@@ -293,7 +293,7 @@ impl GgufChat {
         }
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, &config.path, &LlamaModelParams::default())
-            .map_err(|e| ChatError::Config(format!("{}: cannot load the model: {e}", config.path.display())))?;
+            .map_err(|e| ChatError::ModelFile(format!("{}: cannot load the model: {e}", config.path.display())))?;
         let template = model.chat_template(None).ok();
         let trained = model.n_ctx_train().max(512);
         let context_tokens = config.context_tokens.clamp(512, trained);

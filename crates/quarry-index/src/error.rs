@@ -18,3 +18,15 @@ pub enum IndexError {
     #[error("evaluation set: {0}")]
     EvalSet(String),
 }
+
+impl quarry_core::Coded for IndexError {
+    fn code(&self) -> quarry_core::ErrorCode {
+        match self {
+            IndexError::ModelFiles(_) => quarry_core::ErrorCode::ModelMissing,
+            IndexError::Embedding(_)
+            | IndexError::Keyword(_)
+            | IndexError::KeywordAnalyzerChanged(_)
+            | IndexError::EvalSet(_) => quarry_core::ErrorCode::Other,
+        }
+    }
+}

@@ -59,6 +59,15 @@ impl OpenAiConfig {
     }
 }
 
+/// A network refusal as a chat error: offline mode's refusal keeps its kind ([`ChatError::Offline`]);
+/// anything else (a bad URL, a client that cannot be built) is configuration.
+fn chat_error(error: quarry_net::NetError) -> ChatError {
+    match error {
+        quarry_net::NetError::Offline { .. } => ChatError::Offline(error.to_string()),
+        other => ChatError::Config(other.to_string()),
+    }
+}
+
 /// A chat model behind an OpenAI-compatible endpoint.
 pub struct OpenAiChat {
     config: OpenAiConfig,
@@ -69,9 +78,9 @@ pub struct OpenAiChat {
 
 impl OpenAiChat {
     /// A client for `config`, reaching the network through `network` (in offline mode only a server on
-    /// this computer). Errors ([`ChatError::Config`], before any request): the URL is not http(s); offline
-    /// mode refuses its host; an API key would travel unencrypted (plain `http://` to a host other than
-    /// this computer); the HTTP client cannot be built.
+    /// this computer). Errors, before any request: [`ChatError::Offline`] when offline mode refuses its
+    /// host; [`ChatError::Config`] when the URL is not http(s), an API key would travel unencrypted (plain
+    /// `http://` to a host other than this computer) or the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig, network: &quarry_net::Network) -> Result<Self, ChatError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(ChatError::Config(format!(
@@ -79,7 +88,7 @@ impl OpenAiChat {
                 config.base_url
             )));
         }
-        let url = network.check("the LLM server", &config.base_url).map_err(|e| ChatError::Config(e.to_string()))?;
+        let url = network.check("the LLM server", &config.base_url).map_err(chat_error)?;
         if config.api_key.as_deref().is_some_and(|k| !k.is_empty())
             && url.scheme() == "http"
             && !quarry_net::is_local(&url)
@@ -90,7 +99,7 @@ impl OpenAiChat {
             )));
         }
         let options = quarry_net::ClientOptions { connect_timeout: config.connect_timeout, timeout: config.timeout };
-        let client = network.client("the LLM server", options).map_err(|e| ChatError::Config(e.to_string()))?;
+        let client = network.client("the LLM server", options).map_err(chat_error)?;
         Ok(OpenAiChat { config, client, schema_supported: AtomicBool::new(true) })
     }
 
@@ -123,7 +132,7 @@ impl OpenAiChat {
         let endpoint = self.endpoint();
         let mut attempt = 0u32;
         loop {
-            let mut builder = self.client.post(&endpoint).map_err(|e| ChatError::Config(e.to_string()))?.json(body);
+            let mut builder = self.client.post(&endpoint).map_err(chat_error)?.json(body);
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }

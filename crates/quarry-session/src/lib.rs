@@ -11,9 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod embedders;
+mod error_code;
 mod settings;
 mod web;
 pub use embedders::{EmbedderCache, SharedEmbedder};
+pub use error_code::{cause_code, error_code};
 pub use quarry_web::WebProblemSink;
 pub use settings::{EmbeddingSettings, Settings, SettingsError};
 pub use web::{web_source, WebSearchSettings};

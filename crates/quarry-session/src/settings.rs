@@ -31,6 +31,17 @@ pub enum SettingsError {
     NoHome,
 }
 
+impl quarry_core::Coded for SettingsError {
+    fn code(&self) -> quarry_core::ErrorCode {
+        match self {
+            SettingsError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+                quarry_core::ErrorCode::DiskFull
+            }
+            _ => quarry_core::ErrorCode::Other,
+        }
+    }
+}
+
 /// Which embedding model new libraries use (`None` fields: the set-up script's all-MiniLM-L6-v2). An
 /// existing library keeps the model it was made with (see [`crate::EmbedderCache`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

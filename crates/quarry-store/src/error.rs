@@ -13,9 +13,16 @@ pub enum StoreError {
     /// LanceDB or the shape of its tables.
     #[error("library storage: {0}")]
     Store(String),
-    /// A library that does not exist, exists already, has a bad name, or is used by another process.
+    /// A library that exists already, has a bad name or a manifest that does not parse, or was opened
+    /// read-only for a change.
     #[error("{0}")]
     Library(String),
+    /// No library of that name, or no document of the library at a path (the message lists what there is).
+    #[error("{0}")]
+    NotFound(String),
+    /// Another process is changing the library (it holds `write.lock`; the message names its pid).
+    #[error("{0}")]
+    Busy(String),
     /// The library was built with another embedding model.
     #[error("{0}")]
     ModelMismatch(String),
@@ -38,6 +45,24 @@ impl From<lancedb::Error> for StoreError {
 impl From<arrow_schema::ArrowError> for StoreError {
     fn from(e: arrow_schema::ArrowError) -> Self {
         StoreError::Store(e.to_string())
+    }
+}
+
+impl quarry_core::Coded for StoreError {
+    fn code(&self) -> quarry_core::ErrorCode {
+        use quarry_core::ErrorCode;
+        match self {
+            _ if self.is_disk_full() => ErrorCode::DiskFull,
+            StoreError::Index(e) => e.code(),
+            StoreError::ModelFiles(_) => ErrorCode::ModelMissing,
+            StoreError::NotFound(_) => ErrorCode::LibraryNotFound,
+            StoreError::Busy(_) => ErrorCode::LibraryBusy,
+            StoreError::Embedding(_)
+            | StoreError::Store(_)
+            | StoreError::Library(_)
+            | StoreError::ModelMismatch(_)
+            | StoreError::Io { .. } => ErrorCode::Other,
+        }
     }
 }
 
@@ -83,5 +108,18 @@ mod tests {
         assert!(!StoreError::Store("column text is missing".into()).is_disk_full());
         let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         assert!(!StoreError::io("/data", denied).is_disk_full());
+    }
+
+    #[test]
+    fn each_failure_a_caller_acts_on_has_its_code() {
+        use quarry_core::{Coded, ErrorCode};
+        let full = std::io::Error::from_raw_os_error(28);
+        assert_eq!(StoreError::io("/data/lance", full).code(), ErrorCode::DiskFull);
+        assert_eq!(StoreError::Store("… No space left on device (os error 28)".into()).code(), ErrorCode::DiskFull);
+        assert_eq!(StoreError::Busy("library \"a\" is being changed".into()).code(), ErrorCode::LibraryBusy);
+        assert_eq!(StoreError::NotFound("no library named \"a\"".into()).code(), ErrorCode::LibraryNotFound);
+        let model = quarry_index::IndexError::ModelFiles("tokenizer.json is missing".into());
+        assert_eq!(StoreError::from(model).code(), ErrorCode::ModelMissing);
+        assert_eq!(StoreError::Library("\"..\" is not a valid library name".into()).code(), ErrorCode::Other);
     }
 }

@@ -340,7 +340,7 @@ impl Library {
                 self.documents().filter(|d| Path::new(&d.file_path).starts_with(path)).collect();
             let is_source = self.manifest.sources.iter().any(|s| s.starts_with(path));
             if documents.is_empty() && !is_source {
-                return Err(StoreError::Library(format!(
+                return Err(StoreError::NotFound(format!(
                     "library {:?} has no document at {} (see `quarry status --library {}`)",
                     self.manifest.name,
                     path.display(),

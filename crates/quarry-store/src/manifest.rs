@@ -179,7 +179,7 @@ impl DataDir {
         } else {
             format!("there are: {}", names.join(", "))
         };
-        Err(StoreError::Library(format!(
+        Err(StoreError::NotFound(format!(
             "no library named {name:?} in {} ({known}); create it with `quarry library create {name}`",
             self.root.display()
         )))
@@ -292,7 +292,7 @@ impl WriteLock {
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
-                return Err(StoreError::Library(format!(
+                return Err(StoreError::Busy(format!(
                     "library {name:?} is being changed by another Quarry process (pid {}); wait for it to finish",
                     holder.trim()
                 )));

@@ -184,6 +184,8 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("/nonexistent/model.gguf"), "{message}");
+    // A missing model is told apart from other failures (its error code) and the advice says where to look.
+    assert!(message.contains("`quarry models` lists the models installed"), "{message}");
     // A report that cannot be written is refused before any work.
     let output = quarry(&data)
         .args(["ask", "anything", "--agent", "naive", "--report", "/nonexistent/folder/r.md"])

@@ -232,7 +232,9 @@ fn library_management_and_model_mismatch() {
 
     let output = quarry(&data).args(["status", "--library", "missing"]).output().unwrap();
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("quarry library create missing"));
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(message.contains("quarry library create missing"), "{message}");
+    assert!(message.contains("`quarry library list` shows the libraries there are"), "{message}");
     let output = quarry(&data).args(["library", "delete", "two"]).output().unwrap();
     assert!(!output.status.success(), "delete needs --yes");
     run(&data, &["library", "delete", "two", "--yes"]);
