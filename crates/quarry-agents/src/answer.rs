@@ -248,6 +248,20 @@ pub fn says_nothing(markdown: &str) -> bool {
         .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
 }
 
+/// Whether a model's answer only repeats the question: without its citation markers it is a question
+/// (ends with `?` or `？`) with no word or CJK character pair ([`stems`]) that `question` lacks.
+/// Qwen2.5-Coder-1.5B sometimes answers with the question itself and a row of markers
+/// (NetOperatorQA, docs/ANSWERS.md, Session 14).
+pub fn repeats_question(markdown: &str, question: &str) -> bool {
+    let text = strip_citations(markdown);
+    let text = text.trim();
+    if !text.ends_with(['?', '？']) {
+        return false;
+    }
+    let said = stems(text);
+    !said.is_empty() && said.is_subset(&stems(question))
+}
+
 /// The sentence or table row of `passages` that shares the most words with `question` (the better-ranked
 /// passage, then the earlier piece, on ties; none when no piece shares a word), cut to `max_chars`
 /// characters, with its passage's number (1-based, as [`number_passages`] numbers them).

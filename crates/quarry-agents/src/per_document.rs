@@ -36,7 +36,14 @@ pub async fn answer_per_document(
     queries: Vec<Vec<String>>,
     retrieved: usize,
 ) -> Result<Answer, AgentError> {
-    let intro = "Several documents match the question alike; what each of them reports, in order of period:\n";
+    // Quarry's own lines speak the question's language (Chinese or English), as `Run::write_answer`'s do.
+    let chinese = quarry_core::is_mostly_cjk(question);
+    let language = prompts::in_question_language(question);
+    let intro = if chinese {
+        "有几份文档同样符合这个问题；按时期顺序，各文档的说法如下：\n"
+    } else {
+        "Several documents match the question alike; what each of them reports, in order of period:\n"
+    };
     run.emit(AgentEvent::AnswerDelta { text: intro.to_string() });
     let mut markdown = String::from(intro);
     let mut passages: Vec<Passage> = Vec::new();
@@ -52,8 +59,15 @@ pub async fn answer_per_document(
             None => format!("**{file}**"),
         };
         let described = if document[0].context.is_empty() { file.to_string() } else { document[0].context.clone() };
-        let mut request = prompts::DOCUMENT_ANSWER
-            .request(&[("document", &described), ("passages", &text), ("question", question)], DOCUMENT_ANSWER_TOKENS);
+        let mut request = prompts::DOCUMENT_ANSWER.request(
+            &[
+                ("document", &described),
+                ("passages", &text),
+                ("question", question),
+                ("in_question_language", &language),
+            ],
+            DOCUMENT_ANSWER_TOKENS,
+        );
         request.step = "document_answer".into();
         let head = format!("- {label}: ");
         run.emit(AgentEvent::AnswerDelta { text: head.clone() });
@@ -82,10 +96,14 @@ pub async fn answer_per_document(
         passages.extend(document.iter().take(used).cloned());
     }
     if tied.left_out > 0 {
-        let note = format!(
-            "\n{} more documents match as well and were not read; name a period to ask about one of them.\n",
-            tied.left_out
-        );
+        let note = if chinese {
+            format!("\n另有 {} 份文档同样符合，没有读取；请在问题中写明时期，以询问其中一份。\n", tied.left_out)
+        } else {
+            format!(
+                "\n{} more documents match as well and were not read; name a period to ask about one of them.\n",
+                tied.left_out
+            )
+        };
         run.emit(AgentEvent::AnswerDelta { text: note.clone() });
         markdown.push_str(&note);
     }
@@ -93,13 +111,19 @@ pub async fn answer_per_document(
         // No document states it on its own: the answer is written from all their passages together, as
         // NaiveRAG writes it (same numbers), below the list — what the one-call answer found before
         // per-document answers existed is never lost to them.
-        let transition = "\nNo document's passages state it on their own; read together:\n\n";
+        let transition = if chinese {
+            "\n没有一份文档的段落单独说明这一点；合在一起读：\n\n"
+        } else {
+            "\nNo document's passages state it on their own; read together:\n\n"
+        };
         run.emit(AgentEvent::AnswerDelta { text: transition.to_string() });
         markdown.push_str(transition);
         let (text, _) =
             number_passages_from(1, &passages, question, run.config.passage_chars, run.config.context_chars);
-        let mut request =
-            prompts::ANSWER.request(&[("passages", &text), ("question", question)], run.config.answer_max_tokens);
+        let mut request = prompts::ANSWER.request(
+            &[("passages", &text), ("question", question), ("in_question_language", &language)],
+            run.config.answer_max_tokens,
+        );
         request.step = "answer".into();
         markdown.push_str(run.call(&request, true).await?.text.trim());
     }

@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-11-26.5";
+pub const PROMPTS_VERSION: &str = "2026-11-27.1";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +36,21 @@ prompt!(REPORT_SECTION, "report_section");
 prompt!(REPORT_REVIEW, "report_review");
 prompt!(REPORT_INTRODUCTION, "report_introduction");
 prompt!(REPORT_CONCLUSION, "report_conclusion");
+
+/// The line `prompts/in_chinese.md` asks for an answer in Chinese with.
+const IN_CHINESE: &str = include_str!("../prompts/in_chinese.md");
+
+/// The value of an answer prompt's `{in_question_language}` placeholder for `question`: a Chinese line
+/// asking for the answer in Chinese, on a line of its own, when the question is mostly CJK characters
+/// ([`quarry_core::is_mostly_cjk`]); empty otherwise, so an English prompt is unchanged. Asked in the user
+/// turn only: the rules in Chinese made a 1.5B model write citation markers alone (docs/ANSWERS.md).
+pub fn in_question_language(question: &str) -> String {
+    if quarry_core::is_mostly_cjk(question) {
+        format!("\n{}", IN_CHINESE.trim())
+    } else {
+        String::new()
+    }
+}
 
 /// Every prompt, for tests.
 pub const ALL: [Prompt; 15] = [
@@ -138,6 +153,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_chinese_question_asks_for_a_chinese_answer_and_an_english_one_leaves_the_prompt_as_it_was() {
+        let english = in_question_language("What was NVIDIA's revenue?");
+        let (_, user) = ANSWER.render(&[("passages", "P"), ("question", "Q"), ("in_question_language", &english)]);
+        assert!(user.ends_with("Write the answer with citations."), "{user}");
+        let chinese = in_question_language("2022年中国联通的营业收入是多少？");
+        let (_, user) = ANSWER.render(&[("passages", "P"), ("question", "Q"), ("in_question_language", &chinese)]);
+        assert!(user.ends_with("没有回答这个问题。") && user.contains("citations.\n这个问题是用中文提出的"), "{user}");
     }
 
     #[test]

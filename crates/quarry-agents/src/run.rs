@@ -253,21 +253,25 @@ impl Run {
             self.emit(AgentEvent::AnswerDelta { text: text.clone() });
             text
         } else {
-            let mut values: Vec<(&str, &str)> = vec![("passages", &text), ("question", question)];
+            let language = crate::prompts::in_question_language(question);
+            let mut values: Vec<(&str, &str)> =
+                vec![("passages", &text), ("question", question), ("in_question_language", &language)];
             values.extend_from_slice(extra);
             let mut request = prompt.request(&values, self.config.answer_max_tokens);
             request.step = "answer".into();
             let text = self.call(&request, true).await?.text.trim().to_string();
-            match crate::answer::closest_piece(&passages, question, 400).filter(|_| crate::answer::says_nothing(&text))
-            {
-                // An answer of citation markers alone: the person reads the passage closest to the
-                // question, quoted as such, instead of a row of numbers.
-                Some((number, piece)) => {
-                    self.degraded(
-                        "answer",
-                        "the model wrote only citation markers",
-                        "the passage closest to the question, quoted",
-                    );
+            let empty = if crate::answer::says_nothing(&text) {
+                Some("the model wrote only citation markers")
+            } else if crate::answer::repeats_question(&text, question) {
+                Some("the model repeated the question")
+            } else {
+                None
+            };
+            match empty.and_then(|why| Some((why, crate::answer::closest_piece(&passages, question, 400)?))) {
+                // An answer of citation markers alone, or the question repeated: the person reads the
+                // passage closest to the question, quoted as such, instead.
+                Some((why, (number, piece))) => {
+                    self.degraded("answer", why, "the passage closest to the question, quoted");
                     if chinese {
                         format!("模型没有根据找到的段落写出回答。与问题最接近的段落写道：“{piece}” [{number}]")
                     } else {

@@ -138,6 +138,24 @@ async fn an_answer_of_citation_markers_alone_becomes_the_closest_passage_quoted(
     // A real answer is left alone.
     assert!(!quarry_agents::answer::says_nothing("Revenue was $7,192 million [3]."));
     assert!(quarry_agents::answer::says_nothing("[1] [2], [3]."));
+    // The question repeated is no answer either; a question-like answer that adds a word is one.
+    let asked = "2023年我国是如何持续完善重点网络安全制度要求的？";
+    assert!(quarry_agents::answer::repeats_question(
+        "2023年我国是如何持续完善重点网络安全制度要求的？[1, 2, 3]",
+        asked
+    ));
+    assert!(quarry_agents::answer::repeats_question(
+        "What was Acme revenue in 2023? [1]",
+        "What was Acme Corporation revenue in 2023?"
+    ));
+    assert!(!quarry_agents::answer::repeats_question(
+        "Was it Acme's revenue of $5 million? [1]",
+        "What was Acme revenue?"
+    ));
+    assert!(!quarry_agents::answer::repeats_question(
+        "What was Acme revenue in 2023.",
+        "What was Acme revenue in 2023?"
+    ));
 }
 
 /// Four filings of one company, for questions that name the company and no period.

@@ -145,6 +145,8 @@ struct AnswersReport {
     abstention: Option<f64>,
     /// Share of answerable questions declined.
     false_decline: Option<f64>,
+    /// Share of answers (all questions) written in the question's language: see [`in_question_language`].
+    in_question_language: Option<f64>,
     /// Mean SQuAD token F1 of the answers against the references (characters for CJK), answerable ones.
     reference_f1: Option<f64>,
     /// Share of answerable questions with a passage of a relevant document among what the model reads.
@@ -186,6 +188,7 @@ struct Sums {
     declined_answerable: Vec<f64>,
     figures_in_passages: Vec<f64>,
     reference_f1: Vec<f64>,
+    in_question_language: Vec<f64>,
     relevant_document_read: Vec<f64>,
     passage_chars: Vec<f64>,
     passage_found: Vec<f64>,
@@ -198,6 +201,38 @@ struct Sums {
     tokens: u64,
     cached_tokens: u64,
     asked: usize,
+}
+
+/// Whether `answer` is written in the language of `question`, told apart by script only: for a question
+/// that is mostly CJK characters ([`quarry_core::is_mostly_cjk`]), no run of three or more Latin-script
+/// words (numbers between them do not break a run, Chinese text does) outside citation markers: a phrase
+/// of English, where "5G" or "IPv6+" in a Chinese sentence is fine;
+/// for any other question, an answer that is not mostly CJK. Quarry's own lines (declines, fallbacks)
+/// count as answers.
+fn in_question_language(question: &str, answer: &str) -> bool {
+    if !quarry_core::is_mostly_cjk(question) {
+        return !quarry_core::is_mostly_cjk(answer);
+    }
+    let mut run = 0;
+    let mut word = String::new();
+    for c in answer.chars().chain(std::iter::once(' ')) {
+        if (c.is_alphanumeric() && !quarry_core::is_cjk_char(c)) || matches!(c, '\'' | '+' | '-') {
+            word.push(c);
+            continue;
+        }
+        let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+        if letters.len() >= 2 && letters.iter().all(char::is_ascii_alphabetic) {
+            run += 1;
+            if run >= 3 {
+                return false;
+            }
+        }
+        word.clear();
+        if quarry_core::is_cjk_char(c) {
+            run = 0;
+        }
+    }
+    true
 }
 
 fn mean(values: &[f64]) -> Option<f64> {
@@ -434,6 +469,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let read = as_read(&passages, &q.text, &config);
             let stated = figures(&text);
             let reference_f1 = quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference));
+            let in_language = in_question_language(&q.text, &text);
+            s.in_question_language.push(f64::from(u8::from(in_language)));
             let share = (!q.figures.is_empty())
                 .then(|| q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64);
             if q.answerable {
@@ -460,7 +497,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "reference": q.reference,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
-                    "reference_f1": reference_f1,
+                    "reference_f1": reference_f1, "in_question_language": in_language,
                     "declined": declined, "answer": answer.markdown,
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
                     "citation_repairs": answer.citation_repairs,
@@ -513,6 +550,7 @@ fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &
     report.false_decline = mean(&s.declined_answerable);
     report.figures_in_passages = mean(&s.figures_in_passages);
     report.reference_f1 = mean(&s.reference_f1);
+    report.in_question_language = mean(&s.in_question_language);
     report.relevant_document_read = mean(&s.relevant_document_read);
     report.passage_chars_per_q = mean(&s.passage_chars);
     report.answer_passage_found = mean(&s.passage_found);
@@ -538,13 +576,14 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         "## {} over library {} — {} agent, {} ({} answerable, {} unanswerable questions{failed})\n",
         report.set, report.library, report.agent, report.model, report.answerable, report.unanswerable
     );
-    println!("| key facts | key facts, 1 doc | reference F1 | cited | supported claims | abstention | false decline | relevant document read | figures in passages | answer passage read | answer passage MRR | found @depth | passage chars/q | s/q | first token s/q | calls/q | tokens/q |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| key facts | key facts, 1 doc | reference F1 | question's language | cited | supported claims | abstention | false decline | relevant document read | figures in passages | answer passage read | answer passage MRR | found @depth | passage chars/q | s/q | first token s/q | calls/q | tokens/q |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.0} |\n",
         f(report.key_fact_score),
         f(report.key_fact_score_single_doc),
         f(report.reference_f1),
+        f(report.in_question_language),
         f(report.cited_rate),
         f(report.supported_claim_rate),
         f(report.abstention),
@@ -584,6 +623,19 @@ mod tests {
             context: String::new(),
             score: 0.0,
         }
+    }
+
+    #[test]
+    fn an_answer_is_in_the_question_language_unless_it_holds_a_sentence_of_the_other_script() {
+        let chinese = "2022年中国联通的审计委员会由谁组成？";
+        assert!(in_question_language(chinese, "审计委员会由吴晓根董事、顾佳丹董事组成，5G 和 IPv6+ 网络覆盖全国。"));
+        assert!(!in_question_language(chinese, "In the year 2022, 联通董事会审计委员会由以下成员组成"));
+        assert!(!in_question_language(chinese, "审计委员会 (same document as [1]) 由吴晓根董事组成"));
+        assert!(!in_question_language(chinese, "The documents found do not state what was asked."));
+        assert!(!in_question_language(chinese, "中国联通的收入增长。The total revenue was 38.4 billion yuan."));
+        let english = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
+        assert!(in_question_language(english, "Revenue was $7.19 billion (营收)."));
+        assert!(!in_question_language(english, "收入为71.9亿美元。"));
     }
 
     #[test]
