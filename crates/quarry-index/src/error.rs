@@ -14,19 +14,15 @@ pub enum IndexError {
     /// chunks it mirrors (searching it read-only still works).
     #[error("keyword index {0} was built before ASCII folding and must be rebuilt")]
     KeywordAnalyzerChanged(std::path::PathBuf),
-    /// An evaluation set is missing a file or has a malformed line.
-    #[error("evaluation set: {0}")]
-    EvalSet(String),
 }
 
 impl quarry_core::Coded for IndexError {
     fn code(&self) -> quarry_core::ErrorCode {
         match self {
             IndexError::ModelFiles(_) => quarry_core::ErrorCode::ModelMissing,
-            IndexError::Embedding(_)
-            | IndexError::Keyword(_)
-            | IndexError::KeywordAnalyzerChanged(_)
-            | IndexError::EvalSet(_) => quarry_core::ErrorCode::Other,
+            IndexError::Embedding(_) | IndexError::Keyword(_) | IndexError::KeywordAnalyzerChanged(_) => {
+                quarry_core::ErrorCode::Other
+            }
         }
     }
 }

@@ -9,17 +9,15 @@
 //! - [`HybridFusion`]: how hybrid search merges the BM25 and dense rankings (min-max normalised scores by
 //!   default); [`reciprocal_rank_fusion`] (Cormack, Clarke & Büttcher, SIGIR 2009, k = 60) for lists whose
 //!   scores are not comparable.
-//! - [`eval`]: Recall@k, nDCG@10 and MRR@10 over BEIR-style sets (corpus.jsonl, queries.jsonl, qrels.tsv).
 //!
 //! No LanceDB here: libraries on disk live in `quarry-store`, so this crate and its tests build in seconds.
+//! Evaluation (metrics, sets, answer scoring) lives in `quarry-eval`, which the app does not link.
 
 mod e5;
 mod embed;
 mod error;
-pub mod eval;
 mod fusion;
 mod keyword;
-pub mod qa;
 pub mod token_count;
 mod tokenizer;
 mod vector;

@@ -1,8 +1,8 @@
 //! `quarry eval`: measurements that decide between designs. `retrieval` scores bm25, dense and hybrid
-//! search on a BEIR-style set (see `quarry_index::eval`).
+//! search on a BEIR-style set (see `quarry_eval::retrieval`).
 
 use anyhow::Context;
-use quarry_index::eval::{evaluate_retrieval, load_set, RetrievalReport};
+use quarry_eval::retrieval::{evaluate_retrieval, load_set, RetrievalReport};
 use quarry_index::{Embedder, EmbedderConfig, HybridFusion};
 use std::path::PathBuf;
 

@@ -18,7 +18,7 @@
 //!   relevant document that states a reference figure (single-document questions), and the share of
 //!   reference figures found anywhere in them — the ceiling of the key-fact score;
 //! - **reference F1**: SQuAD's token-overlap F1 of the answer (citation markers removed) against the
-//!   reference ([`quarry_index::qa::token_f1`]: words, or characters for Chinese, as the Chinese QA sets
+//!   reference ([`quarry_eval::qa::token_f1`]: words, or characters for Chinese, as the Chinese QA sets
 //!   score), over all answerable questions — the one score for references that state no figure (most of
 //!   the Chinese NetOperatorQA set, the "relate A to B" analyses);
 //! - **relevant document read**: the share of answerable questions for which a passage of a document their
@@ -36,7 +36,9 @@ use quarry_agents::claims::{is_decline, supported_share};
 use quarry_agents::figures::{figures, key_figures, states, Figure};
 use quarry_agents::{AgentConfig, AgentKind, CancellationToken};
 use quarry_core::Passage;
-use quarry_index::eval::load_queries;
+use quarry_eval::answers::{answer_passage_position, figures_found, figures_stated_in, in_question_language};
+use quarry_eval::qrels::same_file_name;
+use quarry_eval::retrieval::load_queries;
 use quarry_store::{DataDir, Library, SearchMode};
 use serde::Serialize;
 use std::io::Write;
@@ -100,14 +102,6 @@ pub struct AnswersArgs {
     pub llm: LlmArgs,
     #[command(flatten)]
     pub embedding: ModelArgs,
-}
-
-/// Whether the library path `path` is the qrels document `relevant`: the same file name (the sets name
-/// their files uniquely, and the library may have been built from another folder layout, such as the
-/// quick start's `assets/sample-library/sec-10-q/` for `docs/en_sec-10-q/`).
-fn same_document(path: &str, relevant: &str) -> bool {
-    let name = |p: &str| p.rsplit(['/', '\\', '!']).next().unwrap_or(p).to_string();
-    name(path) == name(relevant)
 }
 
 /// One question of the run, as the library sees it.
@@ -203,65 +197,8 @@ struct Sums {
     asked: usize,
 }
 
-/// Whether `answer` is written in the language of `question`, told apart by script only: for a question
-/// that is mostly CJK characters ([`quarry_core::is_mostly_cjk`]), no run of three or more Latin-script
-/// words (numbers between them do not break a run, Chinese text does) outside citation markers: a phrase
-/// of English, where "5G" or "IPv6+" in a Chinese sentence is fine;
-/// for any other question, an answer that is not mostly CJK. Quarry's own lines (declines, fallbacks)
-/// count as answers.
-fn in_question_language(question: &str, answer: &str) -> bool {
-    if !quarry_core::is_mostly_cjk(question) {
-        return !quarry_core::is_mostly_cjk(answer);
-    }
-    let mut run = 0;
-    let mut word = String::new();
-    for c in answer.chars().chain(std::iter::once(' ')) {
-        if (c.is_alphanumeric() && !quarry_core::is_cjk_char(c)) || matches!(c, '\'' | '+' | '-') {
-            word.push(c);
-            continue;
-        }
-        let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
-        if letters.len() >= 2 && letters.iter().all(char::is_ascii_alphabetic) {
-            run += 1;
-            if run >= 3 {
-                return false;
-            }
-        }
-        word.clear();
-        if quarry_core::is_cjk_char(c) {
-            run = 0;
-        }
-    }
-    true
-}
-
 fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// The 1-based position of the first passage from a relevant document that states one of `wanted` (in
-/// its text or its document's context line).
-fn answer_passage_position(passages: &[Passage], relevant: &[String], wanted: &[Figure]) -> Option<usize> {
-    passages
-        .iter()
-        .position(|p| {
-            relevant.iter().any(|r| same_document(&p.path, r)) && {
-                let found = figures(&format!("{}\n{}", p.context, p.text));
-                wanted.iter().any(|w| states(&found, w))
-            }
-        })
-        .map(|i| i + 1)
-}
-
-/// Share of `wanted` stated somewhere in `passages` (texts and context lines).
-fn figures_found(passages: &[Passage], wanted: &[Figure]) -> f64 {
-    figures_stated_in(passages, wanted).len() as f64 / wanted.len().max(1) as f64
-}
-
-/// Those of `wanted` stated somewhere in `passages` (texts and context lines), in order.
-fn figures_stated_in<'a>(passages: &[Passage], wanted: &'a [Figure]) -> Vec<&'a Figure> {
-    let found: Vec<Figure> = passages.iter().flat_map(|p| figures(&format!("{}\n{}", p.context, p.text))).collect();
-    wanted.iter().filter(|w| states(&found, w)).collect()
 }
 
 /// The passages as the answering model reads them: those that fit its prompt, each with the excerpt the
@@ -299,7 +236,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
     for (id, text) in &set.queries {
         let mut relevant: Vec<String> = set.relevant[id].iter().cloned().collect();
         relevant.sort();
-        let present = relevant.iter().filter(|r| paths.iter().any(|p| same_document(p, r))).count();
+        let present = relevant.iter().filter(|r| paths.iter().any(|p| same_file_name(p, r))).count();
         let answerable = match present {
             n if n == relevant.len() => true,
             0 => false,
@@ -468,7 +405,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
             let read = as_read(&passages, &q.text, &config);
             let stated = figures(&text);
-            let reference_f1 = quarry_index::qa::token_f1(&text, std::slice::from_ref(&q.reference));
+            let reference_f1 = quarry_eval::qa::token_f1(&text, std::slice::from_ref(&q.reference));
             let in_language = in_question_language(&q.text, &text);
             s.in_question_language.push(f64::from(u8::from(in_language)));
             let share = (!q.figures.is_empty())
@@ -520,7 +457,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
 fn score_passages(s: &mut Sums, q: &Question, passages: &[Passage]) {
     s.passage_chars.push(passages.iter().map(|p| p.text.chars().count()).sum::<usize>() as f64);
     if q.answerable {
-        let read = passages.iter().any(|p| q.relevant.iter().any(|r| same_document(&p.path, r)));
+        let read = passages.iter().any(|p| q.relevant.iter().any(|r| same_file_name(&p.path, r)));
         s.relevant_document_read.push(f64::from(u8::from(read)));
     }
     if !q.answerable || q.figures.is_empty() {
@@ -603,54 +540,4 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         println!("NaiveRAG answers {:.0} % of these questions one document at a time.\n", share * 100.0);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn passage(path: &str, text: &str) -> Passage {
-        Passage {
-            chunk_id: 0,
-            library: "l".into(),
-            document_id: "d".into(),
-            path: path.into(),
-            page_start: None,
-            page_end: None,
-            sheet: None,
-            heading_path: vec![],
-            text: text.into(),
-            context: String::new(),
-            score: 0.0,
-        }
-    }
-
-    #[test]
-    fn an_answer_is_in_the_question_language_unless_it_holds_a_sentence_of_the_other_script() {
-        let chinese = "2022年中国联通的审计委员会由谁组成？";
-        assert!(in_question_language(chinese, "审计委员会由吴晓根董事、顾佳丹董事组成，5G 和 IPv6+ 网络覆盖全国。"));
-        assert!(!in_question_language(chinese, "In the year 2022, 联通董事会审计委员会由以下成员组成"));
-        assert!(!in_question_language(chinese, "审计委员会 (same document as [1]) 由吴晓根董事组成"));
-        assert!(!in_question_language(chinese, "The documents found do not state what was asked."));
-        assert!(!in_question_language(chinese, "中国联通的收入增长。The total revenue was 38.4 billion yuan."));
-        let english = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
-        assert!(in_question_language(english, "Revenue was $7.19 billion (营收)."));
-        assert!(!in_question_language(english, "收入为71.9亿美元。"));
-    }
-
-    #[test]
-    fn the_answer_passage_is_the_first_from_a_relevant_document_stating_a_reference_figure() {
-        let wanted = key_figures("Revenue for the first quarter of fiscal year 2024 was $7.19 billion.");
-        let relevant = vec!["sec-10-q/2023 Q1 NVDA.pdf".to_string()];
-        let passages = [
-            passage("/s/sec-10-q/2023 Q2 NVDA.pdf", "Revenue was $7.19 billion in the previous quarter."),
-            passage("/s/sec-10-q/2023 Q1 NVDA.pdf", "Revenue was $13,507 million."),
-            passage("/s/sec-10-q/2023 Q1 NVDA.pdf", "Total revenue $ 7,192 (in millions)."),
-        ];
-        assert_eq!(answer_passage_position(&passages, &relevant, &wanted), Some(3));
-        assert_eq!(figures_found(&passages[..2], &wanted), 1.0);
-        assert_eq!(figures_found(&passages[1..2], &wanted), 0.0);
-        assert!(same_document("/s/sample-library/sec-10-q/2023 Q1 NVDA.pdf", "docs/en_sec-10-q/2023 Q1 NVDA.pdf"));
-        assert!(!same_document("/s/2023 Q1 NVDA.pdf.bak", "docs/2023 Q1 NVDA.pdf"));
-    }
 }

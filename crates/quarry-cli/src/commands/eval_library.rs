@@ -9,11 +9,12 @@
 //! (at a `/` boundary), so the library may have been built from any parent folder.
 
 use anyhow::Context;
-use quarry_index::eval::load_queries;
+use quarry_eval::qrels::same_path;
+use quarry_eval::retrieval::{load_queries, recall_at};
 use quarry_index::{HybridFusion, SearchMode};
 use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::{DataDir, Library, DEFAULT_DOCUMENT_PRIOR};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -58,12 +59,6 @@ pub(super) fn parse_document_prior(text: &str) -> Result<f32, String> {
     }
 }
 
-/// Whether the library path `path` is the qrels document `relevant` (a path relative to the set's root).
-fn same_document(path: &str, relevant: &str) -> bool {
-    let relevant = relevant.trim_start_matches("./");
-    path == relevant || path.ends_with(&format!("/{relevant}"))
-}
-
 pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()> {
     let set = load_queries(&args.set, args.limit).with_context(|| format!("loading {}", args.set.display()))?;
     anyhow::ensure!(!set.queries.is_empty(), "{}: no questions with qrels", args.set.display());
@@ -91,11 +86,11 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
             let started = Instant::now();
             let hits = rt.block_on(library.search_with_fusion(text, mode, 10, Some(&embedder), fusion))?;
             entry[4] += started.elapsed().as_secs_f64();
+            let relevant: Vec<&String> = relevant.iter().collect();
             for (slot, k) in [5usize, 10].into_iter().enumerate() {
-                let found: HashSet<&String> =
-                    relevant.iter().filter(|r| hits.iter().take(k).any(|h| same_document(&h.path, r))).collect();
-                entry[slot] += found.len() as f64 / relevant.len().max(1) as f64;
-                entry[2 + slot] += f64::from(u8::from(found.len() == relevant.len()));
+                let recall = recall_at(&hits, &relevant, k, |hit, r| same_path(&hit.path, r));
+                entry[slot] += recall;
+                entry[2 + slot] += f64::from(u8::from(recall == 1.0));
             }
         }
     }
@@ -157,17 +152,4 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_document;
-
-    #[test]
-    fn a_qrels_path_matches_at_a_folder_boundary_only() {
-        assert!(same_document("/data/C/docs/en_sec-10-q/2023 Q1 AAPL.pdf", "docs/en_sec-10-q/2023 Q1 AAPL.pdf"));
-        assert!(same_document("docs/a.md", "./docs/a.md"));
-        assert!(!same_document("/data/C/mydocs/a.md", "docs/a.md"));
-        assert!(!same_document("/data/C/docs/a.md.bak", "docs/a.md"));
-    }
 }

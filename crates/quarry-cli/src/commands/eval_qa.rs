@@ -7,8 +7,8 @@ use super::ask::LlmArgs;
 use anyhow::Context;
 use quarry_agents::{AgentConfig, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, SearchableLibrary};
 use quarry_core::{Passage, RetrievalError, Retriever};
-use quarry_index::eval::load_set;
-use quarry_index::qa::{contains_answer, exact_match, token_f1, SetRetriever};
+use quarry_eval::qa::{contains_answer, exact_match, token_f1, SetRetriever};
+use quarry_eval::retrieval::{load_set, recall_at};
 use quarry_index::{Embedder, EmbedderConfig};
 use serde::Serialize;
 use std::io::Write;
@@ -267,7 +267,8 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
                 }
             };
             let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
-            recall += used.iter().filter(|id| relevant.contains(**id)).count() as f64 / relevant.len().max(1) as f64;
+            let supporting: Vec<&String> = relevant.iter().collect();
+            recall += recall_at(&used, &supporting, 5, |id, r| *id == r.as_str());
             let references = set.answers.get(qid).cloned().unwrap_or_default();
             let text = quarry_agents::answer::strip_citations(&answer.markdown);
             em += exact_match(&text, &references);

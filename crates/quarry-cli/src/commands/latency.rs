@@ -14,13 +14,12 @@
 
 use super::eval_library::parse_document_prior;
 use anyhow::Context;
-use quarry_index::eval::{load_set, passage_vectors};
+use quarry_eval::retrieval::{load_set, passage_vectors, recall_at};
 use quarry_index::{embedder_covers, Embedder, EmbedderConfig};
 use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
 use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store, VectorSearch};
 use quarry_store::{folder_size, DataDir, Library, SearchMode, StoreError};
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -409,10 +408,6 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Share of `exact` that is also in `found` (0 when `exact` is empty).
-fn share_found<T: std::hash::Hash + Eq>(exact: &HashSet<T>, found: &HashSet<T>) -> f64 {
-    exact.intersection(found).count() as f64 / exact.len().max(1) as f64
-}
-
 /// Recall of ANN search against exact search, for one way of searching the index.
 struct AnnRecall {
     /// Mean share of exact search's top 10 / top 50 that the ANN search also returns in its top 10 / 50.
@@ -440,15 +435,19 @@ async fn ann_recall(
         let approximate_50 = store.nearest_by(vector, 50, search).await?;
         sums[3] += started.elapsed().as_secs_f64() * 1000.0;
         let approximate_10 = store.nearest_by(vector, 10, search).await?;
-        let ids = |list: &[(ChunkRecord, f32)], k: usize| {
-            list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<HashSet<u64>>()
-        };
+        let ids =
+            |list: &[(ChunkRecord, f32)], k: usize| list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<Vec<u64>>();
+        // Passages: the distinct passages of exact search's top 10, found among ANN search's top 10.
         let passages = |list: &[(ChunkRecord, f32)]| {
-            list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect::<HashSet<usize>>()
+            let mut seen: Vec<usize> = list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen
         };
-        sums[0] += share_found(&ids(&exact_50, 10), &ids(&approximate_10, 10));
-        sums[1] += share_found(&ids(&exact_50, 50), &ids(&approximate_50, 50));
-        sums[2] += share_found(&passages(&exact_50), &passages(&approximate_10));
+        sums[0] += recall_at(&ids(&approximate_10, 10), &ids(&exact_50, 10), 10, PartialEq::eq);
+        sums[1] += recall_at(&ids(&approximate_50, 50), &ids(&exact_50, 50), 50, PartialEq::eq);
+        let approximate_passages = passages(&approximate_10);
+        sums[2] += recall_at(&approximate_passages, &passages(&exact_50), approximate_passages.len(), PartialEq::eq);
     }
     let n = queries.len().max(1) as f64;
     Ok(AnnRecall { at_10: sums[0] / n, at_50: sums[1] / n, passages_at_10: sums[2] / n, ms_at_50: sums[3] / n })

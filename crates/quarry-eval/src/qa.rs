@@ -2,9 +2,9 @@
 //! evaluation set's passages, for the agents, and answer scoring as in SQuAD (exact match and token F1
 //! after normalisation; characters instead of words for Chinese).
 
-use crate::eval::EvalSet;
-use crate::{embedder_covers, Embedder, HybridFusion, IndexError, KeywordIndex, VectorIndex};
+use crate::retrieval::EvalSet;
 use quarry_core::{Passage, RetrievalError, Retriever};
+use quarry_index::{embedder_covers, Embedder, HybridFusion, IndexError, KeywordIndex, VectorIndex};
 use std::sync::Mutex;
 
 /// The passages of an evaluation set as one library (`library` name `eval`): BM25 + dense, fused by

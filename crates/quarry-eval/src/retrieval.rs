@@ -9,9 +9,10 @@
 //!
 //! Hybrid is what search will do: a fusion of the BM25 and dense rankings ([`HybridFusion`]; several can be
 //! compared in one run), or BM25 alone for queries in a script the embedding model does not cover (see
-//! [`crate::embedder_covers`]).
+//! [`quarry_index::embedder_covers`]).
 
-use crate::{embedder_covers, fusion_depth, Embedder, HybridFusion, IndexError, KeywordIndex, VectorIndex};
+use crate::EvalError;
+use quarry_index::{embedder_covers, fusion_depth, Embedder, HybridFusion, KeywordIndex, VectorIndex};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -39,7 +40,7 @@ pub struct EvalSet {
 /// Loads a set from `dir`. `limit` keeps the first N queries (the corpus stays whole).
 ///
 /// Errors: a missing file or a line that is not the expected JSON/TSV, naming file and line.
-pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError> {
+pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, EvalError> {
     load(dir, limit, true)
 }
 
@@ -47,23 +48,21 @@ pub fn load_set(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError>
 /// asked of a library whose documents are the corpus, where qrels name documents by path.
 ///
 /// Errors: as [`load_set`].
-pub fn load_queries(dir: &Path, limit: Option<usize>) -> Result<EvalSet, IndexError> {
+pub fn load_queries(dir: &Path, limit: Option<usize>) -> Result<EvalSet, EvalError> {
     load(dir, limit, false)
 }
 
-fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, IndexError> {
+fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, EvalError> {
     let read = |name: &str| {
         std::fs::read_to_string(dir.join(name))
-            .map_err(|e| IndexError::EvalSet(format!("{}: {e}", dir.join(name).display())))
+            .map_err(|e| EvalError::Set(format!("{}: {e}", dir.join(name).display())))
     };
-    let json_lines = |name: &str| -> Result<Vec<serde_json::Value>, IndexError> {
+    let json_lines = |name: &str| -> Result<Vec<serde_json::Value>, EvalError> {
         read(name)?
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| IndexError::EvalSet(format!("{name} line {}: {e}", i + 1)))
-            })
+            .map(|(i, l)| serde_json::from_str(l).map_err(|e| EvalError::Set(format!("{name} line {}: {e}", i + 1))))
             .collect()
     };
     let field = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).unwrap_or("").to_string();
@@ -83,7 +82,7 @@ fn load(dir: &Path, limit: Option<usize>, with_corpus: bool) -> Result<EvalSet, 
         }
         let score: f64 = cols.get(2).and_then(|s| s.trim().parse().ok()).unwrap_or(1.0);
         if cols[0].is_empty() || cols[1].is_empty() {
-            return Err(IndexError::EvalSet(format!("qrels.tsv line {}: empty id", i + 1)));
+            return Err(EvalError::Set(format!("qrels.tsv line {}: empty id", i + 1)));
         }
         if score > 0.0 {
             relevant.entry(cols[0].to_string()).or_default().insert(cols[1].to_string());
@@ -135,12 +134,21 @@ pub struct Metrics {
     pub mrr_at_10: f64,
 }
 
+/// Recall@k: the share of the `relevant` items that `matches` one of the first `k` items of `ranking`
+/// (best first); 0 when nothing is relevant. As deep-searcher's `evaluation/evaluate.py` defines it, and
+/// the one definition every eval command uses: passages by id ([`score_ranking`]), documents by path
+/// (`quarry eval library`), supporting passages an answer cites (`quarry eval qa`), exact search's
+/// neighbours among ANN search's (`quarry eval latency`).
+pub fn recall_at<T, R>(ranking: &[T], relevant: &[R], k: usize, matches: impl Fn(&T, &R) -> bool) -> f64 {
+    let top = &ranking[..k.min(ranking.len())];
+    let found = relevant.iter().filter(|r| top.iter().any(|item| matches(item, r))).count();
+    found as f64 / relevant.len().max(1) as f64
+}
+
 /// Metrics of one ranking (passage ids, best first) against the relevant ids.
 pub fn score_ranking(ranking: &[String], relevant: &HashSet<String>) -> Metrics {
-    let recall = |k: usize| {
-        let found = ranking.iter().take(k).filter(|id| relevant.contains(*id)).count();
-        found as f64 / relevant.len().max(1) as f64
-    };
+    let relevant_ids: Vec<&String> = relevant.iter().collect();
+    let recall = |k: usize| recall_at(ranking, &relevant_ids, k, |id, r| id == *r);
     let dcg: f64 = ranking
         .iter()
         .take(10)
@@ -232,7 +240,7 @@ pub fn passage_vectors(
     passages: &[(String, String)],
     cache: Option<&Path>,
     progress: &mut dyn FnMut(&str, usize, usize),
-) -> Result<Vec<Vec<f32>>, IndexError> {
+) -> Result<Vec<Vec<f32>>, EvalError> {
     let dimension = embedder.dimension();
     let file = cache.map(|dir| {
         dir.join(format!(
@@ -278,7 +286,7 @@ pub fn evaluate_retrieval(
     fusions: &[HybridFusion],
     vector_cache: Option<&Path>,
     progress: &mut dyn FnMut(&str, usize, usize),
-) -> Result<RetrievalReport, IndexError> {
+) -> Result<RetrievalReport, EvalError> {
     let mut seconds = BTreeMap::new();
     let started = std::time::Instant::now();
     let mut keyword = KeywordIndex::in_memory()?;

@@ -1,0 +1,26 @@
+//! Quarry's measurements, apart from the product: the CLI's `quarry eval …` commands link this crate, the
+//! desktop app does not.
+//!
+//! - [`retrieval`]: Recall@k, nDCG@10 and MRR@10 over BEIR-style sets (corpus.jsonl, queries.jsonl,
+//!   qrels.tsv), the one implementation every eval command scores rankings with ([`retrieval::score_ranking`]).
+//! - [`qa`]: an in-memory hybrid retriever over a set's passages for the agents, and SQuAD answer scoring
+//!   (exact match, token F1; characters for Chinese).
+//! - [`answers`]: what `quarry eval answers` scores in an answer a person reads — the reference's figures
+//!   stated, the answer-bearing passage's position, the question's language.
+//! - [`qrels`]: whether a library's document is the one a set's qrels name.
+
+pub mod answers;
+pub mod qa;
+pub mod qrels;
+pub mod retrieval;
+
+/// Errors of loading or running an evaluation. Messages name the file and line involved.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// An evaluation set is missing a file or has a malformed line.
+    #[error("evaluation set: {0}")]
+    Set(String),
+    /// Embedding or indexing the set's passages failed.
+    #[error(transparent)]
+    Index(#[from] quarry_index::IndexError),
+}

@@ -1,0 +1,51 @@
+//! The default embedding model (all-MiniLM-L6-v2) on real text: batching keeps the caller's order and
+//! each text's vector, and vectors reflect meaning.
+
+use quarry_index::{Embedder, EmbedderConfig};
+
+#[test]
+fn embeddings_keep_the_callers_order_and_reflect_meaning() {
+    let config = EmbedderConfig::default_model().unwrap();
+    let mut embedder = Embedder::new(&config).unwrap();
+    let texts = [
+        "The aircraft landed safely after the engine failure.",
+        "Revenue",
+        "Apple's quarterly revenue grew because iPhone sales increased in every region.",
+        "The plane touched down without injuries following a loss of engine power.",
+    ];
+    let vectors = embedder.embed(&texts).unwrap();
+    let one_by_one: Vec<Vec<f32>> = texts.iter().map(|t| embedder.embed(&[*t]).unwrap().remove(0)).collect();
+    for (a, b) in vectors.iter().zip(&one_by_one) {
+        let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
+        assert!(cos > 0.999, "batching or sorting changed a vector: cos {cos}");
+    }
+    let cos = |i: usize, j: usize| {
+        vectors[i].iter().zip(&vectors[j]).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&vectors[j]))
+    };
+    assert!(cos(0, 3) > cos(0, 2) + 0.2, "paraphrase {} vs unrelated {}", cos(0, 3), cos(0, 2));
+}
+
+#[test]
+fn a_token_budget_splits_calls_without_changing_vectors() {
+    // A budget of 600 padded tokens per call: a 512-token text goes alone, short ones go together.
+    let mut config = EmbedderConfig::default_model().unwrap();
+    config.batch_tokens = 600;
+    let mut embedder = Embedder::new(&config).unwrap();
+    let long = "The board reviewed the quarterly results and the outlook for the next fiscal year. ".repeat(60);
+    let mut texts: Vec<String> =
+        (0..30).map(|i| format!("Passage {i} about engine failures and safe landings.")).collect();
+    texts.insert(7, long.clone());
+    texts.insert(19, long[..long.len() / 3].to_string());
+    let vectors = embedder.embed(&texts).unwrap();
+    assert_eq!(vectors.len(), texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let alone = embedder.embed(&[text.as_str()]).unwrap().remove(0);
+        let cos: f32 =
+            vectors[i].iter().zip(&alone).map(|(x, y)| x * y).sum::<f32>() / (norm(&vectors[i]) * norm(&alone));
+        assert!(cos > 0.999, "text {i}: cos {cos}");
+    }
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
