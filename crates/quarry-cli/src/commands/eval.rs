@@ -43,9 +43,10 @@ pub struct RetrievalArgs {
     #[arg(long)]
     pub bm25_only: bool,
     /// Hybrid fusions to compare, comma-separated, each `<method>[:<dense weight>][@<depth>]` with method
-    /// rrf, minmax, zscore or rrf-adaptive (e.g. `minmax,rrf,zscore:0.6@100`); one row each, `hybrid` for
-    /// the default (minmax, what search uses) and `hybrid <fusion>` for the others.
-    #[arg(long, default_value = "minmax", value_delimiter = ',')]
+    /// rrf, minmax, zscore, rrf-adaptive, minmax-adaptive or minmax-confidence (e.g.
+    /// `minmax-confidence,rrf,zscore:0.6@100`); one row each, `hybrid` for what search uses
+    /// (`HybridFusion::default()`, minmax-confidence) and `hybrid <fusion>` for the others.
+    #[arg(long, default_value = "minmax-confidence", value_delimiter = ',')]
     pub fusion: Vec<HybridFusion>,
     /// Embedding model: `minilm` (all-MiniLM-L6-v2, English) or `e5` (multilingual-e5-small, Chinese and
     /// ~100 other languages).

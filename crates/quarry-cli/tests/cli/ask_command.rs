@@ -548,6 +548,23 @@ fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
     }
 }
 
+/// `quarry eval retrieval` scores, by default, the fusion search uses (`hybrid`), not another one.
+/// Until 2026-11-27 its default was equal-weight min-max, labelled "what search uses" while search had
+/// moved to minmax-confidence (issue 38).
+#[test]
+fn eval_retrieval_scores_the_fusion_search_uses_by_default() {
+    let set = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
+        .join("A_benchmarks/cmrc2018_trial");
+    let tmp = tempfile::tempdir().unwrap();
+    let output = run(tmp.path(), &["eval", "retrieval", "--set", set.to_str().unwrap(), "--limit", "5", "--json"]);
+    let report: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+    let modes: Vec<&String> = report["results"].as_object().unwrap().keys().collect();
+    assert_eq!(modes, ["bm25", "dense", "hybrid"], "{report}");
+    assert_eq!(quarry_index::HybridFusion::default().to_string(), "minmax-confidence");
+}
+
 #[test]
 fn eval_qa_scores_agents_on_a_benchmark_set() {
     let set = std::env::var_os("QUARRY_EVAL_DIR")
