@@ -92,6 +92,8 @@ export interface Passage {
   text: string;
   /** What the document is (issuer · document type · period · file name); absent when unknown. */
   context?: string;
+  /** Its text was recognised by OCR from a scan or a picture (absent: read from a text layer). */
+  ocr?: boolean;
 }
 
 export interface Citation {

@@ -299,10 +299,15 @@ function citationText(p: api.Passage): string {
   return place ? `${baseName(p.path)}, ${place}` : baseName(p.path);
 }
 
+/** As quarry_core::Passage::place: `p. 3`, `pp. 3–4`, `sheet Q3`, `Safety > Ladders`, with `, OCR` when
+ *  the text was recognised by OCR. */
 function placeOf(p: api.Passage): string {
-  if (p.page_start !== null) return p.page_end !== null && p.page_end !== p.page_start ? `pp. ${p.page_start}–${p.page_end}` : `p. ${p.page_start}`;
-  if (p.sheet) return `sheet ${p.sheet}`;
-  return p.heading_path.join(" > ");
+  let place: string;
+  if (p.page_start !== null) place = p.page_end !== null && p.page_end !== p.page_start ? `pp. ${p.page_start}–${p.page_end}` : `p. ${p.page_start}`;
+  else if (p.sheet) place = `sheet ${p.sheet}`;
+  else place = p.heading_path.join(" > ");
+  if (!p.ocr) return place;
+  return place ? `${place}, OCR` : "OCR";
 }
 
 

@@ -621,6 +621,7 @@ mod tests {
             text,
             context: String::new(),
             score: 0.0,
+            ocr: false,
         };
         let filler = "The Company designs chips for gaming and data centers. ".repeat(8);
         let passages = [
@@ -672,6 +673,7 @@ mod tests {
             text: format!("text {id}"),
             context: context.into(),
             score: 0.0,
+            ocr: false,
         };
         let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023";
         let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023";

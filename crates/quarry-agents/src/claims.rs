@@ -556,6 +556,7 @@ mod tests {
                 text: text.into(),
                 context: String::new(),
                 score: 1.0,
+                ocr: false,
             },
         }
     }

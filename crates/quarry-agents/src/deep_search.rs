@@ -339,6 +339,7 @@ mod tests {
             text: String::new(),
             context: String::new(),
             score: 0.0,
+            ocr: false,
         }
     }
 

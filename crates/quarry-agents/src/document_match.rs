@@ -423,6 +423,7 @@ mod tests {
             text: text.into(),
             context: String::new(),
             score: 0.0,
+            ocr: false,
         };
         let english = [passage("Revenue for the first quarter of fiscal year 2024 was $7.19 billion.")];
         let chinese = [passage("中国移动 2023 年第一季度营业收入为 2,640 亿元。")];
@@ -449,6 +450,7 @@ mod tests {
             text: String::new(),
             context: context.into(),
             score: 0.0,
+            ocr: false,
         }
     }
 

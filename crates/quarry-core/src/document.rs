@@ -14,6 +14,10 @@ pub struct Location {
     /// Titles of the enclosing headings, outermost first (H1 > H2 > …); empty when the format has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heading_path: Vec<String>,
+    /// The text was recognised by OCR from an image of the page (a scan, a picture), not read from a
+    /// text layer: it may hold recognition errors, and citations say so ("p. 4, OCR").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ocr: bool,
 }
 
 /// A run of text with one location: a PDF page, a DOCX paragraph or table, a spreadsheet sheet's rows.
@@ -104,4 +108,6 @@ pub struct Chunk {
     pub char_end: u64,
     /// Length in tokens of the tokenizer the chunker was sized with (characters when none was given).
     pub token_count: u32,
+    /// Some of its text was recognised by OCR (a block it touches is [`Location::ocr`]).
+    pub ocr: bool,
 }

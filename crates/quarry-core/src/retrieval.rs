@@ -31,6 +31,10 @@ pub struct Passage {
     pub context: String,
     /// The retriever's score (higher is better; comparable only within one result list).
     pub score: f32,
+    /// Some of its text was recognised by OCR from a scan or a picture ([`crate::Location::ocr`]): it may
+    /// hold recognition errors, and its citation says so (`scan.pdf, p. 4, OCR`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ocr: bool,
 }
 
 impl Passage {
@@ -45,9 +49,15 @@ impl Passage {
         inner.rsplit(['/', '\\']).next().unwrap_or(inner)
     }
 
-    /// Where in the file: `p. 3`, `pp. 3–4`, `sheet Q3`, `Safety > Ladders`, or empty.
+    /// Where in the file: `p. 3`, `pp. 3–4`, `sheet Q3`, `Safety > Ladders`, or empty; `, OCR` after it
+    /// (`p. 4, OCR`; `OCR` alone without a place) when its text was recognised by OCR.
     pub fn place(&self) -> String {
-        citation_place(self.page_start, self.page_end, self.sheet.as_deref(), &self.heading_path)
+        let place = citation_place(self.page_start, self.page_end, self.sheet.as_deref(), &self.heading_path);
+        match (self.ocr, place.is_empty()) {
+            (false, _) => place,
+            (true, true) => "OCR".to_string(),
+            (true, false) => format!("{place}, OCR"),
+        }
     }
 
     /// The page's URL when the passage came from the web (its `path` is an http(s) URL and its heading
@@ -56,8 +66,8 @@ impl Passage {
         (self.path.starts_with("http://") || self.path.starts_with("https://")).then_some(self.path.as_str())
     }
 
-    /// The citation form: `report.pdf, pp. 3–4`, `budget.xlsx, sheet Q3`, `handbook.docx, Safety > Ladders`;
-    /// for a web page `Title (https://…)`.
+    /// The citation form: `report.pdf, pp. 3–4`, `budget.xlsx, sheet Q3`, `handbook.docx, Safety > Ladders`,
+    /// `scan.pdf, p. 4, OCR` (see [`Passage::place`]); for a web page `Title (https://…)`.
     pub fn citation(&self) -> String {
         if let Some(url) = self.url() {
             return match self.heading_path.first().filter(|t| !t.trim().is_empty()) {
@@ -100,4 +110,39 @@ pub struct RetrievalError(pub String);
 pub trait Retriever: Send + Sync {
     /// The `k` best passages for `query`, best first (hybrid search where the store supports it).
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passage(page: Option<u32>, heading_path: Vec<String>, ocr: bool) -> Passage {
+        Passage {
+            chunk_id: 1,
+            library: "l".into(),
+            document_id: "d".into(),
+            path: "/docs/scan.pdf".into(),
+            page_start: page,
+            page_end: page,
+            sheet: None,
+            heading_path,
+            text: "t".into(),
+            context: String::new(),
+            score: 0.0,
+            ocr,
+        }
+    }
+
+    #[test]
+    fn a_citation_says_when_its_text_was_recognised_by_ocr() {
+        assert_eq!(passage(Some(4), vec![], true).citation(), "scan.pdf, p. 4, OCR");
+        assert_eq!(passage(Some(4), vec![], false).citation(), "scan.pdf, p. 4");
+        assert_eq!(passage(None, vec![], true).citation(), "scan.pdf, OCR");
+        assert_eq!(passage(None, vec!["Scans".into()], true).place(), "Scans, OCR");
+        // Read back from JSON written before the field: not OCR; a passage from a text layer writes none.
+        let old = r#"{"chunk_id":1,"library":"l","document_id":"d","path":"p","page_start":1,"page_end":1,
+            "sheet":null,"heading_path":[],"text":"t","score":0.5}"#;
+        assert!(!serde_json::from_str::<Passage>(old).unwrap().ocr);
+        assert!(!serde_json::to_string(&passage(Some(1), vec![], false)).unwrap().contains("ocr"));
+    }
 }

@@ -83,6 +83,7 @@ mod tests {
             text: text.into(),
             context: String::new(),
             score: 0.0,
+            ocr: false,
         }
     }
 

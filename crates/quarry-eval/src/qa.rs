@@ -101,6 +101,7 @@ impl Retriever for SetRetriever {
                     text: text.clone(),
                     context: String::new(),
                     score,
+                    ocr: false,
                 }
             })
             .collect())

@@ -107,10 +107,9 @@ impl Chunker {
             for (offset, text) in self.splitter.chunk_indices(segment) {
                 let start = segment_start + offset;
                 let end = start + text.len();
-                let pages: Vec<u32> = (first..=last)
-                    .filter(|&i| ranges[i].start < end && start < ranges[i].end)
-                    .filter_map(|i| doc.blocks[i].location.page)
-                    .collect();
+                let touched = || (first..=last).filter(|&i| ranges[i].start < end && start < ranges[i].end);
+                let pages: Vec<u32> = touched().filter_map(|i| doc.blocks[i].location.page).collect();
+                let ocr = touched().any(|i| doc.blocks[i].location.ocr);
                 let location = &doc.blocks[first].location;
                 chunks.push(Chunk {
                     document_id: doc.content_hash.clone(),
@@ -124,6 +123,7 @@ impl Chunker {
                     char_start: chars.at(start),
                     char_end: chars.at(end),
                     token_count: text_splitter::ChunkSizer::size(&self.sizer, text) as u32,
+                    ocr,
                 });
             }
             first = last + 1;

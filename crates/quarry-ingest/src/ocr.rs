@@ -218,7 +218,7 @@ pub(crate) fn load_image(bytes: &[u8], options: &ParseOptions) -> Result<(Vec<Bl
     if page.rotation != 0 {
         warnings.push(format!("turned {}° to read it", page.rotation));
     }
-    let block = Block { text: page.text, location: Location { page: Some(1), ..Default::default() } };
+    let block = Block { text: page.text, location: Location { page: Some(1), ocr: true, ..Default::default() } };
     Ok((vec![block], warnings))
 }
 

@@ -117,7 +117,8 @@ pub(crate) fn load(
             }
         }
     }
-    let ocr_ran = read_pages_by_ocr(&mut texts, bytes, pdfium, ocr, &mut warnings);
+    let mut ocr_pages = Vec::new();
+    let ocr_ran = read_pages_by_ocr(&mut texts, bytes, pdfium, ocr, &mut ocr_pages, &mut warnings);
     if page_count == 0 {
         let error = IngestError::malformed("pdf", "no pages found");
         return match pdfium {
@@ -130,7 +131,7 @@ pub(crate) fn load(
     }
     // A PDF without a text layer whose pages OCR read and found nothing on (a drawing, a photograph, a
     // blank page) holds no text: saying it "needs OCR" would send the person looking for an OCR tool.
-    finish(texts, page_count, warnings).map_err(|e| match e {
+    finish(texts, &ocr_pages, page_count, warnings).map_err(|e| match e {
         IngestError::NoTextLayer if ocr_ran => IngestError::Empty,
         other => other,
     })
@@ -186,7 +187,7 @@ fn read_whole_with_pdfium(
             let warning = format!("read with PDFium: lopdf could not read the file ({error})");
             let texts =
                 pages.into_iter().map(|p| (p.number, tidy_lines(&join_nonempty(&p.text, &p.annotations)))).collect();
-            finish(texts, count, vec![warning])
+            finish(texts, &[], count, vec![warning])
         }
         Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
         _ => Err(error),
@@ -322,14 +323,16 @@ fn letters_and_digits(text: &str) -> usize {
 
 /// Reads by OCR the pages `ocr.mode` asks for (see [`OcrMode`]), rendered by PDFium, and puts OCR's
 /// text in place of the text layer's where it is better: in `Force` mode wherever OCR found text, in
-/// `Auto` mode where it found more letters and digits. One warning names the pages read by OCR (and
-/// how many were turned upright); pages OCR could not read are named in another. True when OCR read the
-/// pages asked for (false: OCR off, nothing to read, models or PDFium missing, rendering failed).
+/// `Auto` mode where it found more letters and digits; the pages whose text OCR gave go to `read`. One
+/// warning names them (and how many were turned upright); pages OCR could not read are named in
+/// another. True when OCR read the pages asked for (false: OCR off, nothing to read, models or PDFium
+/// missing, rendering failed).
 fn read_pages_by_ocr(
     texts: &mut [(u32, String)],
     bytes: &[u8],
     pdfium: Option<&Path>,
     ocr: &mut OcrSettings,
+    read: &mut Vec<u32>,
     warnings: &mut Vec<String>,
 ) -> bool {
     let wanted: Vec<u32> = match ocr.mode {
@@ -350,7 +353,7 @@ fn read_pages_by_ocr(
         return false;
     };
     let total = wanted.len() as u32;
-    let (mut done, mut read, mut turned) = (0u32, Vec::new(), 0u32);
+    let (mut done, mut turned) = (0u32, 0u32);
     let mut failures: Vec<String> = Vec::new();
     let force = ocr.mode == OcrMode::Force;
     let progress = &mut *ocr.progress;
@@ -391,9 +394,11 @@ fn has_text(text: &str) -> bool {
 }
 
 /// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any.
-/// Table rows get their column names and unit (see [`crate::table`]).
+/// Table rows get their column names and unit (see [`crate::table`]); the pages in `ocr_pages` are marked
+/// as read by OCR ([`Location::ocr`]).
 fn finish(
     pages: Vec<(u32, String)>,
+    ocr_pages: &[u32],
     page_count: u32,
     warnings: Vec<String>,
 ) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
@@ -402,7 +407,7 @@ fn finish(
         .filter(|(_, text)| has_text(text))
         .map(|(page, text)| Block {
             text: label_table_rows(&text),
-            location: Location { page: Some(page), ..Default::default() },
+            location: Location { page: Some(page), ocr: ocr_pages.contains(&page), ..Default::default() },
         })
         .collect();
     if blocks.is_empty() {

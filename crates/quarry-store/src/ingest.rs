@@ -693,6 +693,7 @@ impl Library {
                                 char_start: c.char_start,
                                 char_end: c.char_end,
                                 token_count: c.token_count,
+                                ocr: c.ocr,
                             })
                             .collect();
                         row.chunk_count = chunks.len() as u32;

@@ -721,6 +721,7 @@ mod tests {
             char_start: 0,
             char_end: text.len() as u64,
             token_count: 9,
+            ocr: false,
         };
         {
             let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();

@@ -151,6 +151,8 @@ pub struct ChunkRecord {
     pub char_end: u64,
     /// Its length in the embedding model's tokens.
     pub token_count: u32,
+    /// Some of its text was recognised by OCR (false for chunks written before the `ocr` column).
+    pub ocr: bool,
 }
 
 impl ChunkRecord {
@@ -169,6 +171,7 @@ impl ChunkRecord {
             text: self.text.clone(),
             context: context.unwrap_or_default().to_string(),
             score,
+            ocr: self.ocr,
         }
     }
 }
@@ -234,8 +237,13 @@ fn chunks_schema(dimension: usize) -> SchemaRef {
             false,
         ),
         Field::new(EMBEDDED, DataType::Boolean, true),
+        Field::new(OCR, DataType::Boolean, true),
     ]))
 }
+
+/// The `chunks` column that says whether some of a chunk's text was recognised by OCR (null: written
+/// before the column, read as false).
+const OCR: &str = "ocr";
 
 /// The `chunks` column that says whether a row's `vector` is its embedding (true or null) or a zero
 /// placeholder waiting for it (false).
@@ -267,6 +275,8 @@ pub struct Store {
     dimension: usize,
     /// Whether `chunks` has the `embedded` column (a library made before it, opened read-only, has not).
     embedded_column: bool,
+    /// Whether `chunks` has the `ocr` column (the same for a library made before it).
+    ocr_column: bool,
 }
 
 impl Store {
@@ -303,6 +313,7 @@ impl Store {
         }
         let stored = chunks.schema().await?;
         let embedded_column = stored.field_with_name(EMBEDDED).is_ok();
+        let ocr_column = stored.field_with_name(OCR).is_ok();
         if let Ok(field) = stored.field_with_name("vector") {
             if let DataType::FixedSizeList(_, n) = field.data_type() {
                 if *n as usize != dimension {
@@ -312,7 +323,7 @@ impl Store {
                 }
             }
         }
-        Ok(Store { documents, chunks, dimension, embedded_column })
+        Ok(Store { documents, chunks, dimension, embedded_column, ocr_column })
     }
 
     /// Length of the stored vectors.
@@ -491,9 +502,18 @@ impl Store {
         Ok(self.chunks.count_rows(filter).await?)
     }
 
-    /// Chunks (without vectors) matching `filter`, all columns of [`CHUNK_COLUMNS`].
+    /// The columns a search reads back: [`CHUNK_COLUMNS`], and `ocr` where the table has it.
+    fn chunk_columns(&self) -> Vec<&'static str> {
+        let mut columns = CHUNK_COLUMNS.to_vec();
+        if self.ocr_column {
+            columns.push(OCR);
+        }
+        columns
+    }
+
+    /// Chunks (without vectors) matching `filter`, all columns of [`CHUNK_COLUMNS`] (and `ocr`).
     pub async fn chunks_where(&self, filter: Option<String>) -> Result<Vec<ChunkRecord>, StoreError> {
-        let mut query = self.chunks.query().select(Select::columns(&CHUNK_COLUMNS));
+        let mut query = self.chunks.query().select(Select::columns(&self.chunk_columns()));
         if let Some(filter) = filter {
             query = query.only_if(filter);
         }
@@ -547,7 +567,7 @@ impl Store {
         search: VectorSearch,
         embedded_only: bool,
     ) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
-        let mut columns: Vec<&str> = CHUNK_COLUMNS.to_vec();
+        let mut columns = self.chunk_columns();
         columns.push("_distance");
         let mut query =
             self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k);
@@ -774,6 +794,7 @@ fn chunks_to_batch(
         Arc::new(UInt32Array::from_iter_values(chunks.iter().map(|c| c.token_count))),
         Arc::new(vectors),
         Arc::new(arrow_array::BooleanArray::from(vec![embedded; chunks.len()])),
+        Arc::new(arrow_array::BooleanArray::from_iter(chunks.iter().map(|c| Some(c.ocr)))),
     ];
     Ok(RecordBatch::try_new(chunks_schema(dimension), columns)?)
 }
@@ -790,6 +811,8 @@ fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError
     let char_start = column::<UInt64Array>(batch, "char_start")?;
     let char_end = column::<UInt64Array>(batch, "char_end")?;
     let token_count = column::<UInt32Array>(batch, "token_count")?;
+    // Optional: absent in a library made before it (opened read-only), null in rows written before it.
+    let ocr = batch.column_by_name(OCR).and_then(|c| c.as_any().downcast_ref::<arrow_array::BooleanArray>());
     let mut out = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
         let titles = headings.value(i);
@@ -810,6 +833,7 @@ fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError
             char_start: char_start.value(i),
             char_end: char_end.value(i),
             token_count: token_count.value(i),
+            ocr: ocr.is_some_and(|o| o.is_valid(i) && o.value(i)),
         });
     }
     Ok(out)
@@ -902,6 +926,7 @@ mod tests {
             char_start: 0,
             char_end: text.len() as u64,
             token_count: 3,
+            ocr: false,
         }
     }
 

@@ -149,6 +149,7 @@ impl WebRetriever {
                 text: chunk.text,
                 context: String::new(),
                 score: 0.0,
+                ocr: false,
             })
             .collect()
     }

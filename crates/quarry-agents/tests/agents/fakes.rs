@@ -108,6 +108,7 @@ impl MemoryRetriever {
                 text: text.to_string(),
                 context: String::new(),
                 score: 0.0,
+                ocr: false,
             })
             .collect();
         MemoryRetriever {

@@ -21,6 +21,7 @@ fn passage(chunk_id: u64, path: &Path, page: Option<u32>, sheet: Option<&str>, t
         text: text.into(),
         context: String::new(),
         score: 1.0,
+        ocr: false,
     }
 }
 

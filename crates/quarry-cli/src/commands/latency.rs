@@ -266,6 +266,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                         char_start: 0,
                         char_end: 0,
                         token_count: 0,
+                        ocr: false,
                     });
                     batch_vectors.push(vector);
                     if chunk_index != 0 {

@@ -218,7 +218,7 @@ pub struct SearchArgs {
     #[arg(short, default_value_t = 10)]
     pub k: usize,
     /// Print one JSON object: {"query", "mode", "hits": [{"path", "page", "sheet", "heading_path", "score",
-    /// "chunk_id", "text", "citation", "bm25_rank", "dense_rank", …}]}.
+    /// "chunk_id", "text", "citation", "ocr" (text recognised by OCR), "bm25_rank", "dense_rank", …}]}.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -500,6 +500,7 @@ pub fn search(data: DataDir, args: SearchArgs) -> anyhow::Result<()> {
                     "chunk_id": hit.chunk.chunk_id,
                     "document_id": hit.chunk.document_id,
                     "citation": hit.citation(),
+                    "ocr": hit.chunk.ocr,
                     "bm25_rank": hit.bm25_rank,
                     "dense_rank": hit.dense_rank,
                     "char_start": hit.chunk.char_start,

@@ -1265,7 +1265,8 @@ fn sync_keeps_the_documents_of_a_source_that_is_missing_as_a_whole() {
 
 /// Scanned pages become searchable: the C library's scan (a table set sideways) and docling's page on its
 /// side are read by OCR in the parse workers, and a keyword search for words printed on them finds them
-/// with their page. With `--ocr off` the same files are refused as needing OCR.
+/// with their page, cited as recognised text ("p. 1, OCR"); a PDF with a text layer is cited without the
+/// mark. With `--ocr off` the same files are refused as needing OCR.
 #[test]
 fn scanned_pages_are_read_by_ocr_and_found_by_keyword() {
     let eval = crate::parse_command::eval_dir();
@@ -1292,7 +1293,15 @@ fn scanned_pages_are_read_by_ocr_and_found_by_keyword() {
         let first = hits.first().unwrap_or_else(|| panic!("{query}: no hit"));
         assert!(first["path"].as_str().unwrap().ends_with(file), "{query}: {hits:?}");
         assert_eq!(first["page"].as_u64(), Some(1), "{query}: {first}");
+        assert_eq!(first["citation"].as_str(), Some(format!("{file}, p. 1, OCR").as_str()), "{query}: {first}");
+        assert_eq!(first["ocr"], true, "{query}: {first}");
     }
+    // A page read from its text layer is cited without the mark.
+    let handbook = sample_library().join("office/handbook-1p.docx");
+    run(&data, &["add", handbook.to_str().unwrap(), "--library", "scans"]);
+    let hits = search(&data, "scans", "handbook", "bm25");
+    let docx = hits.iter().find(|h| h["path"].as_str().unwrap().ends_with("handbook-1p.docx")).unwrap();
+    assert!(!docx["citation"].as_str().unwrap().contains("OCR"), "{docx}");
 
     run(&data, &["library", "create", "no-ocr"]);
     let (_, summary) = ingest(&data, &["add", &docs_arg, "--library", "no-ocr", "--ocr", "off", "--json"]);

@@ -90,6 +90,8 @@ fn a_multipage_scan_is_read_page_by_page() {
         assert!(word_recall(&block.text, DOCLING_SENTENCE) >= 0.9, "{:?}: {:?}", block.location.page, block.text);
     }
     assert!(outcome.warnings.iter().any(|w| w.starts_with("4 page(s) read by OCR")), "{:?}", outcome.warnings);
+    // Each page's text is marked as recognised, for its citations ("p. 2, OCR").
+    assert!(document.blocks.iter().all(|b| b.location.ocr), "every block read by OCR is marked");
 }
 
 #[test]

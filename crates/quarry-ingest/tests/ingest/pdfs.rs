@@ -90,6 +90,8 @@ fn a_scan_is_read_by_ocr_and_refused_as_needing_it_when_ocr_is_off() {
         assert!(text.contains(printed), "{printed:?} not in {text:?}");
     }
     assert!(outcome.warnings.iter().any(|w| w.starts_with("3 page(s) read by OCR")), "{:?}", outcome.warnings);
+    let blocks = &outcome.document.as_ref().unwrap().blocks;
+    assert!(blocks.iter().all(|b| b.location.ocr), "OCR pages are marked: {:?}", blocks.first().map(|b| &b.location));
     let off = quarry_ingest::ParseOptions { ocr: quarry_ingest::OcrMode::Off, ..Default::default() };
     let outcome = crate::common::parse_with(&path, &off).remove(0);
     assert_eq!(outcome.error, Some(IngestError::NoTextLayer));
