@@ -193,11 +193,21 @@ pub fn recognise(models: &OcrModels, image: &RgbImage) -> Result<OcrPage, String
     Ok(OcrPage { text, lines, rotation })
 }
 
-/// A picture file (PNG, JPEG, TIFF; a TIFF's first page) read by OCR: one block, page 1, and a warning
-/// saying it was read by OCR. Errors: OCR is off or its models are not installed
-/// ([`IngestError::Unsupported`], saying which), the image cannot be decoded or would take more than
-/// 512 MiB decoded ([`IngestError::Malformed`]), OCR fails ([`IngestError::Crashed`]).
-pub(crate) fn load_image(bytes: &[u8], options: &ParseOptions) -> Result<(Vec<Block>, Vec<String>), IngestError> {
+/// Most pages of a multi-page TIFF read; a longer file is read up to here, with a warning.
+const MAX_TIFF_PAGES: usize = 500;
+
+/// A picture file (PNG, JPEG, TIFF) read by OCR: one block per page (a multi-page TIFF — a stack of
+/// scans or a fax — has a page per image directory; other pictures have page 1), the page count, and
+/// warnings saying it was read by OCR. `progress(done, total)` is called after each page of a
+/// multi-page TIFF (a sign of life for the worker's supervisor). Errors: OCR is off or its models are not
+/// installed ([`IngestError::Unsupported`], saying which), the first page cannot be decoded or would take
+/// more than 512 MiB decoded ([`IngestError::Malformed`]), OCR fails ([`IngestError::Crashed`]). A later
+/// TIFF page that cannot be decoded is left out with a warning.
+pub(crate) fn load_image(
+    bytes: &[u8],
+    options: &ParseOptions,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     if options.ocr == OcrMode::Off {
         return Err(IngestError::Unsupported("picture (OCR is off)".into()));
     }
@@ -206,20 +216,105 @@ pub(crate) fn load_image(bytes: &[u8], options: &ParseOptions) -> Result<(Vec<Bl
             "picture (needs OCR; the OCR models are not installed: run scripts/setup.sh)".into(),
         ));
     };
+    let mut pages = tiff_pages(bytes);
+    let mut warnings = Vec::new();
+    if pages.len() > MAX_TIFF_PAGES {
+        warnings.push(format!("{} pages; the first {MAX_TIFF_PAGES} were read", pages.len()));
+        pages.truncate(MAX_TIFF_PAGES);
+    }
+    let total = pages.len().max(1) as u32;
+    let (mut blocks, mut turned, mut unreadable) = (Vec::new(), Vec::new(), Vec::new());
+    for number in 1..=total {
+        // Page 1 is the file as it is; page n a copy whose header points at the n-th image directory.
+        let picture = match pages.get(number as usize - 1).filter(|_| number > 1) {
+            None => decode_picture(bytes),
+            Some(&directory) => decode_picture(&tiff_from_directory(bytes, directory)),
+        };
+        let picture = match picture {
+            Ok(picture) => picture,
+            Err(error) if number == 1 => return Err(error),
+            Err(error) => {
+                unreadable.push(format!("p. {number}: {error}"));
+                continue;
+            }
+        };
+        let page = recognise(models, &picture).map_err(IngestError::Crashed)?;
+        if page.rotation != 0 {
+            turned.push(page.rotation);
+        }
+        if total > 1 {
+            progress(number, total);
+        }
+        if page.text.trim().is_empty() && total > 1 {
+            continue;
+        }
+        let location = Location { page: Some(number), ocr: true, ..Default::default() };
+        blocks.push(Block { text: page.text, location });
+    }
+    warnings.insert(0, if total > 1 { format!("{total} pages read by OCR") } else { "read by OCR".to_string() });
+    match (turned.as_slice(), total) {
+        ([], _) => {}
+        ([rotation], 1) => warnings.push(format!("turned {rotation}° to read it")),
+        (pages, _) => warnings.push(format!("{} page(s) turned to read them", pages.len())),
+    }
+    if let Some(first) = unreadable.first() {
+        warnings.push(format!("{} page(s) could not be decoded; first: {first}", unreadable.len()));
+    }
+    if blocks.is_empty() {
+        blocks
+            .push(Block { text: String::new(), location: Location { page: Some(1), ocr: true, ..Default::default() } });
+    }
+    Ok((blocks, total, warnings))
+}
+
+/// One picture decoded by the `image` crate (at most 512 MiB decoded), its transparent parts on white.
+fn decode_picture(bytes: &[u8]) -> Result<RgbImage, IngestError> {
     let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| IngestError::malformed("image", e))?;
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(512 << 20);
     reader.limits(limits);
-    let picture = on_white(&reader.decode().map_err(|e| IngestError::malformed("image", e))?);
-    let page = recognise(models, &picture).map_err(IngestError::Crashed)?;
-    let mut warnings = vec!["read by OCR".to_string()];
-    if page.rotation != 0 {
-        warnings.push(format!("turned {}° to read it", page.rotation));
+    Ok(on_white(&reader.decode().map_err(|e| IngestError::malformed("image", e))?))
+}
+
+/// The byte offsets of a classic TIFF's image directories — one per page — in file order, from the
+/// header's first offset along each directory's link to the next (TIFF 6.0, section 2). Empty when
+/// `bytes` is not a classic TIFF (another format, or BigTIFF, whose first page alone is read); the chain
+/// stops at an offset outside the file, a directory seen before (a loop) or [`MAX_TIFF_PAGES`] + 1 pages.
+fn tiff_pages(bytes: &[u8]) -> Vec<u32> {
+    let read_u16 = |at: usize, little: bool| -> Option<u16> {
+        let b: [u8; 2] = bytes.get(at..at + 2)?.try_into().ok()?;
+        Some(if little { u16::from_le_bytes(b) } else { u16::from_be_bytes(b) })
+    };
+    let read_u32 = |at: usize, little: bool| -> Option<u32> {
+        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+        Some(if little { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) })
+    };
+    let little = match bytes.get(..4) {
+        Some([b'I', b'I', 42, 0]) => true,
+        Some([b'M', b'M', 0, 42]) => false,
+        _ => return Vec::new(),
+    };
+    let mut offsets = Vec::new();
+    let mut next = read_u32(4, little).unwrap_or(0);
+    while next != 0 && offsets.len() <= MAX_TIFF_PAGES && !offsets.contains(&next) {
+        let at = next as usize;
+        let Some(entries) = read_u16(at, little) else { break };
+        offsets.push(next);
+        next = read_u32(at + 2 + 12 * entries as usize, little).unwrap_or(0);
     }
-    let block = Block { text: page.text, location: Location { page: Some(1), ocr: true, ..Default::default() } };
-    Ok((vec![block], warnings))
+    offsets
+}
+
+/// A copy of classic TIFF `bytes` whose header's first-directory offset is `directory`: the same file,
+/// read from that page on (every offset in a TIFF is from the file's start, so nothing else moves).
+fn tiff_from_directory(bytes: &[u8], directory: u32) -> Vec<u8> {
+    let mut copy = bytes.to_vec();
+    let little = copy.starts_with(b"II");
+    let offset = if little { directory.to_le_bytes() } else { directory.to_be_bytes() };
+    copy[4..8].copy_from_slice(&offset);
+    copy
 }
 
 /// `picture` as RGB, its transparent parts on white: dropping the alpha channel would leave the black

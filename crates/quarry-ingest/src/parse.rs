@@ -346,7 +346,9 @@ fn load_document(
             &mut crate::pdf::OcrSettings::of(options, progress),
         )
         .map(|(b, pages, w)| Loaded::new(b, Some(pages), w)),
-        Format::Image => crate::ocr::load_image(bytes, options).map(|(b, w)| Loaded::new(b, Some(1), w)),
+        Format::Image => {
+            crate::ocr::load_image(bytes, options, progress).map(|(b, pages, w)| Loaded::new(b, Some(pages), w))
+        }
         Format::Rtf => crate::rtf::load(bytes).map(|b| Loaded::new(b, None, Vec::new())),
         Format::Docx => crate::docx::load(bytes).map(|(b, w)| Loaded::new(b, None, w)),
         Format::Pptx => crate::pptx::load(bytes).map(|(b, slides, w)| Loaded::new(b, Some(slides), w)),

@@ -136,6 +136,45 @@ fn a_chinese_page_as_a_picture_is_read() {
     assert!(outcome.warnings.iter().any(|w| w == "read by OCR"), "{:?}", outcome.warnings);
 }
 
+/// A multi-page TIFF (a stack of scans, a fax) is read page by page: two scanned pages rendered by PDFium
+/// and written as one two-page greyscale TIFF — docling's page turned on its side, then the C library's
+/// sideways protocol table — come back as pages 1 and 2, each with its own printed words, marked as OCR.
+#[test]
+fn a_multipage_tiff_is_read_page_by_page() {
+    let options = ParseOptions::default();
+    let pdfium = options.pdfium_library.clone().expect("PDFium installed by scripts/setup.sh");
+    let render = |path: std::path::PathBuf| {
+        let page = quarry_ingest::ocr::render_pdf_page(&pdfium, &std::fs::read(path).unwrap(), 1).unwrap();
+        image::DynamicImage::ImageRgb8(page).to_luma8()
+    };
+    let pages = [
+        render(b_docs("docling_tests/ocr/sources/ocr_test_rotated_90.pdf")),
+        render(c_docs("en_nih-clinical-trial-protocols/NCT06155240_Prot_SAP_000.pdf")),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scans.tiff");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut tiff = tiff::encoder::TiffEncoder::new(&mut file).unwrap();
+    for page in &pages {
+        tiff.write_image::<tiff::encoder::colortype::Gray8>(page.width(), page.height(), page.as_raw()).unwrap();
+    }
+    std::io::Write::flush(&mut file).unwrap();
+
+    let outcome = parse_one(&path);
+    assert_eq!(outcome.status, Status::Ok, "{:?}", outcome.error);
+    let document = outcome.document.as_ref().unwrap();
+    assert_eq!(document.page_count, Some(2));
+    let numbers: Vec<Option<u32>> = document.blocks.iter().map(|b| b.location.page).collect();
+    assert_eq!(numbers, [Some(1), Some(2)]);
+    assert!(document.blocks.iter().all(|b| b.location.ocr), "both pages are marked as OCR");
+    let recall = word_recall(&document.blocks[0].text, DOCLING_SENTENCE);
+    assert!(recall >= 0.9, "page 1: {recall:.2} of docling's sentence in {:?}", document.blocks[0].text);
+    let protocol = word_recall(&document.blocks[1].text, "Study Protocol Class Procedures");
+    assert!(protocol >= 0.9, "page 2: {protocol:.2} in {:?}", document.blocks[1].text);
+    assert!(!document.blocks[1].text.contains("Docling"), "page 2 is its own page");
+    assert!(outcome.warnings.iter().any(|w| w == "2 pages read by OCR"), "{:?}", outcome.warnings);
+}
+
 #[test]
 fn a_picture_is_refused_with_the_reason_when_ocr_is_off() {
     let dir = tempfile::tempdir().unwrap();
