@@ -42,7 +42,7 @@ pub struct LibraryEvalArgs {
     /// this file, one JSON object a line:
     /// `{"query_id", "fused", "bm25": [[chunk id, score, document path], …], "dense": […], "relevant":
     /// [paths]}`, 50 chunks a side (what hybrid search fuses for k ≤ 10; `fused` is false when hybrid
-    /// search would use BM25 alone), for studying fusions offline (`scripts/fusion-study.py`).
+    /// search would use BM25 alone), for studying fusions offline (`scripts/studies/fusion-study.py`).
     #[arg(long)]
     pub rankings: Option<PathBuf>,
     /// Print one JSON object instead of a table.

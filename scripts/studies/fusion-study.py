@@ -10,7 +10,7 @@ model) are ranked by BM25 alone, as hybrid search does. Measures: Recall@5 and n
 [chunk id, score, path], as `quarry eval library`). A cell is marked ✗ when it is below the better of
 BM25 and dense on either measure.
 
-Usage: scripts/fusion-study.py [--grid] DUMP.jsonl [DUMP.jsonl …]
+Usage: scripts/studies/fusion-study.py [--grid] DUMP.jsonl [DUMP.jsonl …]
   --grid   also the slope/offset grid of minmax-confidence (w_dense = σ(a·(z_dense − z_bm25) + c)).
 """
 

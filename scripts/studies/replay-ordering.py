@@ -12,7 +12,7 @@ corpus is the evaluation set's; fusion is replayed here as min-max with equal we
 per side (`minmax`, the default fusion when the traces it was written for were made; the default is
 `minmax-confidence` since 2026-11-25).
 
-Usage: scripts/replay-ordering.py QUARRY_BINARY SET_DIR TRACE.jsonl [TRACE.jsonl …]
+Usage: scripts/studies/replay-ordering.py QUARRY_BINARY SET_DIR TRACE.jsonl [TRACE.jsonl …]
 Prints one line per trace file and one for all of them.
 """
 

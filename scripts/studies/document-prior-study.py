@@ -7,13 +7,13 @@ of the wrong company first. Here each document's whole text is scored for the qu
 (k1 = 1.2, b = 0.75, lowercased words, English stop words dropped, no stemming; text from `pdftotext`,
 poppler-utils), the document scores are min-max scaled over the library's documents, and λ times the
 chunk's document score is added to the chunk's min-max scaled BM25 score. The re-scored BM25 list is
-then fused with the dense list by the default fusion (`minmax-confidence`, as scripts/fusion-study.py
+then fused with the dense list by the default fusion (`minmax-confidence`, as scripts/studies/fusion-study.py
 replays it). Only the chunks already in BM25's top 50 are re-ordered; none are added.
 
 When every document is one chunk (the A_benchmarks sets), the prior is the chunk's own score again, and
 min-max scaling makes the fused ranking identical, so the experiment only speaks about real libraries.
 
-Usage: scripts/document-prior-study.py DOCS_DIR QUERIES.jsonl RANKINGS.jsonl [RANKINGS.jsonl …]
+Usage: scripts/studies/document-prior-study.py DOCS_DIR QUERIES.jsonl RANKINGS.jsonl [RANKINGS.jsonl …]
   DOCS_DIR        the library's PDFs (e.g. ../shared/eval/C_private_library/docs/en_sec-10-q)
   QUERIES.jsonl   the question set's queries (…/qna/sec-10-q/queries.jsonl)
   RANKINGS.jsonl  `quarry eval library --rankings` output of a library built from DOCS_DIR
