@@ -188,6 +188,134 @@ fn a_command_failure_reaches_the_front_end_as_a_code_and_a_message() {
     assert_eq!(failure["message"], "loading the language model: /m/x.gguf: no such model file");
 }
 
+/// The fields of `export interface {name} { … }` in `ui/src/api.ts`, in order.
+fn ts_interface_fields(source: &str, name: &str) -> Vec<String> {
+    let start = source.find(&format!("export interface {name} {{")).unwrap_or_else(|| panic!("no interface {name}"));
+    let body = &source[start..];
+    let body = &body[body.find('{').unwrap() + 1..body.find("\n}").unwrap()];
+    body.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("/**") && !l.starts_with('*') && l.contains(':'))
+        .map(|l| l.split(':').next().unwrap().trim_end_matches('?').trim().to_string())
+        .collect()
+}
+
+/// The members of `export type {name} = | { event: "…"; field: type; … } | …` in `ui/src/api.ts`: each
+/// event name with its other fields (a `& Interface` member lists that interface's fields).
+fn ts_event_union(source: &str, name: &str) -> Vec<(String, Vec<String>)> {
+    let start = source.find(&format!("export type {name} =")).unwrap_or_else(|| panic!("no type {name}"));
+    let body = &source[start..];
+    let body = &body[..body.find(";\n").unwrap()];
+    body.lines()
+        .filter_map(|line| line.trim().strip_prefix("| "))
+        .map(|member| {
+            let inner = &member[member.find('{').unwrap() + 1..member.find('}').unwrap()];
+            let mut event = String::new();
+            let mut fields = Vec::new();
+            for part in inner.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+                let (field, value) = part.split_once(':').unwrap();
+                match field.trim() {
+                    "event" => event = value.trim().trim_matches('"').to_string(),
+                    other => fields.push(other.trim_end_matches('?').to_string()),
+                }
+            }
+            if let Some(interface) = member.split("& ").nth(1) {
+                fields.extend(ts_interface_fields(source, interface.trim_end_matches(')').trim()));
+            }
+            (event, fields)
+        })
+        .collect()
+}
+
+/// The front end's types in `ui/src/api.ts` are checked against what the backend sends: every ingest
+/// event the Rust side emits is a member of the TypeScript union with exactly its fields, and every field
+/// the TypeScript `IngestSummary` and `LibraryView` read is one the backend writes. (Adding an
+/// `IngestEvent` variant fails to compile here until it is listed.)
+#[test]
+fn the_front_ends_event_and_view_types_match_what_the_backend_sends() {
+    use quarry_store::{IngestEvent, IngestSummary};
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/src/api.ts")).unwrap();
+    let s = String::new;
+    let events = [
+        IngestEvent::Scanned { files: 1, to_read: 1, unchanged: 0, reread: 0 },
+        IngestEvent::Unreadable { path: s(), error: s() },
+        IngestEvent::Read { path: s(), format: s(), pages: None, chunks: 0 },
+        IngestEvent::Skipped { path: s(), reason: s() },
+        IngestEvent::Failed { path: s(), status: s(), error: s() },
+        IngestEvent::Moved { from: s(), to: s() },
+        IngestEvent::KeywordIndexed { documents: 0, chunks: 0 },
+        IngestEvent::KeywordReady { documents: 0, waiting_chunks: 0, seconds: 0.0 },
+        IngestEvent::Indexed { documents: 0, chunks: 0 },
+        IngestEvent::Embedding { done: 0, known: 0 },
+        IngestEvent::FileDone { path: s() },
+        IngestEvent::Removed { path: s() },
+        IngestEvent::ModelChosen { model_id: s(), cjk_share: 0.0, sampled_chars: 0 },
+        IngestEvent::Finished(IngestSummary::default()),
+    ];
+    // Exhaustive: a new variant must be added to `events` above (and to the TypeScript union).
+    for event in &events {
+        match event {
+            IngestEvent::Scanned { .. }
+            | IngestEvent::Unreadable { .. }
+            | IngestEvent::Read { .. }
+            | IngestEvent::Skipped { .. }
+            | IngestEvent::Failed { .. }
+            | IngestEvent::Moved { .. }
+            | IngestEvent::KeywordIndexed { .. }
+            | IngestEvent::KeywordReady { .. }
+            | IngestEvent::Indexed { .. }
+            | IngestEvent::Embedding { .. }
+            | IngestEvent::FileDone { .. }
+            | IngestEvent::Removed { .. }
+            | IngestEvent::ModelChosen { .. }
+            | IngestEvent::Finished(_) => {}
+        }
+    }
+    let union = ts_event_union(&source, "IngestEvent");
+    for event in &events {
+        let json = serde_json::to_value(event).unwrap();
+        let name = json["event"].as_str().unwrap();
+        let mut sent: Vec<&String> = json.as_object().unwrap().keys().filter(|k| *k != "event").collect();
+        let (_, declared) = union.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("api.ts lacks {name:?}"));
+        if name == "finished" {
+            // The summary: the UI reads a subset of what is sent, never a field that is not.
+            for field in declared {
+                assert!(sent.contains(&field), "api.ts reads finished.{field}, which the backend does not send");
+            }
+        } else {
+            let mut declared: Vec<&String> = declared.iter().collect();
+            sent.sort();
+            declared.sort();
+            assert_eq!(sent, declared, "fields of the {name:?} event");
+        }
+    }
+    // The app's own `error` event (commands.rs) is in the union too.
+    assert!(union.iter().any(|(n, f)| n == "error" && f.contains(&"code".to_string())), "{union:?}");
+
+    let view = quarry_app_lib::commands::LibraryView {
+        name: s(),
+        indexed: 0,
+        failed: 0,
+        pending: 0,
+        keyword_only: 0,
+        chunks: 0,
+        waiting_chunks: 0,
+        waiting_eta_seconds: None,
+        failures: Vec::new(),
+        ingesting: false,
+        error: None,
+    };
+    let json = serde_json::to_value(&view).unwrap();
+    for field in ts_interface_fields(&source, "LibraryView") {
+        assert!(json.get(&field).is_some(), "api.ts reads LibraryView.{field}, which the backend does not send");
+    }
+    let failure =
+        serde_json::to_value(quarry_app_lib::commands::Failure::new(quarry_core::ErrorCode::Other, "m")).unwrap();
+    for field in ts_interface_fields(&source, "Failure") {
+        assert!(failure.get(&field).is_some(), "api.ts reads Failure.{field}, which the backend does not send");
+    }
+}
+
 /// Drops `paths` on the window. A real OS drag cannot be made through WebDriver, so this emits the event
 /// Tauri emits for one (`tauri://drag-drop`) to the main webview.
 async fn drop_paths(app: &Session, paths: &[String]) {
