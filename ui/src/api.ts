@@ -119,6 +119,9 @@ export interface Answer {
   /** The claim check: each claim of the answer, and whether the passages it cites hold its figures. */
   claims?: ClaimCheck[];
   web_queries?: { source: string; query: string; sent: boolean }[];
+  /** quarry_agents::answer::CitationMarker: the markers of `markdown` that cite its passages, exactly as
+   *  written there — the only strings the chat turns into citation links. */
+  markers: { text: string; numbers: number[] }[];
 }
 
 export interface ClaimCheck {

@@ -74,9 +74,6 @@ export function newConversation() {
 
 // ---------------------------------------------------------------- chat
 
-/** A citation marker as Quarry stores it (`quarry_agents::answer::canonical_markers`): `[2]`, `[1, 3]`. */
-const CITATION = /\[(\d+(?:, \d+)*)\]/g;
-
 /** Markdown → sanitised HTML; `[n]` markers of `answer`'s passages become citation links when the answer
  * is finished (`turnIndex` set). */
 function renderMarkdown(markdown: string, turnIndex: number | null, answer?: Answer): HTMLElement {
@@ -95,30 +92,35 @@ function renderMarkdown(markdown: string, turnIndex: number | null, answer?: Ans
     const node = walker.currentNode as Text;
     if (!node.parentElement?.closest("code, pre")) texts.push(node);
   }
-  // Numbers the answer can resolve: a bracket of other numbers ("[2023]") stays text.
-  const known = new Set([...(answer?.citations ?? []), ...(answer?.sources ?? [])].map((c) => c.number));
+  // The markers the backend found in the answer (quarry_agents::answer::citation_markers) are linked
+  // where their exact text stands; nothing else is parsed here, so "[2023]" stays text.
+  const markers = answer?.markers ?? [];
+  if (markers.length === 0) return div;
   for (const node of texts) {
     const value = node.nodeValue ?? "";
-    if (!CITATION.test(value)) continue;
-    CITATION.lastIndex = 0;
     const fragment = document.createDocumentFragment();
     let last = 0;
-    for (const match of value.matchAll(CITATION)) {
-      const numbers = match[1].split(", ");
-      if (!numbers.every((n) => known.has(Number(n)))) continue;
-      fragment.append(value.slice(last, match.index));
+    for (;;) {
+      let next: { at: number; marker: (typeof markers)[number] } | null = null;
+      for (const marker of markers) {
+        const at = value.indexOf(marker.text, last);
+        if (at >= 0 && (next === null || at < next.at)) next = { at, marker };
+      }
+      if (next === null) break;
+      fragment.append(value.slice(last, next.at));
       fragment.append("[");
-      numbers.forEach((n, i) => {
+      next.marker.numbers.forEach((n, i) => {
         if (i > 0) fragment.append(", ");
-        const link = el("button", { className: "cite", type: "button", textContent: n });
-        link.dataset.number = n;
+        const link = el("button", { className: "cite", type: "button", textContent: String(n) });
+        link.dataset.number = String(n);
         link.dataset.turn = String(turnIndex);
-        link.onclick = () => showCitation(turnIndex, Number(n));
+        link.onclick = () => showCitation(turnIndex, n);
         fragment.append(link);
       });
       fragment.append("]");
-      last = (match.index ?? 0) + match[0].length;
+      last = next.at + next.marker.text.length;
     }
+    if (last === 0) continue;
     fragment.append(value.slice(last));
     node.replaceWith(fragment);
   }

@@ -56,9 +56,50 @@ pub struct Answer {
     /// `markdown` holds the corrected markers (the streamed text had the model's).
     #[serde(default)]
     pub citation_repairs: Vec<crate::claims::CitationRepair>,
+    /// The citation markers of `markdown` that cite its passages, as written there
+    /// ([`citation_markers`]): the app turns exactly these strings into links, so the front end parses
+    /// no markers itself. Answers stored before the field get it when their conversation is read
+    /// ([`Answer::with_markers`]).
+    #[serde(default)]
+    pub markers: Vec<CitationMarker>,
+}
+
+/// A citation marker as it stands in an answer's Markdown — `[2]`, `[1, 3]`, the form
+/// [`canonical_markers`] writes — with the passage numbers it cites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CitationMarker {
+    /// The marker as written, brackets included.
+    pub text: String,
+    /// The passage numbers it names, as written.
+    pub numbers: Vec<usize>,
+}
+
+/// The distinct citation markers of `markdown` (as [`pieces`] reads them) whose numbers all name one of
+/// `numbers` — an answer's cited and source passages — in order of first appearance. A bracket of other
+/// numbers ("in [2023]") is not one.
+pub fn citation_markers(markdown: &str, numbers: &[usize]) -> Vec<CitationMarker> {
+    let mut out: Vec<CitationMarker> = Vec::new();
+    for piece in pieces(markdown) {
+        if let Piece::Marker { raw, numbers: named } = piece {
+            if named.iter().all(|n| numbers.contains(n)) && !out.iter().any(|m| m.text == raw) {
+                out.push(CitationMarker { text: raw.to_string(), numbers: named });
+            }
+        }
+    }
+    out
 }
 
 impl Answer {
+    /// The answer with [`Answer::markers`] filled from its Markdown, citations and sources when empty
+    /// (an answer stored before the field existed).
+    pub fn with_markers(mut self) -> Self {
+        if self.markers.is_empty() {
+            let numbers: Vec<usize> = self.citations.iter().chain(&self.sources).map(|c| c.number).collect();
+            self.markers = citation_markers(&self.markdown, &numbers);
+        }
+        self
+    }
+
     /// The claims the check found unsupported.
     pub fn unsupported_claims(&self) -> impl Iterator<Item = &crate::claims::ClaimCheck> {
         self.claims.iter().filter(|c| !c.supported)
@@ -527,6 +568,15 @@ pub fn passage_ref(p: &Passage) -> PassageRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_markers_an_app_links_are_the_citations_of_the_answer_as_written() {
+        let markdown = "In [2023] it said so [1, 2]. Costs rose [3] and fell [1, 2]; see `[1]` too. Not [9].";
+        let markers = citation_markers(markdown, &[1, 2, 3]);
+        let texts: Vec<&str> = markers.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["[1, 2]", "[3]", "[1]"], "distinct, in order; [2023] and [9] are no citations");
+        assert_eq!(markers[0].numbers, [1, 2]);
+    }
 
     #[test]
     fn citation_markers_in_every_common_form() {

@@ -231,8 +231,13 @@ impl ConversationStore {
 
 fn read(path: &Path) -> Result<Conversation, ConversationError> {
     let bytes = std::fs::read(path).map_err(|source| ConversationError::Io { path: path.to_path_buf(), source })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ConversationError::Format { path: path.to_path_buf(), message: e.to_string() })
+    let mut conversation: Conversation = serde_json::from_slice(&bytes)
+        .map_err(|e| ConversationError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+    // Answers stored before `Answer::markers` existed get theirs, so the app links their citations.
+    for turn in &mut conversation.turns {
+        turn.answer = turn.answer.take().map(crate::Answer::with_markers);
+    }
+    Ok(conversation)
 }
 
 #[cfg(test)]

@@ -334,6 +334,8 @@ impl Run {
             claims,
             web_queries: Vec::new(),
             citation_repairs,
+            markers: Vec::new(),
         }
+        .with_markers()
     }
 }

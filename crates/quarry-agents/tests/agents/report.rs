@@ -101,6 +101,7 @@ fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
         claims: Vec::new(),
         web_queries: Vec::new(),
         citation_repairs: Vec::new(),
+        markers: Vec::new(),
     }
 }
 
