@@ -174,9 +174,12 @@ async fn client_errors_are_not_retried_and_unreachable_servers_are_named() {
 
 #[tokio::test]
 async fn offline_mode_refuses_a_remote_server_before_any_request_and_online_mode_allows_it() {
+    // Its own kind (ErrorCode::Offline), so the CLI and the app can say how to allow the network.
     match OpenAiChat::new(OpenAiConfig::new("https://api.example.com/v1", "m"), &Network::new(NetworkMode::Offline)) {
-        Err(ChatError::Config(message)) => {
-            assert!(message.contains("offline mode") && message.contains("https://api.example.com/v1"), "{message}")
+        Err(error @ ChatError::Offline(_)) => {
+            let message = error.to_string();
+            assert!(message.contains("offline mode") && message.contains("https://api.example.com/v1"), "{message}");
+            assert_eq!(quarry_core::Coded::code(&error), quarry_core::ErrorCode::Offline);
         }
         other => panic!("{:?}", other.err()),
     }
