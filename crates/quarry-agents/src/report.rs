@@ -92,15 +92,7 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
         answer.kept,
         answer.citations.len()
     );
-    let _ = writeln!(
-        out,
-        "- **Model calls:** {}, {} tokens ({} prompt, {} completion)",
-        answer.llm_calls,
-        answer.usage.total(),
-        answer.usage.prompt_tokens,
-        answer.usage.completion_tokens
-    );
-    let _ = writeln!(out, "- **Time:** {:.1} s", answer.seconds);
+    write_cost(&mut out, answer.llm_calls, &answer.usage, answer.seconds);
     if !answer.queries.is_empty() {
         out.push_str("- **Queries:**\n");
         for (i, round) in answer.queries.iter().enumerate() {
@@ -127,6 +119,19 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
 }
 
 /// The `#` title (the option's, else `fallback`) and the line under it with the date.
+/// The "Model calls" and "Time" lines of a report's run details: calls, tokens (prompt and completion)
+/// and wall-clock seconds.
+pub(crate) fn write_cost(out: &mut String, llm_calls: usize, usage: &quarry_core::TokenUsage, seconds: f64) {
+    let _ = writeln!(
+        out,
+        "- **Model calls:** {llm_calls}, {} tokens ({} prompt, {} completion)",
+        usage.total(),
+        usage.prompt_tokens,
+        usage.completion_tokens
+    );
+    let _ = writeln!(out, "- **Time:** {seconds:.1} s");
+}
+
 pub(crate) fn write_title(out: &mut String, options: &ReportOptions, fallback: &str) {
     let title = options.title.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(fallback);
     let _ = writeln!(out, "# {}\n", escape_inline(&one_line(title)));

@@ -12,8 +12,8 @@ use crate::deep_search::{deep_search_evidence, excerpt};
 use crate::events::AgentEvent;
 use crate::prompts;
 use crate::report::{
-    demote_headings, escape_html, escape_inline, link_citations, one_line, write_also_read, write_source, write_title,
-    ReportOptions,
+    demote_headings, escape_html, escape_inline, link_citations, one_line, write_also_read, write_cost, write_source,
+    write_title, ReportOptions,
 };
 use crate::run::{AgentError, Run};
 use crate::structured::{find_json, string_list, yes_no};
@@ -426,15 +426,7 @@ pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) 
     let _ = writeln!(out, "- **Libraries:** {libraries}");
     let _ = writeln!(out, "- **Model:** {}", escape_inline(&report.model));
     let _ = writeln!(out, "- **Passages:** {} used, {} cited", report.sources.len(), report.cited.len());
-    let _ = writeln!(
-        out,
-        "- **Model calls:** {}, {} tokens ({} prompt, {} completion)",
-        report.llm_calls,
-        report.usage.total(),
-        report.usage.prompt_tokens,
-        report.usage.completion_tokens
-    );
-    let _ = writeln!(out, "- **Time:** {:.1} s", report.seconds);
+    write_cost(&mut out, report.llm_calls, &report.usage, report.seconds);
     out.push_str("- **Sections:**\n");
     for section in &report.sections {
         let revised = if section.revised { ", revised after review" } else { "" };
