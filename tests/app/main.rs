@@ -209,10 +209,29 @@ fn ts_event_union(source: &str, name: &str) -> Vec<(String, Vec<String>)> {
     body.lines()
         .filter_map(|line| line.trim().strip_prefix("| "))
         .map(|member| {
-            let inner = &member[member.find('{').unwrap() + 1..member.find('}').unwrap()];
+            // The member's own `{ … }`, split at its top-level `;` (a field's type may be an object).
+            let open = member.find('{').unwrap();
+            let (mut depth, mut parts, mut start, mut close) = (0, Vec::new(), open + 1, member.len());
+            for (i, c) in member.char_indices().skip_while(|(i, _)| *i < open) {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 1 => {
+                        parts.push(&member[start..i]);
+                        close = i;
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ';' if depth == 1 => {
+                        parts.push(&member[start..i]);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            let member = &member[close..];
             let mut event = String::new();
             let mut fields = Vec::new();
-            for part in inner.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
                 let (field, value) = part.split_once(':').unwrap();
                 match field.trim() {
                     "event" => event = value.trim().trim_matches('"').to_string(),
@@ -228,9 +247,9 @@ fn ts_event_union(source: &str, name: &str) -> Vec<(String, Vec<String>)> {
 }
 
 /// The front end's types in `ui/src/api.ts` are checked against what the backend sends: every ingest
-/// event the Rust side emits is a member of the TypeScript union with exactly its fields, and every field
-/// the TypeScript `IngestSummary` and `LibraryView` read is one the backend writes. (Adding an
-/// `IngestEvent` variant fails to compile here until it is listed.)
+/// and agent event the Rust side emits is a member of the TypeScript union with exactly its fields, and
+/// every field the TypeScript `IngestSummary`, `LibraryView` and `Failure` read is one the backend
+/// writes. (Adding an `IngestEvent` or `AgentEvent` variant fails to compile here until it is listed.)
 #[test]
 fn the_front_ends_event_and_view_types_match_what_the_backend_sends() {
     use quarry_store::{IngestEvent, IngestSummary};
@@ -291,6 +310,62 @@ fn the_front_ends_event_and_view_types_match_what_the_backend_sends() {
     }
     // The app's own `error` event (commands.rs) is in the union too.
     assert!(union.iter().any(|(n, f)| n == "error" && f.contains(&"code".to_string())), "{union:?}");
+
+    // The agent events, the same way (an exhaustive match again).
+    use quarry_agents::{AgentEvent, PassageRef};
+    let usage = quarry_core::TokenUsage::default();
+    let refs = || vec![PassageRef { library: s(), chunk_id: 1, citation: s() }];
+    let agent_events = [
+        AgentEvent::Routed { agent: s(), libraries: vec![], reason: s() },
+        AgentEvent::Started { agent: s(), question: s() },
+        AgentEvent::Queries { round: 1, queries: vec![] },
+        AgentEvent::Retrieved { round: 1, query: s(), hits: 0, new: 0 },
+        AgentEvent::Judged { round: 1, kept: refs(), rejected: refs() },
+        AgentEvent::Reflected { round: 1, facts: vec![], queries: vec![] },
+        AgentEvent::Ordered { query: s(), kept: 0 },
+        AgentEvent::IntermediateAnswer { round: 1, query: s(), answer: s(), supporting: refs() },
+        AgentEvent::Stopped { round: 1, reason: s() },
+        AgentEvent::Degraded { step: s(), problem: s(), fallback: s() },
+        AgentEvent::LlmCall { step: s(), prompt_tokens: 0, completion_tokens: 0, seconds: 0.0 },
+        AgentEvent::Section { index: 0, count: 1, title: s(), stage: s() },
+        AgentEvent::AnswerDelta { text: s() },
+        AgentEvent::WebQuery { source: s(), query: s(), sent: false },
+        AgentEvent::Finished { llm_calls: 0, usage, seconds: 0.0 },
+    ];
+    for event in &agent_events {
+        match event {
+            AgentEvent::Routed { .. }
+            | AgentEvent::Started { .. }
+            | AgentEvent::Queries { .. }
+            | AgentEvent::Retrieved { .. }
+            | AgentEvent::Judged { .. }
+            | AgentEvent::Reflected { .. }
+            | AgentEvent::Ordered { .. }
+            | AgentEvent::IntermediateAnswer { .. }
+            | AgentEvent::Stopped { .. }
+            | AgentEvent::Degraded { .. }
+            | AgentEvent::LlmCall { .. }
+            | AgentEvent::Section { .. }
+            | AgentEvent::AnswerDelta { .. }
+            | AgentEvent::WebQuery { .. }
+            | AgentEvent::Finished { .. } => {}
+        }
+    }
+    let union = ts_event_union(&source, "AgentEvent");
+    for event in &agent_events {
+        let json = serde_json::to_value(event).unwrap();
+        let name = json["event"].as_str().unwrap();
+        let mut sent: Vec<&String> = json.as_object().unwrap().keys().filter(|k| *k != "event").collect();
+        let (_, declared) = union.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("api.ts lacks {name:?}"));
+        let mut declared: Vec<&String> = declared.iter().collect();
+        sent.sort();
+        declared.sort();
+        assert_eq!(sent, declared, "fields of the {name:?} agent event");
+    }
+    // The app's own events (src-tauri/src/commands.rs) are members too.
+    for own in ["conversation", "web_notice", "web_query_approval", "error"] {
+        assert!(union.iter().any(|(n, _)| n == own), "api.ts lacks the app's {own:?} event");
+    }
 
     let view = quarry_app_lib::commands::LibraryView {
         name: s(),

@@ -158,8 +158,35 @@ export interface ConversationSummary {
   turns: number;
 }
 
-/** quarry_agents::AgentEvent (the fields the trace shows), plus the app's `conversation` and `error`. */
-export type AgentEvent = { event: string; [field: string]: unknown };
+/** quarry_agents::PassageRef: a passage named in a trace. */
+export interface PassageRef {
+  library: string;
+  chunk_id: number;
+  citation: string;
+}
+
+/** quarry_agents::AgentEvent, plus the app's own `conversation`, `web_notice`, `web_query_approval` and
+ *  `error` (src-tauri/src/commands.rs). Checked against the Rust types by tests/app. */
+export type AgentEvent =
+  | { event: "routed"; agent: string; libraries: string[]; reason: string }
+  | { event: "started"; agent: string; question: string }
+  | { event: "queries"; round: number; queries: string[] }
+  | { event: "retrieved"; round: number; query: string; hits: number; new: number }
+  | { event: "judged"; round: number; kept: PassageRef[]; rejected: PassageRef[] }
+  | { event: "reflected"; round: number; facts: string[]; queries: string[] }
+  | { event: "ordered"; query: string; kept: number }
+  | { event: "intermediate_answer"; round: number; query: string; answer: string; supporting: PassageRef[] }
+  | { event: "stopped"; round: number; reason: string }
+  | { event: "degraded"; step: string; problem: string; fallback: string }
+  | { event: "llm_call"; step: string; prompt_tokens: number; completion_tokens: number; seconds: number }
+  | { event: "section"; index: number; count: number; title: string; stage: string }
+  | { event: "answer_delta"; text: string }
+  | { event: "web_query"; source: string; query: string; sent: boolean }
+  | { event: "finished"; llm_calls: number; usage: { prompt_tokens: number; completion_tokens: number }; seconds: number }
+  | { event: "conversation"; id: string; title: string }
+  | { event: "web_notice"; message: string }
+  | { event: "web_query_approval"; id: number; source: string; query: string }
+  | { event: "error"; error: string; code: ErrorCode };
 
 export interface PassageContext {
   before: string | null;

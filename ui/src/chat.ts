@@ -128,34 +128,33 @@ function renderMarkdown(markdown: string, turnIndex: number | null, answer?: Ans
 }
 
 function traceLine(e: AgentEvent): string | null {
-  const f = e as Record<string, any>;
   switch (e.event) {
     case "routed":
-      return `Agent ${f.agent} over ${(f.libraries as string[]).join(", ")} (${f.reason})`;
+      return `Agent ${e.agent} over ${e.libraries.join(", ")} (${e.reason})`;
     case "queries":
-      return `Round ${f.round}: ${(f.queries as string[]).map((q) => `“${q}”`).join(", ")}`;
+      return `Round ${e.round}: ${e.queries.map((q) => `“${q}”`).join(", ")}`;
     case "retrieved":
-      return `${f.hits} passages (${f.new} new) for “${f.query}”`;
+      return `${e.hits} passages (${e.new} new) for “${e.query}”`;
     case "judged":
-      return `Kept ${f.kept.length} of ${f.kept.length + f.rejected.length}: ${(f.kept as { citation: string }[]).map((p) => p.citation).join("; ") || "none"}`;
+      return `Kept ${e.kept.length} of ${e.kept.length + e.rejected.length}: ${e.kept.map((p) => p.citation).join("; ") || "none"}`;
     case "intermediate_answer":
-      return `Intermediate answer to “${f.query}”: ${f.answer}`;
+      return `Intermediate answer to “${e.query}”: ${e.answer}`;
     case "reflected":
-      return `Reflection after round ${f.round}: ${(f.facts as string[]).join(" ") || "no facts noted"}${(f.queries as string[]).length ? "" : " Nothing missing."}`;
+      return `Reflection after round ${e.round}: ${e.facts.join(" ") || "no facts noted"}${e.queries.length ? "" : " Nothing missing."}`;
     case "ordered":
-      return `${f.kept} passages for the answer ordered by a search for “${f.query}”`;
+      return `${e.kept} passages for the answer ordered by a search for “${e.query}”`;
     case "stopped":
-      return `Stop after round ${f.round}: ${f.reason}`;
+      return `Stop after round ${e.round}: ${e.reason}`;
     case "degraded":
-      return `${f.step}: ${f.problem}; ${f.fallback}`;
+      return `${e.step}: ${e.problem}; ${e.fallback}`;
     case "llm_call":
-      return `${f.step}: ${f.prompt_tokens} + ${f.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
+      return `${e.step}: ${e.prompt_tokens} + ${e.completion_tokens} tokens, ${e.seconds.toFixed(1)} s`;
     case "web_notice":
-      return `Web: ${f.message}`;
+      return `Web: ${e.message}`;
     case "web_query":
-      return f.sent ? `Sent to ${f.source}: “${f.query}”` : `Withheld from ${f.source} (written by the model): “${f.query}”`;
+      return e.sent ? `Sent to ${e.source}: “${e.query}”` : `Withheld from ${e.source} (written by the model): “${e.query}”`;
     case "finished":
-      return `Finished: ${f.llm_calls} model calls, ${f.usage.prompt_tokens + f.usage.completion_tokens} tokens, ${Number(f.seconds).toFixed(1)} s`;
+      return `Finished: ${e.llm_calls} model calls, ${e.usage.prompt_tokens + e.usage.completion_tokens} tokens, ${e.seconds.toFixed(1)} s`;
     default:
       return null;
   }
@@ -163,7 +162,7 @@ function traceLine(e: AgentEvent): string | null {
 
 function renderTrace(events: AgentEvent[], open: boolean): HTMLElement {
   const lines = events.map(traceLine).filter((l): l is string => l !== null);
-  const tokens = events.filter((e) => e.event === "llm_call").reduce((sum, e) => sum + Number(e.prompt_tokens) + Number(e.completion_tokens), 0);
+  const tokens = events.reduce((sum, e) => (e.event === "llm_call" ? sum + e.prompt_tokens + e.completion_tokens : sum), 0);
   const details = el("details", { className: "trace", open }, el("summary", {}, `Research trace — ${lines.length} steps, ${tokens} tokens`));
   details.append(el("ol", {}, ...lines.map((l) => el("li", {}, l))));
   return details;
@@ -282,8 +281,8 @@ export function onAgentEvents(conversation: string, events: AgentEvent[]) {
   }
   if (conversation !== state.runningId) return;
   for (const e of events) {
-    if (e.event === "answer_delta") state.liveText += String(e.text);
-    else if (e.event === "web_query_approval") state.approvals.push({ id: Number(e.id), source: String(e.source), query: String(e.query) });
+    if (e.event === "answer_delta") state.liveText += e.text;
+    else if (e.event === "web_query_approval") state.approvals.push({ id: e.id, source: e.source, query: e.query });
     else if (e.event !== "conversation") state.liveTrace.push(e);
   }
   renderMessages();
