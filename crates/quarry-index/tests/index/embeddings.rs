@@ -5,6 +5,7 @@ use quarry_index::{Embedder, EmbedderConfig};
 
 #[test]
 fn embeddings_keep_the_callers_order_and_reflect_meaning() {
+    let _engines = crate::one_engine_at_a_time();
     let config = EmbedderConfig::default_model().unwrap();
     let mut embedder = Embedder::new(&config).unwrap();
     let texts = [
@@ -27,6 +28,7 @@ fn embeddings_keep_the_callers_order_and_reflect_meaning() {
 
 #[test]
 fn a_token_budget_splits_calls_without_changing_vectors() {
+    let _engines = crate::one_engine_at_a_time();
     // A budget of 600 padded tokens per call: a 512-token text goes alone, short ones go together.
     let mut config = EmbedderConfig::default_model().unwrap();
     config.batch_tokens = 600;

@@ -16,6 +16,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 #[test]
 fn e5_ranks_the_passage_that_answers_a_chinese_question_first() {
+    let _engines = crate::one_engine_at_a_time();
     let mut embedder = e5();
     assert_eq!((embedder.dimension(), embedder.model_id()), (384, MULTILINGUAL_E5_MODEL_ID));
     assert!(quarry_index::embedder_covers(embedder.languages(), "中国的首都是哪里？"));
@@ -50,6 +51,7 @@ fn e5_ranks_the_passage_that_answers_a_chinese_question_first() {
 
 #[test]
 fn e5_token_counts_size_chunks_for_its_512_token_window() {
+    let _engines = crate::one_engine_at_a_time();
     let embedder = e5();
     let count = embedder.token_counter();
     // "passage: " and the two special tokens are counted, so a chunk of 512 fits one window.
@@ -67,6 +69,7 @@ fn e5_token_counts_size_chunks_for_its_512_token_window() {
 
 #[test]
 fn missing_e5_files_are_clear_errors() {
+    let _engines = crate::one_engine_at_a_time();
     let mut config = EmbedderConfig::multilingual_e5().unwrap();
     let dir = tempfile::tempdir().unwrap();
     config.model_dir = dir.path().to_path_buf();
