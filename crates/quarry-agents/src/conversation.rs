@@ -40,7 +40,7 @@ pub enum ConversationError {
 impl quarry_core::Coded for ConversationError {
     fn code(&self) -> quarry_core::ErrorCode {
         match self {
-            ConversationError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+            ConversationError::Io { source, .. } if quarry_core::is_disk_full_io(source) => {
                 quarry_core::ErrorCode::DiskFull
             }
             _ => quarry_core::ErrorCode::Other,

@@ -54,6 +54,15 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
+/// What Linux says for ENOSPC (`strerror(28)`), as it appears inside LanceDB's and tantivy's errors.
+pub const ENOSPC_MESSAGE: &str = "No space left on device";
+
+/// True for an I/O error that says the disk is full (`ErrorKind::StorageFull`, ENOSPC): the one check
+/// every error type's [`Coded::code`] uses for [`ErrorCode::DiskFull`].
+pub fn is_disk_full_io(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::StorageFull || error.to_string().contains(ENOSPC_MESSAGE)
+}
+
 /// An error that knows its [`ErrorCode`].
 pub trait Coded {
     /// The kind of this failure.

@@ -16,7 +16,7 @@ mod text_stats;
 
 pub use chat::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Role, TokenSink, TokenUsage};
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
-pub use error_code::{Coded, ErrorCode};
+pub use error_code::{is_disk_full_io, Coded, ErrorCode, ENOSPC_MESSAGE};
 pub use format::Format;
 pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
 pub use text_stats::{count_cjk_chars, is_cjk_char, is_mostly_cjk, mostly_cjk};

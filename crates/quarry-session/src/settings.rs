@@ -34,7 +34,7 @@ pub enum SettingsError {
 impl quarry_core::Coded for SettingsError {
     fn code(&self) -> quarry_core::ErrorCode {
         match self {
-            SettingsError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+            SettingsError::Io { source, .. } if quarry_core::is_disk_full_io(source) => {
                 quarry_core::ErrorCode::DiskFull
             }
             _ => quarry_core::ErrorCode::Other,

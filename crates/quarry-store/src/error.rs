@@ -83,13 +83,8 @@ impl StoreError {
     }
 }
 
-/// What Linux says for ENOSPC (`strerror(28)`), as it appears inside LanceDB's and tantivy's errors.
-const ENOSPC_MESSAGE: &str = "No space left on device";
-
-/// True for an I/O error that says the disk is full (`ErrorKind::StorageFull`, ENOSPC).
-pub fn is_disk_full_io(error: &std::io::Error) -> bool {
-    error.kind() == std::io::ErrorKind::StorageFull || error.to_string().contains(ENOSPC_MESSAGE)
-}
+pub use quarry_core::is_disk_full_io;
+use quarry_core::ENOSPC_MESSAGE;
 
 #[cfg(test)]
 mod tests {
