@@ -12,7 +12,8 @@
 use crate::text::{decode_text, html_to_text, paragraph_blocks};
 use crate::IngestError;
 use quarry_core::{Block, Format, Location};
-use std::io::{Cursor, Read};
+use std::io::{Cursor, Read, Write};
+use std::path::{Path, PathBuf};
 
 /// A file carried by a message, to be read as a document of its own.
 #[derive(Debug)]
@@ -283,12 +284,72 @@ fn load_msg(bytes: &[u8]) -> Result<Mail, IngestError> {
         match stream(&mut file, &storage, property::ATTACH_DATA, TYPE_BINARY) {
             Some(bytes) => attachments.push(Attachment { name, bytes }),
             None if file.is_storage(substg(&storage, property::ATTACH_DATA, TYPE_OBJECT)) => {
-                warnings.push(format!("attached Outlook message {name:?} not read (save it as a file of its own)"))
+                // A message attached as a message (Outlook's "forward as attachment", a dragged-in mail):
+                // read as a `.msg` of its own, under the attachment guards like any other attachment.
+                let name = if name.to_lowercase().ends_with(".msg") { name } else { format!("{name}.msg") };
+                match embedded_message(&mut file, &storage) {
+                    Ok(bytes) => attachments.push(Attachment { name, bytes }),
+                    Err(e) => warnings.push(format!("attached Outlook message {name:?} could not be read: {e}")),
+                }
             }
             None => warnings.push(format!("attachment {name:?} has no data")),
         }
     }
     Ok(assemble(&envelope, &body, attachments, warnings))
+}
+
+/// The storage of the named-property map ([MS-OXMSG] 2.2.3), kept once at the top of a message file.
+const NAMED_PROPERTY_MAP: &str = "/__nameid_version1.0";
+/// The stream of fixed-size properties of a message, recipient or attachment ([MS-OXMSG] 2.4).
+const PROPERTY_STREAM: &str = "__properties_version1.0";
+/// Header bytes of the property stream of a top-level message and of an embedded one ([MS-OXMSG] 2.4.1.1,
+/// 2.4.1.2): the embedded message's lacks the last 8 reserved bytes.
+const TOP_LEVEL_HEADER: usize = 32;
+const EMBEDDED_HEADER: usize = 24;
+
+/// The message attached under `attachment` (an embedded message object, [MS-OXMSG] 2.2.2.1: the storage
+/// `__substg1.0_3701000D` of the attachment's storage) as the bytes of a `.msg` file of its own: every
+/// storage and stream under that storage copied to the root of a new compound file, the property stream's
+/// 24-byte header widened to a top-level message's 32 bytes, and the outer file's named-property map
+/// copied beside it — what Outlook writes when the attached message is saved by itself. Its own
+/// attachments (a message in a message in a message) come along and are unpacked in turn, under the depth
+/// guard of [`crate::archive::expand_attachments`].
+///
+/// Errors: an I/O error of the compound-file reader or writer (a damaged file).
+fn embedded_message(file: &mut Compound<'_>, attachment: &str) -> std::io::Result<Vec<u8>> {
+    let root = PathBuf::from(substg(attachment, property::ATTACH_DATA, TYPE_OBJECT));
+    let mut copies: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for entry in file.walk_storage(&root)? {
+        if let Ok(relative) = entry.path().strip_prefix(&root) {
+            copies.push((entry.path().to_path_buf(), Path::new("/").join(relative)));
+        }
+    }
+    if file.is_storage(NAMED_PROPERTY_MAP) {
+        for entry in file.walk_storage(NAMED_PROPERTY_MAP)? {
+            copies.push((entry.path().to_path_buf(), entry.path().to_path_buf()));
+        }
+    }
+    let mut out = cfb::CompoundFile::create(Cursor::new(Vec::new()))?;
+    for (from, to) in copies {
+        if to == Path::new("/") {
+            continue;
+        }
+        if file.is_storage(&from) {
+            out.create_storage_all(&to)?;
+            continue;
+        }
+        let mut bytes = Vec::new();
+        file.open_stream(&from)?.take(MAX_STREAM_BYTES).read_to_end(&mut bytes)?;
+        if to == Path::new("/").join(PROPERTY_STREAM) && bytes.len() >= EMBEDDED_HEADER {
+            bytes.splice(EMBEDDED_HEADER..EMBEDDED_HEADER, [0u8; TOP_LEVEL_HEADER - EMBEDDED_HEADER]);
+        }
+        if let Some(parent) = to.parent() {
+            out.create_storage_all(parent)?;
+        }
+        out.create_stream(&to)?.write_all(&bytes)?;
+    }
+    out.flush()?;
+    Ok(out.into_inner().into_inner())
 }
 
 /// The path of a property stream: `{storage}/__substg1.0_{id}{type}`, both in upper-case hex.

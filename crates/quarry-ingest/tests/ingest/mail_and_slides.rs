@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use quarry_ingest::{parse_bytes, Format, IngestError, ParseEvent, ParseOptions, Status};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn files_with_extension(ext: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = walkdir::WalkDir::new(eval_dir().join("B_documents"))
@@ -185,6 +185,81 @@ fn an_outlook_message_gives_sender_recipients_and_body() {
     let refused = parse(&b_docs("unstructured_example-docs/fake-encrypted.msg"));
     assert_eq!(refused.len(), 1, "no attachment rows: {refused:?}");
     assert!(matches!(&refused[0].error, Some(IngestError::Encrypted(m)) if m.contains("PGP")), "{refused:?}");
+}
+
+/// Outlook keeps a message attached as a message ("forward as attachment") not as file bytes but as a
+/// storage inside the attachment's storage ([MS-OXMSG] 2.2.2.1), whose property stream has a 24-byte
+/// header where a saved message has 32. Built here the way Outlook writes it: `fake-email.msg` carrying
+/// `fake-email-with-cc-and-bcc.msg`.
+fn message_carrying_a_message(outer: &Path, inner: &Path, display_name: &str) -> Vec<u8> {
+    use std::io::{Cursor, Read, Write};
+    fn copy_tree(
+        from: &mut cfb::CompoundFile<std::fs::File>,
+        out: &mut cfb::CompoundFile<Cursor<Vec<u8>>>,
+        under: &Path,
+        embedded: bool,
+    ) {
+        out.create_storage_all(under).unwrap();
+        let entries: Vec<(PathBuf, bool)> = from
+            .walk()
+            .map(|e| (e.path().to_path_buf(), e.is_storage()))
+            .filter(|(p, _)| p != Path::new("/"))
+            .collect();
+        for (path, is_storage) in entries {
+            // The named-property map stays at the top of the file only.
+            if embedded && path.starts_with("/__nameid_version1.0") {
+                continue;
+            }
+            let target = under.join(path.strip_prefix("/").unwrap());
+            if is_storage {
+                out.create_storage_all(&target).unwrap();
+                continue;
+            }
+            let mut bytes = Vec::new();
+            from.open_stream(&path).unwrap().read_to_end(&mut bytes).unwrap();
+            if embedded && path == Path::new("/__properties_version1.0") {
+                bytes.drain(24..32);
+            }
+            out.create_stream(&target).unwrap().write_all(&bytes).unwrap();
+        }
+    }
+    let mut out = cfb::CompoundFile::create(Cursor::new(Vec::new())).unwrap();
+    copy_tree(&mut cfb::open(outer).unwrap(), &mut out, Path::new("/"), false);
+    let attachment = Path::new("/__attach_version1.0_#00000000");
+    out.create_storage(attachment).unwrap();
+    out.create_stream(attachment.join("__properties_version1.0")).unwrap().write_all(&[0u8; 8]).unwrap();
+    let name: Vec<u8> = display_name.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    out.create_stream(attachment.join("__substg1.0_3001001F")).unwrap().write_all(&name).unwrap();
+    copy_tree(&mut cfb::open(inner).unwrap(), &mut out, &attachment.join("__substg1.0_3701000D"), true);
+    out.flush().unwrap();
+    out.into_inner().into_inner()
+}
+
+#[test]
+fn a_message_attached_to_an_outlook_message_is_read_as_a_message() {
+    let bytes = message_carrying_a_message(
+        &b_docs("unstructured_example-docs/fake-email.msg"),
+        &b_docs("unstructured_example-docs/fake-email-with-cc-and-bcc.msg"),
+        "Forwarded: the cc and bcc test",
+    );
+    let mut outcomes = Vec::new();
+    parse_bytes("outer.msg", &bytes, 0, &ParseOptions::default(), &mut |event| {
+        if let ParseEvent::Finished(outcome) = event {
+            outcomes.push(*outcome);
+        }
+    });
+    let paths: Vec<&str> = outcomes.iter().map(|o| o.path.as_str()).collect();
+    assert_eq!(paths, ["outer.msg!/Forwarded: the cc and bcc test.msg", "outer.msg"], "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o.status == Status::Ok), "{outcomes:?}");
+    let inner = text_of(&outcomes[0]);
+    assert_eq!(outcomes[0].format, Some(Format::Msg));
+    assert!(inner.contains("Cc: steve@unstructured.io"), "{inner}");
+    let expected = text_of(&parse_one(&b_docs("unstructured_example-docs/fake-email-with-cc-and-bcc.msg")));
+    assert_eq!(inner, expected, "the attached message reads as the same message saved alone");
+    let outer = text_of(&outcomes[1]);
+    assert!(outer.contains("Subject: Test Email"), "{outer}");
+    assert!(outer.contains("Attachments: Forwarded: the cc and bcc test.msg"), "{outer}");
+    assert!(outcomes[1].warnings.is_empty(), "{:?}", outcomes[1].warnings);
 }
 
 #[test]
