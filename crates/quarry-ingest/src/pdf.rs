@@ -103,9 +103,13 @@ pub(crate) fn load(
                     keeps_words_whole(&pdfium_text, &slot.1)
                 };
                 let mut best = if take { pdfium_text } else { slot.1.clone() };
+                // Annotation values the page's text lacks, one by one: a page PDFium flattened (its only
+                // text was drawn by annotations) already shows most of them.
                 let annotations = tidy_lines(&page.annotations);
-                if suspect && has_text(&annotations) && !best.contains(annotations.as_str()) {
-                    best = join_nonempty(&best, &annotations);
+                let missing: Vec<&str> =
+                    annotations.lines().filter(|value| has_text(value) && !best.contains(value.trim())).collect();
+                if suspect && !missing.is_empty() {
+                    best = join_nonempty(&best, &missing.join("\n"));
                 }
                 if best != slot.1 {
                     slot.1 = best;

@@ -4,8 +4,9 @@
 //! Used where the primary path (lopdf + pdf-extract) falls short: PDFs whose structure lopdf cannot read
 //! (PDFium rebuilds broken cross-reference tables), pages with no text or where pdf-extract failed, the
 //! pages of forms (field values live in annotations), documents with CJK CID fonts, whose glyphs
-//! pdf-extract drops without an error, and pages where pdf-extract split words apart. `crate::pdf` reads
-//! every page with both and keeps, per page, the better reading.
+//! pdf-extract drops without an error, pages where pdf-extract split words apart, and pages whose only
+//! text is drawn by annotations (form buttons and fields, stamps), read after PDFium flattens them.
+//! `crate::pdf` reads every page with both and keeps, per page, the better reading.
 
 use pdfium_render::prelude::*;
 use std::path::Path;
@@ -73,8 +74,8 @@ pub(crate) fn extract_pages(
     };
     let mut out = Vec::with_capacity(wanted.len());
     for number in wanted {
-        let Ok(page) = all.get(number as PdfPageIndex - 1) else { continue };
-        let text = page.text().map(|t| t.all()).unwrap_or_default();
+        let Ok(mut page) = all.get(number as PdfPageIndex - 1) else { continue };
+        let mut text = visible_text(&page);
         let mut annotations = Vec::new();
         for annotation in page.annotations().iter() {
             let value = match annotation.as_form_field() {
@@ -90,10 +91,41 @@ pub(crate) fn extract_pages(
                 }
             }
         }
+        // A page whose only text is drawn by its annotations — a button's caption, a text field's
+        // appearance, a stamp — has none in its content stream: PDFium merges the annotations' appearances
+        // into the content (the in-memory copy only) and the page is read again.
+        if text.trim().is_empty() && !page.annotations().is_empty() && page.flatten().is_ok() {
+            text = visible_text(&page);
+        }
         out.push(PageText { number, text, annotations: annotations.join("\n") });
     }
     Ok((out, count))
 }
+
+/// The text of `page` inside its visible area: the crop box, else the media box, in the page's own
+/// coordinates. (`PdfPageText::all` asks for the text inside a rectangle at the origin the size of the
+/// page, which misses every character of a page whose box does not start at (0, 0) — a page cropped to a
+/// label or a coupon, `pdf.js` test `issue7769.pdf`.)
+///
+/// PDFium marks a word hyphenated across a line break with one character where the hyphen and the break
+/// were ("im\u{2}portant" from its bounded-text call, U+FFFE from its plain one); the mark is dropped, so
+/// the word reads whole ("important") for BM25, the embedding and the person.
+fn visible_text(page: &PdfPage) -> String {
+    let Ok(text) = page.text() else { return String::new() };
+    let boundaries = page.boundaries();
+    let text = match boundaries.crop().or_else(|_| boundaries.media()) {
+        Ok(visible) => text.inside_rect(visible.bounds),
+        Err(_) => text.all(),
+    };
+    if text.contains(HYPHENATION_MARKS) {
+        text.replace(HYPHENATION_MARKS, "")
+    } else {
+        text
+    }
+}
+
+/// What PDFium puts where a word was hyphenated at the end of a line.
+const HYPHENATION_MARKS: [char; 2] = ['\u{2}', '\u{FFFE}'];
 
 /// Renders the given 1-based `pages` one at a time, their longer side `max_side` pixels (white
 /// background, form fields drawn, the page's own rotation applied), and hands each to `each` as an RGB
@@ -120,4 +152,34 @@ pub(crate) fn render_pages(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_file(rel: &str) -> std::path::PathBuf {
+        let eval = std::env::var_os("QUARRY_EVAL_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"));
+        let path = eval.join(rel);
+        assert!(path.is_file(), "evaluation document not found at {} (set QUARRY_EVAL_DIR)", path.display());
+        path
+    }
+
+    #[test]
+    fn a_word_hyphenated_at_a_line_end_reads_whole() {
+        let library =
+            quarry_core::models::find_model_file(LIBRARY_FILE).expect("PDFium, installed by scripts/setup.sh");
+        let bytes =
+            std::fs::read(shared_file("B_documents/unstructured_example-docs/pdf/layout-parser-paper-fast.pdf"))
+                .unwrap();
+        let Ok((pages, count)) = extract_pages(&library, &bytes, Some(&[1])) else { panic!("PDFium reads the paper") };
+        assert_eq!(count, 2);
+        let text = &pages[0].text;
+        assert!(!text.contains(HYPHENATION_MARKS), "{text:?}");
+        // The abstract hyphenates "im-portant" and "applica-tions" at line ends.
+        assert!(text.contains("easy reuse of important innovations"), "{text}");
+        assert!(text.contains("research and applications."), "{text}");
+    }
 }

@@ -104,6 +104,24 @@ fn a_pdf_with_a_real_password_is_reported_as_encrypted() {
     assert!(matches!(outcome.error, Some(IngestError::Encrypted(_))), "{:?}", outcome.error);
 }
 
+/// Two kinds of page the text layer readers missed although poppler reads them: a page whose only text is
+/// drawn by its annotations (a form's button caption, a field's appearance) and a page whose crop box
+/// does not start at (0, 0) (a label cut out of a letter-size page).
+#[test]
+fn text_drawn_by_annotations_and_on_a_cropped_page_is_read() {
+    let text_layer_only = quarry_ingest::ParseOptions { ocr: quarry_ingest::OcrMode::Off, ..Default::default() };
+    for (file, expected) in [
+        ("bug1802888.pdf", "Ok"),
+        ("bug1922766.pdf", "Change radio color"),
+        ("js-authors.pdf", "Authors"),
+        ("issue7769.pdf", "Scan here to make"),
+    ] {
+        let outcome = parse_with(&b_docs(&format!("pdfjs_test_pdfs/{file}")), &text_layer_only).remove(0);
+        assert_eq!(outcome.status, Status::Ok, "{file}: {:?}", outcome.error);
+        assert!(text_of(&outcome).contains(expected), "{file}: {:?}", text_of(&outcome));
+    }
+}
+
 #[test]
 fn pdf_text_is_recovered_where_poppler_finds_text() {
     let text_layer_only = quarry_ingest::ParseOptions { ocr: quarry_ingest::OcrMode::Off, ..Default::default() };
@@ -138,7 +156,7 @@ fn pdf_text_is_recovered_where_poppler_finds_text() {
 }
 
 /// The measured share at the time of writing, so a regression fails; see the README for the figure.
-const PDF_RECOVERY_FLOOR: f64 = 0.95;
+const PDF_RECOVERY_FLOOR: f64 = 0.99;
 
 #[test]
 fn words_that_pdf_extract_splits_apart_are_read_whole_through_pdfium() {
