@@ -281,6 +281,61 @@ fn sentence_pieces(text: &str) -> Vec<&str> {
 /// Full-width marks that end a sentence or clause in Chinese and Japanese text: 。！？；
 pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 
+/// `markdown` with the passage headers the model copied into it — `2023 Q1 NVDA.pdf, p. 22 (NVIDIA
+/// CORPORATION · Form 10-Q · …)` or `2023 Q1 NVDA.pdf, p. 28 (same document as [1])`, as
+/// [`number_passages`] writes them above each passage — replaced by that passage's marker `[n]` (its
+/// 1-based place in `passages`), or dropped where the marker already stands right before it.
+/// Qwen2.5-Coder-1.5B copies such a header into many per-document answers (docs/ANSWERS.md, Session 15):
+/// the person should read the figure and its citation, not the prompt's scaffolding. A header is a
+/// passage's citation followed by a parenthesis holding a context line (with ` · `) or "same document
+/// as"; a citation written alone, or a copy the model changed, is left as it is.
+pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
+    let mut out = markdown.to_string();
+    for (i, passage) in passages.iter().enumerate() {
+        let citation = passage.citation();
+        if citation.is_empty() {
+            continue;
+        }
+        let marker = format!("[{}]", i + 1);
+        let mut from = 0;
+        while let Some(found) = out[from..].find(&citation) {
+            let start = from + found;
+            let after = start + citation.len();
+            let Some(end) = header_parenthesis_end(&out[after..]).map(|len| after + len) else {
+                from = after;
+                continue;
+            };
+            let marked_already = out[..start].trim_end_matches(' ').ends_with(&marker);
+            let mut end = end;
+            let replacement = if marked_already {
+                // "[1] <header> Between" → "[1] Between": one space between, not two.
+                if out[..start].ends_with(' ') && out[end..].starts_with(' ') {
+                    end += 1;
+                }
+                String::new()
+            } else {
+                marker.clone()
+            };
+            out.replace_range(start..end, &replacement);
+            from = start + replacement.len();
+        }
+    }
+    out
+}
+
+/// Length of `rest`'s leading ` (…)` when it is the parenthesis of a passage header (a context line with
+/// ` · `, or "same document as [n]") on one line; `None` otherwise.
+fn header_parenthesis_end(rest: &str) -> Option<usize> {
+    let open = rest.len() - rest.trim_start_matches(' ').len();
+    let inner = rest[open..].strip_prefix('(')?;
+    let close = inner.find(['(', ')', '\n'])?;
+    if !inner[close..].starts_with(')') {
+        return None;
+    }
+    let content = &inner[..close];
+    (content.contains(" · ") || content.starts_with("same document as")).then_some(open + 1 + close + 1)
+}
+
 /// Whether a model's answer says nothing: once its citation markers are removed, no word of two letters
 /// or more is left (Qwen2.5-Coder-1.5B sometimes answers "[1] [2] [3] [4] [5] [6] [7] [8]").
 pub fn says_nothing(markdown: &str) -> bool {
@@ -655,6 +710,44 @@ mod tests {
                 .unwrap();
         assert!(excerpt.contains("精品网络建设卓有成效") && excerpt.contains("算力精品网建设"), "{excerpt}");
         assert!(!excerpt.contains("冬奥会"), "the sentence about the Olympics is not about the question: {excerpt}");
+    }
+
+    #[test]
+    fn passage_headers_copied_into_an_answer_become_its_markers() {
+        let passage = |id: u64, path: &str, page: u32, context: &str| Passage {
+            chunk_id: id,
+            library: "l".into(),
+            document_id: path.into(),
+            path: format!("/docs/{path}"),
+            page_start: Some(page),
+            page_end: Some(page),
+            sheet: None,
+            heading_path: vec![],
+            text: "text".into(),
+            context: context.into(),
+            score: 0.0,
+            ocr: false,
+        };
+        let q3 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended October 30, 2022 · 2022 Q3 NVDA";
+        let passages = [passage(1, "2022 Q3 NVDA.pdf", 36, q3), passage(2, "2022 Q3 NVDA.pdf", 34, q3)];
+        // Copied after its own marker (Qwen's per-document answer to the inventory question): dropped.
+        let answer = "- **2022 Q3 NVDA.pdf** (quarterly period ended October 30, 2022): [1] 2022 Q3 NVDA.pdf, p. 36 \
+                      (NVIDIA CORPORATION · Form 10-Q · quarterly period ended October 30, 2022 · 2022 Q3NVDA) \
+                      Inventory grew to $4.45 billion.";
+        assert_eq!(
+            replace_copied_headers(answer, &passages),
+            "- **2022 Q3 NVDA.pdf** (quarterly period ended October 30, 2022): [1] Inventory grew to $4.45 billion."
+        );
+        // Copied in place of a marker, and the later passage's "same document as" form: the marker.
+        let answer = "As 2022 Q3 NVDA.pdf, p. 34 (same document as [1]) says, exchange rates had little effect.";
+        assert_eq!(replace_copied_headers(answer, &passages), "As [2] says, exchange rates had little effect.");
+        // A citation written by itself, or one followed by a parenthesis that is no header, stays.
+        for kept in [
+            "Revenue was $5.93 billion (2022 Q3 NVDA.pdf, p. 36).",
+            "See 2022 Q3 NVDA.pdf, p. 36 (the inventory note) [1].",
+        ] {
+            assert_eq!(replace_copied_headers(kept, &passages), kept);
+        }
     }
 
     #[test]

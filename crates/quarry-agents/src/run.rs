@@ -300,8 +300,12 @@ impl Run {
         retrieved: usize,
         nothing_found: bool,
     ) -> Answer {
-        let markdown =
-            if nothing_found { markdown } else { crate::answer::canonical_markers(&markdown, passages.len()) };
+        let markdown = if nothing_found {
+            markdown
+        } else {
+            let markdown = crate::answer::replace_copied_headers(&markdown, &passages);
+            crate::answer::canonical_markers(&markdown, passages.len())
+        };
         let (_, sources) = citations_for(&markdown, &passages);
         // A figure cited to a passage that does not hold it is re-cited to the one that does.
         let (markdown, citation_repairs) = if nothing_found {
