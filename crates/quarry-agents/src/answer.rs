@@ -301,12 +301,11 @@ pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
         while let Some(found) = out[from..].find(&citation) {
             let start = from + found;
             let after = start + citation.len();
-            let Some(end) = header_parenthesis_end(&out[after..]).map(|len| after + len) else {
+            let Some(mut end) = header_parenthesis_end(&out[after..]).map(|len| after + len) else {
                 from = after;
                 continue;
             };
             let marked_already = out[..start].trim_end_matches(' ').ends_with(&marker);
-            let mut end = end;
             let replacement = if marked_already {
                 // "[1] <header> Between" → "[1] Between": one space between, not two.
                 if out[..start].ends_with(' ') && out[end..].starts_with(' ') {

@@ -318,33 +318,32 @@ const EMBEDDED_HEADER: usize = 24;
 /// Errors: an I/O error of the compound-file reader or writer (a damaged file).
 fn embedded_message(file: &mut Compound<'_>, attachment: &str) -> std::io::Result<Vec<u8>> {
     let root = PathBuf::from(substg(attachment, property::ATTACH_DATA, TYPE_OBJECT));
-    let mut copies: Vec<(PathBuf, PathBuf)> = Vec::new();
+    // (source path, path in the new file, is a storage), in the walk's preorder: every storage comes
+    // before what it holds, so it exists by the time its streams are written.
+    let mut copies: Vec<(PathBuf, PathBuf, bool)> = Vec::new();
     for entry in file.walk_storage(&root)? {
         if let Ok(relative) = entry.path().strip_prefix(&root) {
-            copies.push((entry.path().to_path_buf(), Path::new("/").join(relative)));
+            copies.push((entry.path().to_path_buf(), Path::new("/").join(relative), entry.is_storage()));
         }
     }
     if file.is_storage(NAMED_PROPERTY_MAP) {
         for entry in file.walk_storage(NAMED_PROPERTY_MAP)? {
-            copies.push((entry.path().to_path_buf(), entry.path().to_path_buf()));
+            copies.push((entry.path().to_path_buf(), entry.path().to_path_buf(), entry.is_storage()));
         }
     }
     let mut out = cfb::CompoundFile::create(Cursor::new(Vec::new()))?;
-    for (from, to) in copies {
+    for (from, to, is_storage) in copies {
         if to == Path::new("/") {
             continue;
         }
-        if file.is_storage(&from) {
-            out.create_storage_all(&to)?;
+        if is_storage {
+            out.create_storage(&to)?;
             continue;
         }
         let mut bytes = Vec::new();
         file.open_stream(&from)?.take(MAX_STREAM_BYTES).read_to_end(&mut bytes)?;
         if to == Path::new("/").join(PROPERTY_STREAM) && bytes.len() >= EMBEDDED_HEADER {
             bytes.splice(EMBEDDED_HEADER..EMBEDDED_HEADER, [0u8; TOP_LEVEL_HEADER - EMBEDDED_HEADER]);
-        }
-        if let Some(parent) = to.parent() {
-            out.create_storage_all(parent)?;
         }
         out.create_stream(&to)?.write_all(&bytes)?;
     }

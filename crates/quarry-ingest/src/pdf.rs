@@ -105,11 +105,13 @@ pub(crate) fn load(
                 let mut best = if take { pdfium_text } else { slot.1.clone() };
                 // Annotation values the page's text lacks, one by one: a page PDFium flattened (its only
                 // text was drawn by annotations) already shows most of them.
-                let annotations = tidy_lines(&page.annotations);
-                let missing: Vec<&str> =
-                    annotations.lines().filter(|value| has_text(value) && !best.contains(value.trim())).collect();
-                if suspect && !missing.is_empty() {
-                    best = join_nonempty(&best, &missing.join("\n"));
+                if suspect {
+                    let annotations = tidy_lines(&page.annotations);
+                    let missing: Vec<&str> =
+                        annotations.lines().filter(|value| has_text(value) && !best.contains(value.trim())).collect();
+                    if !missing.is_empty() {
+                        best = join_nonempty(&best, &missing.join("\n"));
+                    }
                 }
                 if best != slot.1 {
                     slot.1 = best;
