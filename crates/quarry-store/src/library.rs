@@ -297,8 +297,17 @@ impl Library {
                 self.manifest.name
             );
             self.keyword.clear()?;
+            // The same text an ingest indexes: context line, section path, chunk text.
+            let contexts: HashMap<String, String> =
+                self.store.documents().await?.into_iter().filter_map(|d| Some((d.document_id, d.context?))).collect();
             let keyword = &mut self.keyword;
-            self.store.scan_texts(|id, document, text| keyword.add(id, document, text).map_err(Into::into)).await?;
+            self.store
+                .scan_texts(|id, document, section, text| {
+                    let indexed =
+                        crate::ingest::indexed_text(contexts.get(document).map(String::as_str), section, text);
+                    keyword.add(id, document, &indexed).map_err(Into::into)
+                })
+                .await?;
             self.commit_keyword().await?;
         }
         Ok((pending.len(), rebuilt))
@@ -706,7 +715,7 @@ mod tests {
             warnings: None,
             added_ms: 1,
             modified_ms: 1,
-            context: None,
+            context: Some("Vienna Court Opera · programme".into()),
             extraction_version: None,
         };
         let chunk = ChunkRecord {
@@ -717,7 +726,7 @@ mod tests {
             page_start: None,
             page_end: None,
             sheet: None,
-            heading_path: Vec::new(),
+            heading_path: vec!["Premieres of 1901".into()],
             char_start: 0,
             char_end: text.len() as u64,
             token_count: 9,
@@ -750,5 +759,13 @@ mod tests {
             "rebuilt with folding"
         );
         assert_eq!(writer.keyword().count_document("d1").unwrap(), 1, "every chunk is back");
+        // Rebuilt with the text an ingest indexes: the document's context line and the chunk's section.
+        for words in ["Vienna Court Opera", "premieres"] {
+            assert_eq!(
+                paths(writer.search(words, SearchMode::Bm25, 3, None).await.unwrap()),
+                ["/docs/ballets.txt"],
+                "{words}"
+            );
+        }
     }
 }

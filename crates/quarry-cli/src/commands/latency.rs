@@ -1,7 +1,8 @@
 //! `quarry eval latency`: query latency of a library at given sizes (default ~10k and ~100k chunks), for
 //! each search mode, with exact dense search and with the ANN index, plus the embedding throughput of the
-//! default model, the size of the library on disk and the ANN index's recall against exact search. Prints
-//! Markdown tables.
+//! default model, the size of the library on disk, the ANN index's recall against exact search and the
+//! process's resident memory while it searches. Prints Markdown tables. Exact-search latency is skipped
+//! above `--exact-max-chunks` (100k by default; a 1M-chunk run measures the ANN index only).
 //!
 //! The chunks are the passages of the given sets (e.g. every set of ../shared/eval/A_benchmarks, 13k
 //! passages in English and Chinese), embedded once with the default model; the vectors are cached in the
@@ -46,6 +47,12 @@ pub struct LatencyArgs {
     /// (`Library::set_document_prior`): rows `bm25, document prior W` and `hybrid, document prior W`.
     #[arg(long = "document-prior", value_parser = parse_document_prior)]
     pub document_prior: Option<f32>,
+    /// Time searches with exact dense search (no ANN index) only up to this many chunks; larger sizes are
+    /// measured with the ANN index alone (exact search reads every vector: about a second a query at 1M
+    /// chunks on 2 cores, and no library of that size searches without the index). ANN recall is still
+    /// scored against exact search at every size.
+    #[arg(long = "exact-max-chunks", default_value_t = 100_000)]
+    pub exact_max_chunks: usize,
 }
 
 /// The searches one latency table measures: each mode as the library is set up, then BM25 and hybrid
@@ -103,6 +110,26 @@ impl Drop for WorkDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Resets this process's peak resident set (`VmHWM`) to its current one by writing `5` to
+/// `/proc/self/clear_refs` (Linux ≥ 4.0). Returns whether it could.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// This process's peak and current resident set (`VmHWM`, `VmRSS` in /proc/self/status), in KiB; zeros where
+/// /proc is not available.
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -216,6 +243,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     let mut index_rows: Vec<String> = Vec::new();
     let mut recall_rows: Vec<String> = Vec::new();
     let mut first_queries: Vec<String> = Vec::new();
+    let mut rss_rows: Vec<String> = Vec::new();
     println!("| chunks | ANN index | mode | p50 ms | p95 ms | mean ms |");
     println!("|---:|---|---|---:|---:|---:|");
     for &size in &args.sizes {
@@ -305,6 +333,9 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         let plain_mib = folder_size(&dir) as f64 / MIB;
 
         for ann in [false, true] {
+            if !ann && size > args.exact_max_chunks {
+                continue;
+            }
             if ann {
                 let started = Instant::now();
                 rt.block_on(async {
@@ -326,9 +357,22 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     .collect();
                 let source = |id: u64| by_id.get(&id).copied().unwrap_or(usize::MAX);
                 let store = rt.block_on(Store::open(&dir.join("lance"), dimension, false))?;
+                // Exact search's top 50 once per query (it reads every vector), then each refine factor.
+                let exact: Vec<Vec<u64>> = rt.block_on(async {
+                    let mut lists = Vec::with_capacity(query_vectors.len());
+                    for vector in &query_vectors {
+                        lists.push(store.nearest_exact(vector, 50).await?.iter().map(|(c, _)| c.chunk_id).collect());
+                    }
+                    Ok::<_, StoreError>(lists)
+                })?;
                 for refine_factor in [None, Some(1), Some(2), Some(4)] {
-                    let r =
-                        rt.block_on(ann_recall(&store, VectorSearch::Ann { refine_factor }, &query_vectors, &source))?;
+                    let r = rt.block_on(ann_recall(
+                        &store,
+                        VectorSearch::Ann { refine_factor },
+                        &query_vectors,
+                        &exact,
+                        &source,
+                    ))?;
                     recall_rows.push(format!(
                         "| {size} | {} | {:.3} | {:.3} | {:.3} | {:.2} |",
                         refine_factor.map_or("none".to_string(), |f| f.to_string()),
@@ -339,6 +383,8 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     ));
                 }
             }
+            // The peak resident set of the searching process: reset the high-water mark, open, search.
+            let reset = reset_peak_rss();
             let mut library = rt.block_on(Library::open_read(&data, &name))?;
             for (label, mode, weight) in measured_searches(args.document_prior) {
                 let (first, times) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
@@ -371,6 +417,14 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                     ));
                 }
             }
+            drop(library);
+            let (peak, now) = rss_kib();
+            rss_rows.push(format!(
+                "| {size} | {} | {} | {:.0} |",
+                if ann { "IVF-HNSW-SQ + id BTree" } else { "none (exact)" },
+                if reset { format!("{:.0}", peak as f64 / 1024.0) } else { "(not measurable here)".into() },
+                now as f64 / 1024.0
+            ));
         }
     }
     println!("\n{} queries per row; chunk texts from {} passages.", queries.len(), passages.len());
@@ -391,6 +445,14 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     println!("| chunks | refine | recall@10 | recall@50 | passages@10 | ms per top-50 query |");
     println!("|---:|---|---:|---:|---:|---:|");
     for row in recall_rows {
+        println!("{row}");
+    }
+    println!("\nMemory of this process while it opens a library and runs the searches above (the embedding model");
+    println!("and the query vectors included, as in the app): the peak resident set since just before the library");
+    println!("was opened (the high-water mark is reset there through /proc/self/clear_refs) and the resident set");
+    println!("after the searches.\n");
+    println!("| chunks | ANN index | peak RSS while searching MiB | RSS after MiB |\n|---:|---|---:|---:|");
+    for row in rss_rows {
         println!("{row}");
     }
     if !first_queries.is_empty() {
@@ -421,34 +483,36 @@ struct AnnRecall {
     ms_at_50: f64,
 }
 
-/// [`AnnRecall`] of `search` over `queries` (query embeddings); `source(chunk_id)` names the passage a row
-/// was made from.
+/// [`AnnRecall`] of `search` over `queries` (query embeddings), against `exact` (each query's exact top-50
+/// chunk ids, in order); `source(chunk_id)` names the passage a row was made from.
 async fn ann_recall(
     store: &Store,
     search: VectorSearch,
     queries: &[Vec<f32>],
+    exact: &[Vec<u64>],
     source: &dyn Fn(u64) -> usize,
 ) -> Result<AnnRecall, StoreError> {
     let mut sums = [0.0f64; 4];
-    for vector in queries {
-        let exact_50 = store.nearest_exact(vector, 50).await?;
+    for (vector, exact_50) in queries.iter().zip(exact) {
         let started = Instant::now();
         let approximate_50 = store.nearest_by(vector, 50, search).await?;
         sums[3] += started.elapsed().as_secs_f64() * 1000.0;
         let approximate_10 = store.nearest_by(vector, 10, search).await?;
         let ids =
             |list: &[(ChunkRecord, f32)], k: usize| list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<Vec<u64>>();
+        let exact_ids = |k: usize| exact_50.iter().take(k).copied().collect::<Vec<u64>>();
         // Passages: the distinct passages of exact search's top 10, found among ANN search's top 10.
-        let passages = |list: &[(ChunkRecord, f32)]| {
-            let mut seen: Vec<usize> = list.iter().take(10).map(|(c, _)| source(c.chunk_id)).collect();
+        let passages = |list: Vec<u64>| {
+            let mut seen: Vec<usize> = list.into_iter().take(10).map(source).collect();
             seen.sort_unstable();
             seen.dedup();
             seen
         };
-        sums[0] += recall_at(&ids(&approximate_10, 10), &ids(&exact_50, 10), 10, PartialEq::eq);
-        sums[1] += recall_at(&ids(&approximate_50, 50), &ids(&exact_50, 50), 50, PartialEq::eq);
-        let approximate_passages = passages(&approximate_10);
-        sums[2] += recall_at(&approximate_passages, &passages(&exact_50), approximate_passages.len(), PartialEq::eq);
+        sums[0] += recall_at(&ids(&approximate_10, 10), &exact_ids(10), 10, PartialEq::eq);
+        sums[1] += recall_at(&ids(&approximate_50, 50), &exact_ids(50), 50, PartialEq::eq);
+        let approximate_passages = passages(ids(&approximate_10, 10));
+        sums[2] +=
+            recall_at(&approximate_passages, &passages(exact_ids(10)), approximate_passages.len(), PartialEq::eq);
     }
     let n = queries.len().max(1) as f64;
     Ok(AnnRecall { at_10: sums[0] / n, at_50: sums[1] / n, passages_at_10: sums[2] / n, ms_at_50: sums[3] / n })
