@@ -53,6 +53,11 @@ pub struct LatencyArgs {
     /// scored against exact search at every size.
     #[arg(long = "exact-max-chunks", default_value_t = 100_000)]
     pub exact_max_chunks: usize,
+    /// Build the libraries (`bench-<size>`) in this data folder and keep them, to measure one again in a
+    /// process of its own: `quarry --data-dir DIR eval latency --library bench-N --queries FILE` (the
+    /// resident memory of a process that only searches; this one's includes what building left behind).
+    #[arg(long = "keep-data")]
+    pub keep_data: Option<PathBuf>,
 }
 
 /// The searches one latency table measures: each mode as the library is set up, then BM25 and hybrid
@@ -95,20 +100,29 @@ fn time_searches(
     Ok((first, times))
 }
 
-/// A temporary data folder, removed when dropped.
-struct WorkDir(PathBuf);
+/// The data folder the libraries are built in: a temporary one, removed when dropped, or the folder of
+/// `--keep-data`, kept.
+struct WorkDir {
+    dir: PathBuf,
+    keep: bool,
+}
 
 impl WorkDir {
-    fn new() -> anyhow::Result<WorkDir> {
-        let dir = std::env::temp_dir().join(format!("quarry-latency-{}", std::process::id()));
+    fn new(keep: Option<&std::path::Path>) -> anyhow::Result<WorkDir> {
+        let dir = match keep {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::temp_dir().join(format!("quarry-latency-{}", std::process::id())),
+        };
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(WorkDir(dir))
+        Ok(WorkDir { dir, keep: keep.is_some() })
     }
 }
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -233,8 +247,8 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     // English MiniLM: BM25 alone), so hybrid is also reported for each kind of query on its own.
     let fused: Vec<bool> = queries.iter().map(|q| embedder_covers(&languages, q)).collect();
     let rt = tokio::runtime::Runtime::new()?;
-    let work = WorkDir::new()?;
-    let data = DataDir::at(&work.0);
+    let work = WorkDir::new(args.keep_data.as_deref())?;
+    let data = DataDir::at(&work.dir);
 
     let query_vectors: Vec<Vec<f32>> = {
         let texts: Vec<&str> = queries.iter().map(|q| q.as_str()).collect();
@@ -450,7 +464,8 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
     println!("\nMemory of this process while it opens a library and runs the searches above (the embedding model");
     println!("and the query vectors included, as in the app): the peak resident set since just before the library");
     println!("was opened (the high-water mark is reset there through /proc/self/clear_refs) and the resident set");
-    println!("after the searches.\n");
+    println!("after the searches. An upper bound: what building the library left resident counts too; for a process");
+    println!("that only searches, keep the library (`--keep-data`) and measure it with `--library` under `time -v`.\n");
     println!("| chunks | ANN index | peak RSS while searching MiB | RSS after MiB |\n|---:|---|---:|---:|");
     for row in rss_rows {
         println!("{row}");
