@@ -95,18 +95,9 @@ impl Chunker {
         let mut chars = CharOffsets::new(&full);
         let mut chunks = Vec::new();
         let mut first = 0;
-        // A PDF's sections are read from its lines (`pdf_sections`), less surely than a document's own
-        // heading styles: its chunks run across section starts, as they run across pages, and each takes
-        // the section that holds most of its text. (Cutting PDF chunks at every section start cost
-        // answer passages on the 10-Q library: docs/ANSWERS.md, Session 16.)
-        let split_at_headings = doc.format != quarry_core::Format::Pdf;
-        let no_path: Vec<String> = Vec::new();
         while first < doc.blocks.len() {
-            // A segment: consecutive blocks sharing sheet and (but in PDFs) heading path.
-            let key = |i: usize| {
-                let heading_path = if split_at_headings { &doc.blocks[i].location.heading_path } else { &no_path };
-                (&doc.blocks[i].location.sheet, heading_path)
-            };
+            // A segment: consecutive blocks sharing sheet and heading path.
+            let key = |i: usize| (&doc.blocks[i].location.sheet, &doc.blocks[i].location.heading_path);
             let mut last = first;
             while last + 1 < doc.blocks.len() && key(last + 1) == key(first) {
                 last += 1;
@@ -120,11 +111,6 @@ impl Chunker {
                 let pages: Vec<u32> = touched().filter_map(|i| doc.blocks[i].location.page).collect();
                 let ocr = touched().any(|i| doc.blocks[i].location.ocr);
                 let location = &doc.blocks[first].location;
-                // The section holding most of the chunk's text (within a segment, all blocks share one).
-                let widest = touched()
-                    .max_by_key(|&i| ranges[i].end.min(end).saturating_sub(ranges[i].start.max(start)))
-                    .unwrap_or(first);
-                let heading_path = doc.blocks[widest].location.heading_path.clone();
                 chunks.push(Chunk {
                     document_id: doc.content_hash.clone(),
                     path: doc.path.clone(),
@@ -133,7 +119,7 @@ impl Chunker {
                     page_start: pages.iter().min().copied(),
                     page_end: pages.iter().max().copied(),
                     sheet: location.sheet.clone(),
-                    heading_path,
+                    heading_path: location.heading_path.clone(),
                     char_start: chars.at(start),
                     char_end: chars.at(end),
                     token_count: text_splitter::ChunkSizer::size(&self.sizer, text) as u32,
@@ -219,28 +205,5 @@ mod tests {
         let chunker = Chunker::new(ChunkSizer::Characters, ChunkerConfig::default()).unwrap();
         let chunks = chunker.chunk(&d);
         assert_eq!(chunks.iter().map(|c| c.sheet.clone().unwrap()).collect::<Vec<_>>(), vec!["A", "B"]);
-    }
-
-    #[test]
-    fn pdf_chunks_run_across_sections_and_take_the_one_holding_most_of_their_text() {
-        let section = |path: &[&str], text: &str| Block {
-            text: text.into(),
-            location: Location {
-                page: Some(1),
-                heading_path: path.iter().map(|h| h.to_string()).collect(),
-                ..Default::default()
-            },
-        };
-        let blocks = vec![
-            section(&["Item 2"], "Item 2. Discussion"),
-            section(&["Item 2", "Summary"], "Summary\nRevenue for the first quarter was $7.19 billion, down 13%."),
-        ];
-        let chunker = Chunker::new(ChunkSizer::Characters, ChunkerConfig::default()).unwrap();
-        let chunks = chunker.chunk(&doc(blocks.clone()));
-        assert_eq!(chunks.len(), 1, "one chunk over both sections of a PDF");
-        assert_eq!(chunks[0].heading_path, ["Item 2", "Summary"]);
-        // A document with heading styles is cut at each heading.
-        let docx = ParsedDocument { format: Format::Docx, ..doc(blocks) };
-        assert_eq!(chunker.chunk(&docx).len(), 2);
     }
 }

@@ -105,12 +105,11 @@ fn most_frequent_fiscal_quarter(doc: &ParsedDocument, pattern: &Regex) -> Option
         .map(|(k, _)| k)
 }
 
-/// The first heading of the document, else its first one or two short lines that read like a title. A
-/// PDF's headings are read from its lines and its first may sit pages in, so a PDF's title is its first
-/// lines.
+/// The first heading of the document, else its first one or two short lines that read like a title.
 fn title(doc: &ParsedDocument, lines: &[&str]) -> Option<String> {
-    let headings = doc.blocks.iter().filter(|_| doc.format != quarry_core::Format::Pdf);
-    if let Some(heading) = headings.flat_map(|b| b.location.heading_path.first()).find(|h| !h.trim().is_empty()) {
+    if let Some(heading) =
+        doc.blocks.iter().flat_map(|b| b.location.heading_path.first()).find(|h| !h.trim().is_empty())
+    {
         return Some(heading.trim().to_string());
     }
     let title_like = |l: &str| {
@@ -183,16 +182,7 @@ mod tests {
         );
         let mut md = doc("a.zip!/notes/联通年报.md", &["正文"]);
         md.blocks[0].location.heading_path = vec!["中国联通 2022 年度报告摘要".into()];
-        md.format = quarry_core::Format::Markdown;
         assert_eq!(document_context(&md), "中国联通 2022 年度报告摘要 · 联通年报");
-        // A PDF's heading read from its lines does not make its title: its first lines do.
-        let mut report = doc(
-            "/r/report.pdf",
-            &["Annual Report 2023
-Prepared for the board."],
-        );
-        report.blocks[0].location.heading_path = vec!["Liquidity and Capital Resources".into()];
-        assert_eq!(document_context(&report), "Annual Report 2023 — Prepared for the board. · report");
         assert_eq!(document_context(&doc("empty.txt", &[""])), "empty");
         let apple = doc(
             "q.pdf",

@@ -32,7 +32,6 @@ mod package;
 mod parse;
 mod pdf;
 mod pdf_fallback;
-mod pdf_sections;
 mod pptx;
 mod readable;
 pub mod report;

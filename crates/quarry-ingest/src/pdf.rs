@@ -14,7 +14,6 @@
 
 use crate::ocr::OcrModels;
 use crate::parse::{OcrMode, ParseOptions};
-use crate::pdf_sections::split_sections;
 use crate::table::label_table_rows;
 use crate::text::tidy_lines;
 use crate::IngestError;
@@ -401,41 +400,26 @@ fn has_text(text: &str) -> bool {
 }
 
 /// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any.
-/// Table rows get their column names and unit (see [`crate::table`]); each page is cut at its section
-/// headings, every block carrying its heading path ([`crate::pdf_sections`]); the pages in `ocr_pages` are
-/// marked as read by OCR ([`Location::ocr`]).
+/// Table rows get their column names and unit (see [`crate::table`]); the pages in `ocr_pages` are marked
+/// as read by OCR ([`Location::ocr`]).
 fn finish(
     pages: Vec<(u32, String)>,
     ocr_pages: &[u32],
     page_count: u32,
     warnings: Vec<String>,
 ) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
-    let pages: Vec<(u32, String)> = pages.into_iter().filter(|(_, text)| has_text(text)).collect();
-    // Headings are told from table headers before the rows are labelled (which folds the headers away).
-    let blocks: Vec<Block> = split_sections(&pages)
+    let blocks: Vec<Block> = pages
         .into_iter()
-        .map(|(page, heading_path, text)| Block {
+        .filter(|(_, text)| has_text(text))
+        .map(|(page, text)| Block {
             text: label_table_rows(&text),
-            location: Location { page: Some(page), ocr: ocr_pages.contains(&page), heading_path, ..Default::default() },
+            location: Location { page: Some(page), ocr: ocr_pages.contains(&page), ..Default::default() },
         })
         .collect();
     if blocks.is_empty() {
         return Err(IngestError::NoTextLayer);
     }
     Ok((blocks, page_count, warnings))
-}
-
-/// The PDFs under `dir`, sorted (for the studies run over local files).
-#[cfg(test)]
-pub(crate) fn pdf_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
-        .map(|e| e.into_path())
-        .collect();
-    files.sort();
-    files
 }
 
 #[cfg(test)]
@@ -481,7 +465,13 @@ mod tests {
     fn split_study() {
         let Some(dir) = std::env::var_os("QUARRY_SPLIT_STUDY_DIR") else { return };
         let library = quarry_core::models::find_model_file(crate::pdf_fallback::LIBRARY_FILE).unwrap();
-        let files = pdf_files_under(std::path::Path::new(&dir));
+        let mut files: Vec<_> = walkdir::WalkDir::new(dir)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x.eq_ignore_ascii_case("pdf")))
+            .map(|e| e.into_path())
+            .collect();
+        files.sort();
         let (mut t_primary, mut t_pdfium, mut n_pages) = (0.0, 0.0, 0);
         for file in files {
             let bytes = std::fs::read(&file).unwrap();

@@ -220,7 +220,7 @@ fn is_section_line(line: &str) -> bool {
 }
 
 /// True when `line` holds header items and nothing else but unit notes and punctuation.
-pub(crate) fn is_header_line(line: &str) -> bool {
+fn is_header_line(line: &str) -> bool {
     let p = patterns();
     if p.column_title.is_match(line) {
         return true;

@@ -46,22 +46,13 @@ pub struct IngestOptions {
 }
 
 /// The text a chunk is embedded and keyword-indexed as: its document's context line
-/// ([`quarry_ingest::document_context`]), then its section path (`section`, the chunk's heading path,
-/// joined by " > "), each on a line of its own, then the chunk's own text (which is what is stored and
-/// quoted). What is missing or empty is left out.
-pub fn indexed_text(context: Option<&str>, section: &[String], text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 200);
-    if let Some(context) = context.filter(|c| !c.trim().is_empty()) {
-        out.push_str(context);
-        out.push('\n');
+/// ([`quarry_ingest::document_context`]), a line break, then the chunk's own text (which is what is
+/// stored and quoted). Without a context, the text alone.
+pub fn indexed_text(context: Option<&str>, text: &str) -> String {
+    match context.filter(|c| !c.is_empty()) {
+        Some(context) => format!("{context}\n{text}"),
+        None => text.to_string(),
     }
-    let section: Vec<&str> = section.iter().map(|h| h.trim()).filter(|h| !h.is_empty()).collect();
-    if !section.is_empty() {
-        out.push_str(&section.join(" > "));
-        out.push('\n');
-    }
-    out.push_str(text);
-    out
 }
 
 /// Chunks at which a library gets its ANN index: measured with `quarry eval latency` (docs/evaluation/retrieval.md,
@@ -902,12 +893,11 @@ impl Library {
             self.store.add_documents(&rows).await?;
             self.store.add_chunks_waiting(&chunks).await?;
             for chunk in &chunks {
-                // Each chunk is keyword-indexed (and later embedded) with its document's context line and
-                // its section path.
+                // Each chunk is keyword-indexed (and later embedded) with its document's context line.
                 self.keyword.add(
                     chunk.chunk_id,
                     &chunk.document_id,
-                    &indexed_text(contexts.get(chunk.document_id.as_str()).copied(), &chunk.heading_path, &chunk.text),
+                    &indexed_text(contexts.get(chunk.document_id.as_str()).copied(), &chunk.text),
                 )?;
             }
             self.commit_keyword().await?;
@@ -971,9 +961,7 @@ impl Library {
                 }
                 let texts: Vec<String> = part
                     .iter()
-                    .map(|c| {
-                        indexed_text(contexts.get(c.document_id.as_str()).copied().flatten(), &c.heading_path, &c.text)
-                    })
+                    .map(|c| indexed_text(contexts.get(c.document_id.as_str()).copied().flatten(), &c.text))
                     .collect();
                 let model = Arc::clone(embedder);
                 let computing = Instant::now();

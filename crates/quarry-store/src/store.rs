@@ -619,31 +619,19 @@ impl Store {
         Ok(out)
     }
 
-    /// Every (chunk id, document id, heading path, text), streamed in batches to `each` (rebuilding the
-    /// keyword index).
+    /// Every (chunk id, document id, text), streamed in batches to `each` (rebuilding the keyword index).
     pub async fn scan_texts(
         &self,
-        mut each: impl FnMut(u64, &str, &[String], &str) -> Result<(), StoreError>,
+        mut each: impl FnMut(u64, &str, &str) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let mut stream = self
-            .chunks
-            .query()
-            .select(Select::columns(&["chunk_id", "document_id", "heading_path", "text"]))
-            .execute()
-            .await?;
+        let mut stream =
+            self.chunks.query().select(Select::columns(&["chunk_id", "document_id", "text"])).execute().await?;
         while let Some(batch) = stream.try_next().await? {
             let ids = column::<UInt64Array>(&batch, "chunk_id")?;
             let docs = column::<StringArray>(&batch, "document_id")?;
-            let headings = column::<ListArray>(&batch, "heading_path")?;
             let texts = column::<StringArray>(&batch, "text")?;
             for i in 0..batch.num_rows() {
-                let path: Vec<String> = headings
-                    .value(i)
-                    .as_any()
-                    .downcast_ref::<StringArray>()
-                    .map(|a| a.iter().flatten().map(str::to_string).collect())
-                    .unwrap_or_default();
-                each(ids.value(i), docs.value(i), &path, texts.value(i))?;
+                each(ids.value(i), docs.value(i), texts.value(i))?;
             }
         }
         Ok(())

@@ -50,17 +50,20 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
     let contexts: HashMap<String, Option<String>> =
         library.documents().map(|d| (d.document_id.clone(), d.context.clone())).collect();
     let mut all: Vec<(String, String)> = Vec::new();
-    rt.block_on(library.store().scan_texts(|_, document, section, text| {
-        let context = contexts.get(document).and_then(|c| c.as_deref());
-        all.push((document.to_string(), indexed_text(context, section, text)));
+    rt.block_on(library.store().scan_texts(|_, document, text| {
+        all.push((document.to_string(), text.to_string()));
         Ok(())
     }))?;
     if all.is_empty() {
         bail!("library {:?} has no chunks to embed: add documents first", args.library);
     }
     let step = (all.len() as f64 / args.chunks.max(1) as f64).max(1.0);
-    let texts: Vec<String> =
-        (0..args.chunks.min(all.len())).map(|i| all[((i as f64) * step) as usize].1.clone()).collect();
+    let texts: Vec<String> = (0..args.chunks.min(all.len()))
+        .map(|i| {
+            let (document, text) = &all[((i as f64) * step) as usize];
+            indexed_text(contexts.get(document).and_then(|c| c.as_deref()), text)
+        })
+        .collect();
 
     let config = EmbedderConfig::by_name(&model_id)?;
     let mut embedder =
