@@ -513,21 +513,19 @@ async fn ann_recall(
         let approximate_50 = store.nearest_by(vector, 50, search).await?;
         sums[3] += started.elapsed().as_secs_f64() * 1000.0;
         let approximate_10 = store.nearest_by(vector, 10, search).await?;
-        let ids =
-            |list: &[(ChunkRecord, f32)], k: usize| list.iter().take(k).map(|(c, _)| c.chunk_id).collect::<Vec<u64>>();
-        let exact_ids = |k: usize| exact_50.iter().take(k).copied().collect::<Vec<u64>>();
+        let ids = |list: &[(ChunkRecord, f32)]| list.iter().map(|(c, _)| c.chunk_id).collect::<Vec<u64>>();
+        let (approximate_10, exact_10) = (ids(&approximate_10), &exact_50[..exact_50.len().min(10)]);
         // Passages: the distinct passages of exact search's top 10, found among ANN search's top 10.
-        let passages = |list: Vec<u64>| {
-            let mut seen: Vec<usize> = list.into_iter().take(10).map(source).collect();
+        let passages = |list: &[u64]| {
+            let mut seen: Vec<usize> = list.iter().take(10).map(|&id| source(id)).collect();
             seen.sort_unstable();
             seen.dedup();
             seen
         };
-        sums[0] += recall_at(&ids(&approximate_10, 10), &exact_ids(10), 10, PartialEq::eq);
-        sums[1] += recall_at(&ids(&approximate_50, 50), &exact_ids(50), 50, PartialEq::eq);
-        let approximate_passages = passages(ids(&approximate_10, 10));
-        sums[2] +=
-            recall_at(&approximate_passages, &passages(exact_ids(10)), approximate_passages.len(), PartialEq::eq);
+        sums[0] += recall_at(&approximate_10, exact_10, 10, PartialEq::eq);
+        sums[1] += recall_at(&ids(&approximate_50), exact_50, 50, PartialEq::eq);
+        let approximate_passages = passages(&approximate_10);
+        sums[2] += recall_at(&approximate_passages, &passages(exact_10), approximate_passages.len(), PartialEq::eq);
     }
     let n = queries.len().max(1) as f64;
     Ok(AnnRecall { at_10: sums[0] / n, at_50: sums[1] / n, passages_at_10: sums[2] / n, ms_at_50: sums[3] / n })
