@@ -74,7 +74,8 @@ pub(crate) fn extract_pages(
     };
     let mut out = Vec::with_capacity(wanted.len());
     for number in wanted {
-        let Ok(mut page) = all.get(number as PdfPageIndex - 1) else { continue };
+        let index = number as PdfPageIndex - 1;
+        let Ok(mut page) = all.get(index) else { continue };
         let mut text = visible_text(&page);
         let mut annotations = Vec::new();
         for annotation in page.annotations().iter() {
@@ -93,9 +94,15 @@ pub(crate) fn extract_pages(
         }
         // A page whose only text is drawn by its annotations — a button's caption, a text field's
         // appearance, a stamp — has none in its content stream: PDFium merges the annotations' appearances
-        // into the content (the in-memory copy only) and the page is read again.
+        // into the content (the in-memory copy only) and the page is loaded and read again. Loaded afresh,
+        // not read through `page`: pdfium-render 0.9.5's `flatten` closes the page's handle and opens a new
+        // one, but the page's boundaries keep the closed handle, and reading the crop box through them read
+        // freed memory (a SIGSEGV now and then when another thread was allocating, as in the test suite).
         if text.trim().is_empty() && !page.annotations().is_empty() && page.flatten().is_ok() {
-            text = visible_text(&page);
+            drop(page);
+            if let Ok(flattened) = all.get(index) {
+                text = visible_text(&flattened);
+            }
         }
         out.push(PageText { number, text, annotations: annotations.join("\n") });
     }
