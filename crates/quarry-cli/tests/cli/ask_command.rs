@@ -565,6 +565,62 @@ fn eval_retrieval_scores_the_fusion_search_uses_by_default() {
     assert_eq!(quarry_index::HybridFusion::default().to_string(), "minmax-confidence");
 }
 
+/// `quarry eval latency` at a size above `--exact-max-chunks` times only ANN searches (still scoring ANN
+/// recall against exact search), prints the memory table, and with `--keep-data` leaves its library
+/// where a second process, `--library … --queries …`, opens and measures it (issue 40's 1M-chunk run).
+#[test]
+fn eval_latency_skips_exact_timing_above_its_limit_and_keeps_the_library_for_a_search_only_run() {
+    let set = std::env::var_os("QUARRY_EVAL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
+        .join("A_benchmarks/rgb_part1/en");
+    let tmp = tempfile::tempdir().unwrap();
+    let kept = tmp.path().join("kept");
+    let output = run(
+        tmp.path(),
+        &[
+            "eval",
+            "latency",
+            "--set",
+            set.to_str().unwrap(),
+            "--sizes",
+            "300,1000",
+            "--query-count",
+            "6",
+            "--exact-max-chunks",
+            "500",
+            "--keep-data",
+            kept.to_str().unwrap(),
+        ],
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    let rows =
+        |size: &str, index: &str| table.lines().filter(|l| l.starts_with(&format!("| {size} | {index} |"))).count();
+    assert!(rows("300", "none (exact)") >= 3, "exact search timed at 300 chunks:\n{table}");
+    assert!(rows("300", "IVF-HNSW-SQ + id BTree") >= 3, "{table}");
+    assert_eq!(rows("1000", "none (exact)"), 0, "exact search timed above the limit:\n{table}");
+    assert!(rows("1000", "IVF-HNSW-SQ + id BTree") >= 4, "ANN timing and memory at 1000 chunks:\n{table}");
+    // Recall rows for each refine factor at both sizes, against exact search.
+    for size in ["300", "1000"] {
+        for refine in ["none", "1", "2", "4"] {
+            assert_eq!(rows(size, refine), 1, "recall at {size} chunks, refine {refine}:\n{table}");
+        }
+    }
+    assert!(table.contains("peak RSS while searching MiB"), "{table}");
+    assert!(kept.join("libraries/bench-1000").is_dir() && kept.join("libraries/bench-300").is_dir());
+
+    let queries = set.join("queries.jsonl");
+    let output = run(
+        &kept,
+        &["eval", "latency", "--library", "bench-1000", "--queries", queries.to_str().unwrap(), "--query-count", "5"],
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.starts_with("library bench-1000: 1000 chunks; 5 queries"), "{table}");
+    for mode in ["bm25", "dense", "hybrid"] {
+        assert!(table.lines().any(|l| l.starts_with(&format!("| {mode} |"))), "no {mode} row:\n{table}");
+    }
+}
+
 #[test]
 fn eval_qa_scores_agents_on_a_benchmark_set() {
     let set = std::env::var_os("QUARRY_EVAL_DIR")
