@@ -759,7 +759,15 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
     assert!(shown.contains("In [2023] it said so [1, 2]."), "{shown}");
 
     app.wait_for(".sources .cite", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_until("return !document.getElementById('citation').hidden", MINUTE).await.unwrap();
+    // Clicked once the panel has its passage context (the library is empty, so the note that the passage
+    // is no longer in it): the context arrives after the panel opens and moves "Open file" down, and a
+    // click aimed before that landed beside the button (CI of a3de6a9: no error shown after 60 s).
+    app.wait_until(
+        "return !document.getElementById('citation').hidden && document.querySelector('#citation-text .muted') !== null",
+        MINUTE,
+    )
+    .await
+    .unwrap();
     app.wait_for("#open-source", MINUTE).await.unwrap().click().await.unwrap();
     let refused = app
         .wait_until("const e = document.getElementById('citation-error'); return !e.hidden && e.textContent", MINUTE)
