@@ -3,6 +3,7 @@
 //! answers' quality is not asserted (a 135M model); the evaluation measures that.
 
 use crate::library_command::{copy_dir, quarry, run, sample_library};
+use crate::parse_command::eval_dir;
 use serde_json::Value;
 use std::path::Path;
 
@@ -307,10 +308,7 @@ fn offline_every_command_that_reads_documents_or_asks_a_model_opens_no_network_c
     let docs_arg = docs.to_string_lossy().into_owned();
     let removed = docs.join("20080102X00005.pdf").to_string_lossy().into_owned();
     let report = tmp.path().join("report.md").to_string_lossy().into_owned();
-    let hotpot = std::env::var_os("QUARRY_EVAL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
-        .join("A_benchmarks/hotpotqa_rpt_dev300");
+    let hotpot = eval_dir().join("A_benchmarks/hotpotqa_rpt_dev300");
     let hotpot = hotpot.to_string_lossy().into_owned();
     let question = "What was the probable cause of the accident?";
     let small = ["--answer-tokens", "32", "--threads", "2", "--max-rounds", "1"];
@@ -442,10 +440,7 @@ fn offline_mode_the_default_opens_no_network_connection() {
 
 /// The HTML part of a real e-mail newsletter from shared/eval (unstructured's example documents).
 fn newsletter_html() -> Vec<u8> {
-    let path = std::env::var_os("QUARRY_EVAL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
-        .join("B_documents/unstructured_example-docs/eml/email-replace-mime-encodings-error-3.eml");
+    let path = eval_dir().join("B_documents/unstructured_example-docs/eml/email-replace-mime-encodings-error-3.eml");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mail = mailparse::parse_mail(&bytes).unwrap();
     fn find(part: &mailparse::ParsedMail) -> Option<Vec<u8>> {
@@ -553,10 +548,7 @@ fn web_search_through_a_local_searxng_adds_pages_cited_by_url() {
 /// moved to minmax-confidence (issue 38).
 #[test]
 fn eval_retrieval_scores_the_fusion_search_uses_by_default() {
-    let set = std::env::var_os("QUARRY_EVAL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
-        .join("A_benchmarks/cmrc2018_trial");
+    let set = eval_dir().join("A_benchmarks/cmrc2018_trial");
     let tmp = tempfile::tempdir().unwrap();
     let output = run(tmp.path(), &["eval", "retrieval", "--set", set.to_str().unwrap(), "--limit", "5", "--json"]);
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
@@ -570,10 +562,7 @@ fn eval_retrieval_scores_the_fusion_search_uses_by_default() {
 /// where a second process, `--library … --queries …`, opens and measures it (issue 40's 1M-chunk run).
 #[test]
 fn eval_latency_skips_exact_timing_above_its_limit_and_keeps_the_library_for_a_search_only_run() {
-    let set = std::env::var_os("QUARRY_EVAL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
-        .join("A_benchmarks/rgb_part1/en");
+    let set = eval_dir().join("A_benchmarks/rgb_part1/en");
     let tmp = tempfile::tempdir().unwrap();
     let kept = tmp.path().join("kept");
     let output = run(
@@ -623,10 +612,7 @@ fn eval_latency_skips_exact_timing_above_its_limit_and_keeps_the_library_for_a_s
 
 #[test]
 fn eval_qa_scores_agents_on_a_benchmark_set() {
-    let set = std::env::var_os("QUARRY_EVAL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"))
-        .join("A_benchmarks/hotpotqa_rpt_dev300");
+    let set = eval_dir().join("A_benchmarks/hotpotqa_rpt_dev300");
     let tmp = tempfile::tempdir().unwrap();
     let trace = tmp.path().join("trace.jsonl");
     // Two agents share one index of the passages and print one JSON line each.
