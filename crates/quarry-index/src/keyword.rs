@@ -307,6 +307,42 @@ impl KeywordIndex {
         Ok(layout)
     }
 
+    /// The `k` best chunks for `query` by BM25, best first, each with the id of the document it belongs
+    /// to — so a caller can filter and re-rank hits by document without reading the chunks' rows from
+    /// LanceDB. The chunk → document map is the one [`KeywordIndex::document_scores`] caches (read once per
+    /// committed state of the index: one walk of the document-id postings). A chunk whose document is not
+    /// known to the map (none in a consistent index) is left out.
+    pub fn search_with_documents(&self, query: &str, k: usize) -> Result<Vec<KeywordHit>, IndexError> {
+        let terms = self.query_terms(query)?;
+        if terms.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+            .collect();
+        let searcher = self.reader.searcher();
+        let layout = self.document_layout(&searcher)?;
+        let hits = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(k).order_by_score())?;
+        let mut results = Vec::with_capacity(hits.len());
+        for (score, address) in hits {
+            let segment = searcher.segment_reader(address.segment_ord);
+            let slot = layout
+                .owners
+                .get(&segment.segment_id())
+                .and_then(|owner| owner.get(address.doc_id as usize))
+                .copied()
+                .unwrap_or(NO_DOCUMENT);
+            if slot == NO_DOCUMENT {
+                continue;
+            }
+            let ids = segment.fast_fields().u64("chunk_id")?;
+            let Some(chunk_id) = ids.first(address.doc_id) else { continue };
+            results.push(KeywordHit { chunk_id, score, document_id: layout.names[slot as usize].clone() });
+        }
+        Ok(results)
+    }
+
     /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
         let terms = self.query_terms(query)?;
@@ -359,6 +395,17 @@ struct DocumentLayout {
     average_length: f32,
     /// Per segment: chunk (tantivy doc id) → slot, [`NO_DOCUMENT`] for deleted chunks.
     owners: HashMap<SegmentId, Vec<u32>>,
+}
+
+/// One hit of [`KeywordIndex::search_with_documents`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeywordHit {
+    /// The chunk's id (as in LanceDB's `chunks.chunk_id`).
+    pub chunk_id: u64,
+    /// Its BM25 score (tantivy's, k1 = 1.2, b = 0.75).
+    pub score: f32,
+    /// The id of the document the chunk belongs to.
+    pub document_id: String,
 }
 
 /// Whole-document BM25 scores for one query ([`KeywordIndex::document_scores`]).
@@ -500,6 +547,28 @@ mod tests {
         index.commit().unwrap();
         let after_delete = index.document_scores(question).unwrap();
         assert_eq!((after_delete.len(), after_delete.get("intc")), (2, None));
+    }
+
+    #[test]
+    fn search_with_documents_names_each_hits_document_across_segments_and_deletes() {
+        let mut index = KeywordIndex::in_memory().unwrap();
+        index.add(11, "aapl", "Apple revenue grew in the quarter").unwrap();
+        index.add(12, "gone", "revenue of a removed filing").unwrap();
+        index.commit().unwrap();
+        // A second segment, and a delete in the first.
+        index.add(21, "nvda", "NVIDIA revenue for the first quarter was $7.19 billion").unwrap();
+        index.commit().unwrap();
+        index.delete_document("gone").unwrap();
+        index.commit().unwrap();
+        let hits = index.search_with_documents("revenue quarter", 10).unwrap();
+        let mut found: Vec<(u64, &str)> = hits.iter().map(|h| (h.chunk_id, h.document_id.as_str())).collect();
+        found.sort();
+        assert_eq!(found, vec![(11, "aapl"), (21, "nvda")], "the deleted document's chunk is gone");
+        // The same chunks, scores and order as the plain search.
+        let plain = index.search("revenue quarter", 10).unwrap();
+        assert_eq!(hits.iter().map(|h| (h.chunk_id, h.score)).collect::<Vec<_>>(), plain);
+        assert!(index.search_with_documents("the and of", 10).unwrap().is_empty(), "stop words only");
+        assert!(index.search_with_documents("revenue", 0).unwrap().is_empty());
     }
 
     #[test]

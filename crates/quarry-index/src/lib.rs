@@ -31,7 +31,7 @@ pub use fusion::{
     adaptive_dense_weight, confidence_dense_weight, embedder_covers, fusion_depth, reciprocal_rank_fusion,
     HybridFusion, RRF_K,
 };
-pub use keyword::{DocumentScores, KeywordIndex};
+pub use keyword::{DocumentScores, KeywordHit, KeywordIndex};
 pub use tokenizer::{MixedTokenizer, LEGACY_MIXED_TOKENIZER, MIXED_TOKENIZER};
 pub use vector::VectorIndex;
 

@@ -31,6 +31,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A library opened for searching, or for searching and changing.
 pub struct Library {
@@ -44,6 +45,24 @@ pub struct Library {
     documents_version: u64,
     /// Weight of the document prior in keyword ranking ([`Library::set_document_prior`]); 0 = off.
     document_prior: f32,
+    /// Where the last search spent its time ([`Library::last_search_timings`]).
+    last_timings: SearchTimings,
+}
+
+/// Where one [`Library::search`] spent its time (wall clock); the parts run one after another.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SearchTimings {
+    /// BM25 over tantivy, with the document prior when it is on.
+    pub keyword: Duration,
+    /// The query's embedding (ONNX Runtime or the e5 engine).
+    pub embedding: Duration,
+    /// The nearest-neighbour search in LanceDB (ANN or exact).
+    pub vector: Duration,
+    /// Reading the rows (text, location) of the chunks the search returns that the vector search did not
+    /// bring back with it.
+    pub lookup: Duration,
+    /// The whole search, from call to return.
+    pub total: Duration,
 }
 
 /// Weight of the document prior every library searches with unless told otherwise
@@ -219,6 +238,7 @@ impl Library {
             documents: HashMap::new(),
             documents_version: 0,
             document_prior: DEFAULT_DOCUMENT_PRIOR,
+            last_timings: SearchTimings::default(),
         };
         library.refresh_documents().await?;
         Ok(library)
@@ -259,6 +279,7 @@ impl Library {
             documents: HashMap::new(),
             documents_version: 0,
             document_prior: DEFAULT_DOCUMENT_PRIOR,
+            last_timings: SearchTimings::default(),
         };
         library.repair().await?;
         library.refresh_documents().await?;
@@ -419,6 +440,8 @@ impl Library {
         embedder: Option<&Arc<Mutex<Embedder>>>,
         fusion: HybridFusion,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        let started = Instant::now();
+        self.last_timings = SearchTimings::default();
         if k == 0 || query.trim().is_empty() {
             return Ok(Vec::new());
         }
@@ -444,41 +467,57 @@ impl Library {
         let fetch = depth + if pending > 0 { depth } else { 0 };
         // Documents searchable by keyword only: dense search leaves their waiting chunks out.
         let waiting = self.documents.values().any(|d| d.state == DocumentState::KeywordOnly);
+        let mut timings = SearchTimings::default();
 
-        let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
+        // Each hit's document comes from the keyword index itself: no row is read for candidates.
+        let mut owner: HashMap<u64, String> = HashMap::new();
         let mut bm25: Vec<(u64, f32)> = Vec::new();
         if use_bm25 {
-            let hits = self.keyword.search(query, fetch)?;
-            let ids: Vec<u64> = hits.iter().map(|h| h.0).collect();
-            for chunk in self.store.chunks_by_id(&ids).await? {
-                records.insert(chunk.chunk_id, chunk);
+            let keyword_started = Instant::now();
+            for hit in self.keyword.search_with_documents(query, fetch)? {
+                if bm25.len() < depth && self.visible(&hit.document_id) {
+                    bm25.push((hit.chunk_id, hit.score));
+                    owner.insert(hit.chunk_id, hit.document_id);
+                }
             }
-            bm25 = hits
-                .into_iter()
-                .filter(|(id, _)| records.get(id).is_some_and(|c| self.visible(&c.document_id)))
-                .take(depth)
-                .collect();
             if self.document_prior > 0.0 && !bm25.is_empty() {
                 let documents = self.keyword.document_scores(query)?;
-                bm25 = with_document_prior(&bm25, &records, &documents, self.document_prior);
+                bm25 = with_document_prior(&bm25, &owner, &documents, self.document_prior);
             }
+            timings.keyword = keyword_started.elapsed();
         }
+
+        let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
         let mut dense: Vec<(u64, f32)> = Vec::new();
         if use_dense {
             let embedder = embedder
                 .ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
+            let embedding_started = Instant::now();
             let vector = {
                 let mut model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
                 self.check_embedder(&model)?;
                 model.embed_queries(&[query])?.pop().unwrap_or_default()
             };
+            timings.embedding = embedding_started.elapsed();
+            let vector_started = Instant::now();
             let search = crate::store::VectorSearch::DEFAULT;
-            for (chunk, similarity) in self.store.nearest_where(&vector, fetch, search, waiting).await? {
-                if self.visible(&chunk.document_id) && dense.len() < depth {
-                    dense.push((chunk.chunk_id, similarity));
-                    records.insert(chunk.chunk_id, chunk);
+            if use_bm25 {
+                // Fused: only ids and documents now; whole rows for the final list below.
+                for (id, document, similarity) in self.store.nearest_ids(&vector, fetch, search, waiting).await? {
+                    if self.visible(&document) && dense.len() < depth {
+                        dense.push((id, similarity));
+                        owner.insert(id, document);
+                    }
+                }
+            } else {
+                for (chunk, similarity) in self.store.nearest_where(&vector, fetch, search, waiting).await? {
+                    if self.visible(&chunk.document_id) && dense.len() < depth {
+                        dense.push((chunk.chunk_id, similarity));
+                        records.insert(chunk.chunk_id, chunk);
+                    }
                 }
             }
+            timings.vector = vector_started.elapsed();
         }
         let ranked: Vec<(u64, f32)> = match (use_bm25, use_dense) {
             (true, true) if waiting => {
@@ -486,7 +525,7 @@ impl Library {
                 let unembedded: std::collections::HashSet<u64> = bm25
                     .iter()
                     .filter(|(id, _)| {
-                        records.get(id).and_then(|c| self.documents.get(&c.document_id)).map(|d| d.state)
+                        owner.get(id).and_then(|d| self.documents.get(d)).map(|d| d.state)
                             == Some(DocumentState::KeywordOnly)
                     })
                     .map(|(id, _)| *id)
@@ -497,9 +536,19 @@ impl Library {
             (true, false) => bm25.clone(),
             _ => dense.clone(),
         };
+        let ranked: Vec<(u64, f32)> = ranked.into_iter().take(k).collect();
+        let missing: Vec<u64> = ranked.iter().map(|h| h.0).filter(|id| !records.contains_key(id)).collect();
+        if !missing.is_empty() {
+            let lookup_started = Instant::now();
+            for chunk in self.store.chunks_by_id(&missing).await? {
+                records.insert(chunk.chunk_id, chunk);
+            }
+            timings.lookup = lookup_started.elapsed();
+        }
         let rank_in = |list: &[(u64, f32)], id: u64| list.iter().position(|h| h.0 == id).map(|p| p + 1);
         let mut hits = Vec::new();
-        for (id, score) in ranked.into_iter().take(k) {
+        for (id, score) in ranked {
+            // A chunk deleted since the indexes were read is left out.
             let Some(chunk) = records.remove(&id) else { continue };
             let document = self.documents.get(&chunk.document_id);
             hits.push(SearchHit {
@@ -512,7 +561,15 @@ impl Library {
                 chunk,
             });
         }
+        timings.total = started.elapsed();
+        self.last_timings = timings;
         Ok(hits)
+    }
+
+    /// Where the last [`Library::search`] spent its time (all zero before the first, and after one that
+    /// returned early). For `quarry eval latency`.
+    pub fn last_search_timings(&self) -> SearchTimings {
+        self.last_timings
     }
 
     /// Whether search may return chunks of this document: it is `indexed` or `keyword_only`.
@@ -667,7 +724,7 @@ pub fn folder_size(dir: &Path) -> u64 {
 /// score in `documents`, scaled over every scored document), best first; ties keep BM25's order.
 fn with_document_prior(
     bm25: &[(u64, f32)],
-    records: &HashMap<u64, ChunkRecord>,
+    owner: &HashMap<u64, String>,
     documents: &DocumentScores,
     weight: f32,
 ) -> Vec<(u64, f32)> {
@@ -677,7 +734,7 @@ fn with_document_prior(
     let mut scored: Vec<(u64, f32)> = bm25
         .iter()
         .map(|&(id, score)| {
-            let document = records.get(&id).and_then(|c| documents.get(&c.document_id)).unwrap_or(doc_lo);
+            let document = owner.get(&id).and_then(|d| documents.get(d)).unwrap_or(doc_lo);
             (id, scale(score, lo, hi) + weight * scale(document, doc_lo, doc_hi))
         })
         .collect();

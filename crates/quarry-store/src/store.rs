@@ -569,13 +569,9 @@ impl Store {
     ) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
         let mut columns = self.chunk_columns();
         columns.push("_distance");
-        let mut query =
-            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k);
-        match search {
-            VectorSearch::Exact => query = query.bypass_vector_index(),
-            VectorSearch::Ann { refine_factor: Some(factor) } => query = query.refine_factor(factor.max(1)),
-            VectorSearch::Ann { refine_factor: None } => {}
-        }
+        let mut query = search.apply(
+            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
+        )?;
         if embedded_only && self.embedded_column {
             query = query.only_if(EMBEDDED_ONLY);
         }
@@ -592,6 +588,40 @@ impl Store {
             }
         }
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(out)
+    }
+
+    /// [`Store::nearest_where`] returning only (chunk id, document id, cosine similarity), best first. Hybrid
+    /// search fuses deeper lists than it returns, so it reads whole rows only for the chunks that make the
+    /// final list ([`Store::chunks_by_id`]): reading a row's every column costs more than its size says
+    /// (LanceDB 0.41 walks each column page that holds one repeated value, such as an all-empty heading
+    /// path, from its first row to the row read, so at 1M chunks a lookup takes milliseconds), and these
+    /// two columns are the ones that vary row by row.
+    pub async fn nearest_ids(
+        &self,
+        vector: &[f32],
+        k: usize,
+        search: VectorSearch,
+        embedded_only: bool,
+    ) -> Result<Vec<(u64, String, f32)>, StoreError> {
+        let mut query = search.apply(
+            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
+        )?;
+        if embedded_only && self.embedded_column {
+            query = query.only_if(EMBEDDED_ONLY);
+        }
+        let columns = ["chunk_id", "document_id", "_distance"];
+        let batches: Vec<RecordBatch> = query.select(Select::columns(&columns)).execute().await?.try_collect().await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            let ids = column::<UInt64Array>(batch, "chunk_id")?;
+            let documents = column::<StringArray>(batch, "document_id")?;
+            let distance = column::<arrow_array::Float32Array>(batch, "_distance")?;
+            for i in 0..batch.num_rows() {
+                out.push((ids.value(i), documents.value(i).to_string(), 1.0 - distance.value(i)));
+            }
+        }
+        out.sort_by(|a, b| b.2.total_cmp(&a.2));
         Ok(out)
     }
 
@@ -840,7 +870,7 @@ fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError
 }
 
 /// How [`Store::nearest_by`] searches the vectors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum VectorSearch {
     /// Every row, ignoring any ANN index.
     Exact,
@@ -851,12 +881,32 @@ pub enum VectorSearch {
     Ann {
         /// Candidates per wanted result re-ranked by full vectors; `None`: no re-ranking.
         refine_factor: Option<u32>,
+        /// Candidates the HNSW graph search keeps while it walks (its `ef`), per IVF partition probed;
+        /// `None`: Lance's default, 1.5 × the candidates asked for (k × refine factor). More finds more
+        /// of the true nearest neighbours and costs time.
+        ef: Option<usize>,
     },
 }
 
 impl VectorSearch {
     /// What searches use: the ANN index when there is one, re-ranked with [`ANN_REFINE_FACTOR`].
-    pub const DEFAULT: VectorSearch = VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR) };
+    pub const DEFAULT: VectorSearch = VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR), ef: None };
+
+    /// Applies this search's settings to a LanceDB vector query.
+    fn apply(self, mut query: lancedb::query::VectorQuery) -> Result<lancedb::query::VectorQuery, StoreError> {
+        match self {
+            VectorSearch::Exact => query = query.bypass_vector_index(),
+            VectorSearch::Ann { refine_factor, ef } => {
+                if let Some(factor) = refine_factor {
+                    query = query.refine_factor(factor.max(1));
+                }
+                if let Some(ef) = ef {
+                    query = query.ef(ef.max(1));
+                }
+            }
+        }
+        Ok(query)
+    }
 }
 
 /// Candidates per wanted result that an ANN search re-ranks by full vectors. Chosen with `quarry eval

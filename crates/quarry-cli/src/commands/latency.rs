@@ -20,7 +20,7 @@ use quarry_index::{embedder_covers, Embedder, EmbedderConfig};
 use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::manifest::{ChunkingInfo, EmbeddingInfo};
 use quarry_store::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState, Store, VectorSearch};
-use quarry_store::{folder_size, DataDir, Library, SearchMode, StoreError};
+use quarry_store::{folder_size, DataDir, Library, SearchMode, SearchTimings, StoreError};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -58,6 +58,18 @@ pub struct LatencyArgs {
     /// resident memory of a process that only searches; this one's includes what building left behind).
     #[arg(long = "keep-data")]
     pub keep_data: Option<PathBuf>,
+    /// With `--library`: also score the ANN index against exact search over the first N questions, for
+    /// each HNSW `ef` of `--ef` and refine factor of `--refine-factors` (recall of the top 10 and top 50,
+    /// and the milliseconds of a top-50 vector search, which is what hybrid search asks for). Exact
+    /// search reads every vector: about a second a question at 1M chunks.
+    #[arg(long = "ann-recall-queries", requires = "library")]
+    pub ann_recall_queries: Option<usize>,
+    /// HNSW `ef` values scored by `--ann-recall-queries`; 0 stands for Lance's default (1.5 × k × refine).
+    #[arg(long = "ef", value_delimiter = ',', default_values_t = vec![0usize, 100, 200, 400])]
+    pub ef: Vec<usize>,
+    /// Refine factors scored by `--ann-recall-queries` (4 is Quarry's default).
+    #[arg(long = "refine-factors", value_delimiter = ',', default_values_t = vec![4u32])]
+    pub refine_factors: Vec<u32>,
 }
 
 /// The searches one latency table measures: each mode as the library is set up, then BM25 and hybrid
@@ -76,7 +88,8 @@ fn measured_searches(prior: Option<f32>) -> Vec<(String, SearchMode, Option<f32>
 
 /// Milliseconds of the first query (a warm-up, not counted; with a document prior it also reads the
 /// chunk → document map) and of each of `queries` after it, with the document prior `prior` (`None`:
-/// the library's own setting, which is restored afterwards).
+/// the library's own setting, which is restored afterwards); and where each of those searches spent its
+/// time ([`Library::last_search_timings`]).
 fn time_searches(
     rt: &tokio::runtime::Runtime,
     library: &mut Library,
@@ -84,10 +97,11 @@ fn time_searches(
     mode: SearchMode,
     prior: Option<f32>,
     embedder: &Arc<Mutex<Embedder>>,
-) -> anyhow::Result<(f64, Vec<f64>)> {
+) -> anyhow::Result<(f64, Vec<f64>, Vec<SearchTimings>)> {
     let own = library.document_prior();
     library.set_document_prior(prior.unwrap_or(own));
     let mut times = Vec::with_capacity(queries.len());
+    let mut parts = Vec::with_capacity(queries.len());
     let started = Instant::now();
     rt.block_on(library.search(queries[0], mode, 10, Some(embedder)))?;
     let first = started.elapsed().as_secs_f64() * 1000.0;
@@ -95,9 +109,10 @@ fn time_searches(
         let started = Instant::now();
         rt.block_on(library.search(q, mode, 10, Some(embedder)))?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);
+        parts.push(library.last_search_timings());
     }
     library.set_document_prior(own);
-    Ok((first, times))
+    Ok((first, times, parts))
 }
 
 /// The data folder the libraries are built in: a temporary one, removed when dropped, or the folder of
@@ -177,8 +192,9 @@ fn library_latency(
     println!("library {name}: {} chunks; {} queries from {}\n", status.chunks, queries.len(), queries_file.display());
     println!("| mode | p50 ms | p95 ms | mean ms | first query ms |\n|---|---:|---:|---:|---:|");
     let queries: Vec<&String> = queries.iter().collect();
+    let mut part_rows = Vec::new();
     for (label, mode, weight) in measured_searches(prior) {
-        let (first, mut times) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
+        let (first, mut times, parts) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
         times.sort_by(f64::total_cmp);
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         println!(
@@ -187,13 +203,91 @@ fn library_latency(
             percentile(&times, 0.95),
             mean
         );
+        let median = |part: fn(&SearchTimings) -> std::time::Duration| {
+            let mut ms: Vec<f64> = parts.iter().map(|t| part(t).as_secs_f64() * 1000.0).collect();
+            ms.sort_by(f64::total_cmp);
+            percentile(&ms, 0.5)
+        };
+        part_rows.push(format!(
+            "| {label} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            median(|t| t.keyword),
+            median(|t| t.embedding),
+            median(|t| t.vector),
+            median(|t| t.lookup),
+            median(|t| t.total)
+        ));
+    }
+    println!("\nWhere the time goes, median ms of each part (they run one after another; the rest of the whole is");
+    println!("fusion and bookkeeping):\n");
+    println!(
+        "| mode | BM25 (+ document prior) | query embedding | vector search | reading result rows | whole search |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for row in part_rows {
+        println!("{row}");
+    }
+    Ok(())
+}
+
+/// The ANN index of library `name` scored against exact search over the first `count` questions of
+/// `queries_file`, for each HNSW `ef` (0: Lance's default) × refine factor: prints a table of recall@10,
+/// recall@50 and milliseconds per top-50 vector search.
+fn library_ann_recall(
+    data: &DataDir,
+    name: &str,
+    queries_file: &std::path::Path,
+    count: usize,
+    ef_values: &[usize],
+    refine_factors: &[u32],
+) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
+    let queries: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["text"].as_str().map(str::to_string))
+        .take(count)
+        .collect();
+    anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
+    let embedder = EmbedderCache::new(EmbeddingSettings::default()).for_library(data, name)?;
+    let vectors = {
+        let mut model = embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?;
+        model.embed_queries(&queries)?
+    };
+    let dimension = vectors.first().map(Vec::len).unwrap_or(0);
+    let dir = data.existing(name)?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let store = rt.block_on(Store::open(&dir.join("lance"), dimension, false))?;
+    let started = Instant::now();
+    let exact: Vec<Vec<u64>> = rt.block_on(async {
+        let mut lists = Vec::with_capacity(vectors.len());
+        for vector in &vectors {
+            lists.push(store.nearest_exact(vector, 50).await?.iter().map(|(c, _)| c.chunk_id).collect());
+        }
+        Ok::<_, StoreError>(lists)
+    })?;
+    eprintln!("exact top 50 of {} questions in {:.1} s", vectors.len(), started.elapsed().as_secs_f64());
+    println!("\nANN recall against exact search, first {} questions (ef default: 1.5 × k × refine):\n", vectors.len());
+    println!("| HNSW ef | refine | recall@10 | recall@50 | ms per top-50 query |\n|---|---:|---:|---:|---:|");
+    let identity = |id: u64| id as usize;
+    for &ef in ef_values {
+        for &refine in refine_factors {
+            let search = VectorSearch::Ann { refine_factor: Some(refine), ef: (ef > 0).then_some(ef) };
+            let r = rt.block_on(ann_recall(&store, search, &vectors, &exact, &identity))?;
+            let label = if ef > 0 { ef.to_string() } else { "default".to_string() };
+            println!("| {label} | {refine} | {:.3} | {:.3} | {:.1} |", r.at_10, r.at_50, r.ms_at_50);
+        }
     }
     Ok(())
 }
 
 pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>) -> anyhow::Result<()> {
     if let (Some(name), Some(file)) = (&args.library, &args.queries_file) {
-        return library_latency(&data()?, name, file, args.queries, args.document_prior);
+        let data = data()?;
+        library_latency(&data, name, file, args.queries, args.document_prior)?;
+        if let Some(count) = args.ann_recall_queries {
+            library_ann_recall(&data, name, file, count, &args.ef, &args.refine_factors)?;
+        }
+        return Ok(());
     }
     let mut passages = Vec::new();
     let mut queries: Vec<String> = Vec::new();
@@ -382,7 +476,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                 for refine_factor in [None, Some(1), Some(2), Some(4)] {
                     let r = rt.block_on(ann_recall(
                         &store,
-                        VectorSearch::Ann { refine_factor },
+                        VectorSearch::Ann { refine_factor, ef: None },
                         &query_vectors,
                         &exact,
                         &source,
@@ -401,7 +495,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
             let reset = reset_peak_rss();
             let mut library = rt.block_on(Library::open_read(&data, &name))?;
             for (label, mode, weight) in measured_searches(args.document_prior) {
-                let (first, times) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
+                let (first, times, _) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
                 let mut rows = vec![(label.clone(), times.clone())];
                 if mode == SearchMode::Hybrid {
                     for (kind, want) in [("both sides", true), ("BM25 only", false)] {

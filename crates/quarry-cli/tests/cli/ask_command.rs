@@ -601,13 +601,44 @@ fn eval_latency_skips_exact_timing_above_its_limit_and_keeps_the_library_for_a_s
     let queries = set.join("queries.jsonl");
     let output = run(
         &kept,
-        &["eval", "latency", "--library", "bench-1000", "--queries", queries.to_str().unwrap(), "--query-count", "5"],
+        &[
+            "eval",
+            "latency",
+            "--library",
+            "bench-1000",
+            "--queries",
+            queries.to_str().unwrap(),
+            "--query-count",
+            "5",
+            "--ann-recall-queries",
+            "5",
+            "--ef",
+            "0,400",
+            "--refine-factors",
+            "4",
+        ],
     );
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(table.starts_with("library bench-1000: 1000 chunks; 5 queries"), "{table}");
     for mode in ["bm25", "dense", "hybrid"] {
         assert!(table.lines().any(|l| l.starts_with(&format!("| {mode} |"))), "no {mode} row:\n{table}");
     }
+    // Where each mode's time goes: a row per mode, BM25 time only where BM25 runs.
+    let parts = table.split("Where the time goes").nth(1).unwrap_or_else(|| panic!("no breakdown:\n{table}"));
+    let cells = |mode: &str| -> Vec<f64> {
+        let line = parts.lines().find(|l| l.starts_with(&format!("| {mode} |"))).unwrap_or_else(|| panic!("{table}"));
+        line.split('|').skip(2).filter_map(|c| c.trim().parse().ok()).collect()
+    };
+    assert_eq!(cells("dense")[0], 0.0, "dense search runs no BM25:\n{table}");
+    assert!(cells("hybrid").iter().all(|&ms| ms > 0.0), "hybrid runs every part:\n{table}");
+    // A wider graph search (ef 400) finds at least what the default finds.
+    let recall = table.split("ANN recall against exact search").nth(1).unwrap_or_else(|| panic!("{table}"));
+    let at_10 = |ef: &str| -> f64 {
+        let line =
+            recall.lines().find(|l| l.starts_with(&format!("| {ef} | 4 |"))).unwrap_or_else(|| panic!("{table}"));
+        line.split('|').nth(3).unwrap().trim().parse().unwrap()
+    };
+    assert!(at_10("400") >= at_10("default") && at_10("400") >= 0.9, "{table}");
 }
 
 #[test]
