@@ -571,6 +571,7 @@ impl Store {
         columns.push("_distance");
         let mut query = search.apply(
             self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
+            k,
         )?;
         if embedded_only && self.embedded_column {
             query = query.only_if(EMBEDDED_ONLY);
@@ -606,6 +607,7 @@ impl Store {
     ) -> Result<Vec<(u64, String, f32)>, StoreError> {
         let mut query = search.apply(
             self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
+            k,
         )?;
         if embedded_only && self.embedded_column {
             query = query.only_if(EMBEDDED_ONLY);
@@ -882,26 +884,40 @@ pub enum VectorSearch {
         /// Candidates per wanted result re-ranked by full vectors; `None`: no re-ranking.
         refine_factor: Option<u32>,
         /// Candidates the HNSW graph search keeps while it walks (its `ef`), per IVF partition probed;
-        /// `None`: Lance's default, 1.5 × the candidates asked for (k × refine factor). More finds more
-        /// of the true nearest neighbours and costs time.
+        /// `None`: Lance's default, 1.5 × the candidates asked for (k × refine factor). Raised to that
+        /// count when lower (Lance refuses less). More finds more of the true neighbours, and costs time.
         ef: Option<usize>,
+        /// IVF partitions probed (`nprobes`, the same lower and upper bound); `None`: Lance's adaptive
+        /// probing.
+        nprobes: Option<usize>,
     },
 }
 
 impl VectorSearch {
-    /// What searches use: the ANN index when there is one, re-ranked with [`ANN_REFINE_FACTOR`].
-    pub const DEFAULT: VectorSearch = VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR), ef: None };
+    /// What searches use: the ANN index when there is one, re-ranked with [`ANN_REFINE_FACTOR`], its
+    /// graph searched with an `ef` of at least [`ANN_MIN_EF`].
+    pub const DEFAULT: VectorSearch =
+        VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR), ef: Some(ANN_MIN_EF), nprobes: None };
 
     /// Applies this search's settings to a LanceDB vector query.
-    fn apply(self, mut query: lancedb::query::VectorQuery) -> Result<lancedb::query::VectorQuery, StoreError> {
+    /// Applies this search's settings to a LanceDB vector query for the `k` nearest rows.
+    fn apply(
+        self,
+        mut query: lancedb::query::VectorQuery,
+        k: usize,
+    ) -> Result<lancedb::query::VectorQuery, StoreError> {
         match self {
             VectorSearch::Exact => query = query.bypass_vector_index(),
-            VectorSearch::Ann { refine_factor, ef } => {
+            VectorSearch::Ann { refine_factor, ef, nprobes } => {
                 if let Some(factor) = refine_factor {
                     query = query.refine_factor(factor.max(1));
                 }
                 if let Some(ef) = ef {
-                    query = query.ef(ef.max(1));
+                    let candidates = k * refine_factor.unwrap_or(1).max(1) as usize;
+                    query = query.ef(ef.max(candidates).max(1));
+                }
+                if let Some(n) = nprobes {
+                    query = query.nprobes(n.max(1))?;
                 }
             }
         }
@@ -913,6 +929,13 @@ impl VectorSearch {
 /// latency` (docs/evaluation/retrieval.md, "Retrieval at scale"): at 100k chunks it lifts the index's recall@10 against exact
 /// search from 0.79 to 0.91 (recall@50 0.94 to 0.99) for 2.7 ms more per query.
 pub const ANN_REFINE_FACTOR: u32 = 4;
+
+/// The least `ef` (candidates kept while walking the HNSW graph) of a default ANN search; Lance's own
+/// default is 1.5 × k × refine factor, 60 for a top-10 search. Chosen with `quarry eval latency --library
+/// … --ann-recall-queries 50 --ef …` on 1M chunks (docs/evaluation/retrieval.md, "HNSW ef"): a top-10
+/// search's recall against exact search rises from 0.69 to 0.92; hybrid search's dense side (50 × 4
+/// candidates) already searched with 300.
+pub const ANN_MIN_EF: usize = 300;
 
 /// Builds an approximate nearest-neighbour index (IVF partitions with HNSW graphs over scalar-quantised
 /// vectors, cosine) on `chunks.vector` when the table holds at least `min_rows` rows and has none yet,

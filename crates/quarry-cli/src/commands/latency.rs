@@ -59,14 +59,17 @@ pub struct LatencyArgs {
     #[arg(long = "keep-data")]
     pub keep_data: Option<PathBuf>,
     /// With `--library`: also score the ANN index against exact search over the first N questions, for
-    /// each HNSW `ef` of `--ef` and refine factor of `--refine-factors` (recall of the top 10 and top 50,
+    /// each `--nprobes` × `--ef` × `--refine-factors` (recall of the top 10 and top 50,
     /// and the milliseconds of a top-50 vector search, which is what hybrid search asks for). Exact
     /// search reads every vector: about a second a question at 1M chunks.
     #[arg(long = "ann-recall-queries", requires = "library")]
     pub ann_recall_queries: Option<usize>,
     /// HNSW `ef` values scored by `--ann-recall-queries`; 0 stands for Lance's default (1.5 × k × refine).
-    #[arg(long = "ef", value_delimiter = ',', default_values_t = vec![0usize, 100, 200, 400])]
+    #[arg(long = "ef", value_delimiter = ',', default_values_t = vec![0usize, 400])]
     pub ef: Vec<usize>,
+    /// IVF partitions probed, scored by `--ann-recall-queries`; 0 stands for Lance's adaptive probing.
+    #[arg(long = "nprobes", value_delimiter = ',', default_values_t = vec![0usize, 40])]
+    pub nprobes: Vec<usize>,
     /// Refine factors scored by `--ann-recall-queries` (4 is Quarry's default).
     #[arg(long = "refine-factors", value_delimiter = ',', default_values_t = vec![4u32])]
     pub refine_factors: Vec<u32>,
@@ -230,14 +233,15 @@ fn library_latency(
 }
 
 /// The ANN index of library `name` scored against exact search over the first `count` questions of
-/// `queries_file`, for each HNSW `ef` (0: Lance's default) × refine factor: prints a table of recall@10,
-/// recall@50 and milliseconds per top-50 vector search.
+/// `queries_file`, for each IVF `nprobes` × HNSW `ef` (0: Lance's default for either) × refine factor:
+/// prints a table of recall@10, recall@50 and milliseconds per top-50 vector search.
 fn library_ann_recall(
     data: &DataDir,
     name: &str,
     queries_file: &std::path::Path,
     count: usize,
     ef_values: &[usize],
+    nprobes_values: &[usize],
     refine_factors: &[u32],
 ) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
@@ -267,14 +271,28 @@ fn library_ann_recall(
     })?;
     eprintln!("exact top 50 of {} questions in {:.1} s", vectors.len(), started.elapsed().as_secs_f64());
     println!("\nANN recall against exact search, first {} questions (ef default: 1.5 × k × refine):\n", vectors.len());
-    println!("| HNSW ef | refine | recall@10 | recall@50 | ms per top-50 query |\n|---|---:|---:|---:|---:|");
+    println!("| nprobes | HNSW ef | refine | recall@10 | recall@50 | ms per top-50 query |");
+    println!("|---|---|---:|---:|---:|---:|");
     let identity = |id: u64| id as usize;
-    for &ef in ef_values {
-        for &refine in refine_factors {
-            let search = VectorSearch::Ann { refine_factor: Some(refine), ef: (ef > 0).then_some(ef) };
-            let r = rt.block_on(ann_recall(&store, search, &vectors, &exact, &identity))?;
-            let label = if ef > 0 { ef.to_string() } else { "default".to_string() };
-            println!("| {label} | {refine} | {:.3} | {:.3} | {:.1} |", r.at_10, r.at_50, r.ms_at_50);
+    let label = |n: usize| if n > 0 { n.to_string() } else { "default".to_string() };
+    for &nprobes in nprobes_values {
+        for &ef in ef_values {
+            for &refine in refine_factors {
+                let search = VectorSearch::Ann {
+                    refine_factor: Some(refine),
+                    ef: (ef > 0).then_some(ef),
+                    nprobes: (nprobes > 0).then_some(nprobes),
+                };
+                let r = rt.block_on(ann_recall(&store, search, &vectors, &exact, &identity))?;
+                println!(
+                    "| {} | {} | {refine} | {:.3} | {:.3} | {:.1} |",
+                    label(nprobes),
+                    label(ef),
+                    r.at_10,
+                    r.at_50,
+                    r.ms_at_50
+                );
+            }
         }
     }
     Ok(())
@@ -285,7 +303,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
         let data = data()?;
         library_latency(&data, name, file, args.queries, args.document_prior)?;
         if let Some(count) = args.ann_recall_queries {
-            library_ann_recall(&data, name, file, count, &args.ef, &args.refine_factors)?;
+            library_ann_recall(&data, name, file, count, &args.ef, &args.nprobes, &args.refine_factors)?;
         }
         return Ok(());
     }
@@ -476,7 +494,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                 for refine_factor in [None, Some(1), Some(2), Some(4)] {
                     let r = rt.block_on(ann_recall(
                         &store,
-                        VectorSearch::Ann { refine_factor, ef: None },
+                        VectorSearch::Ann { refine_factor, ef: None, nprobes: None },
                         &query_vectors,
                         &exact,
                         &source,
