@@ -279,6 +279,16 @@ pub struct Store {
     ocr_column: bool,
 }
 
+/// Bytes LanceDB may keep of opened vector and scalar indexes in memory (its default: 6 GiB). The ANN
+/// index of 1M chunks and its id index fit (a search-only process at 1M peaks at 1.5 GiB, see
+/// docs/evaluation/retrieval.md).
+pub const LANCE_INDEX_CACHE_BYTES: usize = 1 << 30;
+
+/// Bytes LanceDB may keep of table metadata — manifests, file footers, fragment and deletion data — in
+/// memory (its default: 1 GiB). An ingest commits a new table version per batch of documents, and each
+/// version's metadata stays cached until this budget is full.
+pub const LANCE_METADATA_CACHE_BYTES: usize = 128 << 20;
+
 impl Store {
     /// Opens the tables under `dir` (the library's `lance/` folder), creating missing ones; `dimension` is
     /// the embedding length the `chunks` table is created with.
@@ -287,8 +297,16 @@ impl Store {
     pub async fn open(dir: &Path, dimension: usize, create: bool) -> Result<Store, StoreError> {
         let uri = dir.to_str().ok_or_else(|| StoreError::Store(format!("{} is not valid UTF-8", dir.display())))?;
         // Zero interval: every read checks for commits by other processes (a search during an ingest).
-        let db: Connection =
-            lancedb::connect(uri).read_consistency_interval(std::time::Duration::ZERO).execute().await?;
+        let session = lancedb::Session::new(
+            LANCE_INDEX_CACHE_BYTES,
+            LANCE_METADATA_CACHE_BYTES,
+            Arc::new(lancedb::ObjectStoreRegistry::default()),
+        );
+        let db: Connection = lancedb::connect(uri)
+            .read_consistency_interval(std::time::Duration::ZERO)
+            .session(Arc::new(session))
+            .execute()
+            .await?;
         let names = db.table_names().execute().await?;
         let open_or_create = |name: &'static str, schema: SchemaRef| {
             let db = db.clone();
