@@ -307,23 +307,33 @@ impl KeywordIndex {
         Ok(layout)
     }
 
+    /// The `k` best chunks for `query` by BM25 (its analysed terms OR-ed), best first, as (score, address)
+    /// with the searcher they belong to; no hits when the query has no terms or `k` is 0.
+    fn top_chunks(&self, query: &str, k: usize) -> Result<(tantivy::Searcher, Vec<ScoredChunk>), IndexError> {
+        let searcher = self.reader.searcher();
+        let terms = self.query_terms(query)?;
+        if terms.is_empty() || k == 0 {
+            return Ok((searcher, Vec::new()));
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+            .collect();
+        let hits = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(k).order_by_score())?;
+        Ok((searcher, hits))
+    }
+
     /// The `k` best chunks for `query` by BM25, best first, each with the id of the document it belongs
     /// to — so a caller can filter and re-rank hits by document without reading the chunks' rows from
     /// LanceDB. The chunk → document map is the one [`KeywordIndex::document_scores`] caches (read once per
     /// committed state of the index: one walk of the document-id postings). A chunk whose document is not
     /// known to the map (none in a consistent index) is left out.
     pub fn search_with_documents(&self, query: &str, k: usize) -> Result<Vec<KeywordHit>, IndexError> {
-        let terms = self.query_terms(query)?;
-        if terms.is_empty() || k == 0 {
+        let (searcher, hits) = self.top_chunks(query, k)?;
+        if hits.is_empty() {
             return Ok(Vec::new());
         }
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
-            .into_iter()
-            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
-            .collect();
-        let searcher = self.reader.searcher();
         let layout = self.document_layout(&searcher)?;
-        let hits = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(k).order_by_score())?;
         let mut results = Vec::with_capacity(hits.len());
         for (score, address) in hits {
             let segment = searcher.segment_reader(address.segment_ord);
@@ -345,16 +355,7 @@ impl KeywordIndex {
 
     /// The `k` best chunks for `query` by BM25, best first, as (chunk id, score).
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        let terms = self.query_terms(query)?;
-        if terms.is_empty() || k == 0 {
-            return Ok(Vec::new());
-        }
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
-            .into_iter()
-            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
-            .collect();
-        let searcher = self.reader.searcher();
-        let hits = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(k).order_by_score())?;
+        let (searcher, hits) = self.top_chunks(query, k)?;
         let mut results = Vec::with_capacity(hits.len());
         for (score, address) in hits {
             let doc: TantivyDocument = searcher.doc(address)?;
@@ -396,6 +397,9 @@ struct DocumentLayout {
     /// Per segment: chunk (tantivy doc id) → slot, [`NO_DOCUMENT`] for deleted chunks.
     owners: HashMap<SegmentId, Vec<u32>>,
 }
+
+/// A BM25 score with the chunk's address in a searcher's segments.
+type ScoredChunk = (f32, tantivy::DocAddress);
 
 /// One hit of [`KeywordIndex::search_with_documents`].
 #[derive(Debug, Clone, PartialEq)]

@@ -587,13 +587,7 @@ impl Store {
     ) -> Result<Vec<(ChunkRecord, f32)>, StoreError> {
         let mut columns = self.chunk_columns();
         columns.push("_distance");
-        let mut query = search.apply(
-            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
-            k,
-        )?;
-        if embedded_only && self.embedded_column {
-            query = query.only_if(EMBEDDED_ONLY);
-        }
+        let query = self.vector_query(vector, k, search, embedded_only)?;
         let batches: Vec<RecordBatch> = query.select(Select::columns(&columns)).execute().await?.try_collect().await?;
         let mut out = Vec::new();
         for batch in &batches {
@@ -610,6 +604,25 @@ impl Store {
         Ok(out)
     }
 
+    /// The LanceDB query for the `k` chunks nearest to `vector` by cosine distance, searched as `search`
+    /// asks, over embedded chunks only when `embedded_only` (see [`Store::nearest_where`]).
+    fn vector_query(
+        &self,
+        vector: &[f32],
+        k: usize,
+        search: VectorSearch,
+        embedded_only: bool,
+    ) -> Result<lancedb::query::VectorQuery, StoreError> {
+        let mut query = search.apply(
+            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
+            k,
+        )?;
+        if embedded_only && self.embedded_column {
+            query = query.only_if(EMBEDDED_ONLY);
+        }
+        Ok(query)
+    }
+
     /// [`Store::nearest_where`] returning only (chunk id, document id, cosine similarity), best first. Hybrid
     /// search fuses deeper lists than it returns, so it reads whole rows only for the chunks that make the
     /// final list ([`Store::chunks_by_id`]): reading a row's every column costs more than its size says
@@ -623,13 +636,7 @@ impl Store {
         search: VectorSearch,
         embedded_only: bool,
     ) -> Result<Vec<(u64, String, f32)>, StoreError> {
-        let mut query = search.apply(
-            self.chunks.vector_search(vector.to_vec())?.column("vector").distance_type(DistanceType::Cosine).limit(k),
-            k,
-        )?;
-        if embedded_only && self.embedded_column {
-            query = query.only_if(EMBEDDED_ONLY);
-        }
+        let query = self.vector_query(vector, k, search, embedded_only)?;
         let columns = ["chunk_id", "document_id", "_distance"];
         let batches: Vec<RecordBatch> = query.select(Select::columns(&columns)).execute().await?.try_collect().await?;
         let mut out = Vec::new();
@@ -917,7 +924,6 @@ impl VectorSearch {
     pub const DEFAULT: VectorSearch =
         VectorSearch::Ann { refine_factor: Some(ANN_REFINE_FACTOR), ef: Some(ANN_MIN_EF), nprobes: None };
 
-    /// Applies this search's settings to a LanceDB vector query.
     /// Applies this search's settings to a LanceDB vector query for the `k` nearest rows.
     fn apply(
         self,

@@ -180,14 +180,7 @@ fn library_latency(
     count: usize,
     prior: Option<f32>,
 ) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
-    let queries: Vec<String> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["text"].as_str().map(str::to_string))
-        .take(count)
-        .collect();
-    anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
+    let queries = read_queries(queries_file, count)?;
     let rt = tokio::runtime::Runtime::new()?;
     let mut library = rt.block_on(Library::open_read(data, name))?;
     let embedder = EmbedderCache::new(EmbeddingSettings::default()).for_library(data, name)?;
@@ -232,6 +225,30 @@ fn library_latency(
     Ok(())
 }
 
+/// The first `count` questions of a queries.jsonl (one `{"text": …}` per line; other lines skipped).
+/// Errors: the file cannot be read, or holds no question.
+fn read_queries(queries_file: &std::path::Path, count: usize) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
+    let queries: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["text"].as_str().map(str::to_string))
+        .take(count)
+        .collect();
+    anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
+    Ok(queries)
+}
+
+/// Exact search's top 50 chunk ids for each query vector, in order: the ground truth ANN recall is
+/// scored against (it reads every vector, so it is computed once per query).
+async fn exact_top_50(store: &Store, vectors: &[Vec<f32>]) -> Result<Vec<Vec<u64>>, StoreError> {
+    let mut lists = Vec::with_capacity(vectors.len());
+    for vector in vectors {
+        lists.push(store.nearest_exact(vector, 50).await?.iter().map(|(c, _)| c.chunk_id).collect());
+    }
+    Ok(lists)
+}
+
 /// The ANN index of library `name` scored against exact search over the first `count` questions of
 /// `queries_file`, for each IVF `nprobes` × HNSW `ef` (0: Lance's default for either) × refine factor:
 /// prints a table of recall@10, recall@50 and milliseconds per top-50 vector search.
@@ -244,14 +261,7 @@ fn library_ann_recall(
     nprobes_values: &[usize],
     refine_factors: &[u32],
 ) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(queries_file).with_context(|| format!("reading {}", queries_file.display()))?;
-    let queries: Vec<String> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["text"].as_str().map(str::to_string))
-        .take(count)
-        .collect();
-    anyhow::ensure!(!queries.is_empty(), "{}: no queries", queries_file.display());
+    let queries = read_queries(queries_file, count)?;
     let embedder = EmbedderCache::new(EmbeddingSettings::default()).for_library(data, name)?;
     let vectors = {
         let mut model = embedder.lock().map_err(|_| anyhow::anyhow!("embedder lock poisoned"))?;
@@ -262,13 +272,7 @@ fn library_ann_recall(
     let rt = tokio::runtime::Runtime::new()?;
     let store = rt.block_on(Store::open(&dir.join("lance"), dimension, false))?;
     let started = Instant::now();
-    let exact: Vec<Vec<u64>> = rt.block_on(async {
-        let mut lists = Vec::with_capacity(vectors.len());
-        for vector in &vectors {
-            lists.push(store.nearest_exact(vector, 50).await?.iter().map(|(c, _)| c.chunk_id).collect());
-        }
-        Ok::<_, StoreError>(lists)
-    })?;
+    let exact = rt.block_on(exact_top_50(&store, &vectors))?;
     eprintln!("exact top 50 of {} questions in {:.1} s", vectors.len(), started.elapsed().as_secs_f64());
     println!("\nANN recall against exact search, first {} questions (ef default: 1.5 × k × refine):\n", vectors.len());
     println!("| nprobes | HNSW ef | refine | recall@10 | recall@50 | ms per top-50 query |");
@@ -484,13 +488,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
                 let source = |id: u64| by_id.get(&id).copied().unwrap_or(usize::MAX);
                 let store = rt.block_on(Store::open(&dir.join("lance"), dimension, false))?;
                 // Exact search's top 50 once per query (it reads every vector), then each refine factor.
-                let exact: Vec<Vec<u64>> = rt.block_on(async {
-                    let mut lists = Vec::with_capacity(query_vectors.len());
-                    for vector in &query_vectors {
-                        lists.push(store.nearest_exact(vector, 50).await?.iter().map(|(c, _)| c.chunk_id).collect());
-                    }
-                    Ok::<_, StoreError>(lists)
-                })?;
+                let exact = rt.block_on(exact_top_50(&store, &query_vectors))?;
                 for refine_factor in [None, Some(1), Some(2), Some(4)] {
                     let r = rt.block_on(ann_recall(
                         &store,
