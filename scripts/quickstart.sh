@@ -37,6 +37,6 @@ echo "== quarry search \"$question\" --library sample"
 "$quarry" --data-dir "$data" search "$question" --library sample -k 3
 echo
 echo "== quarry ask \"$question\" --library sample"
-"$quarry" --data-dir "$data" ask "$question" --library sample --agent naive --report "$data/sample-report.md"
+"$quarry" --data-dir "$data" ask "$question" --library sample --report "$data/sample-report.md"
 echo
 echo "The research report: $data/sample-report.md"

@@ -4,7 +4,8 @@
 //!
 //! Where it differs from deep-searcher:
 //! - round 1 searches the question itself as well as its sub-queries, so a poor decomposition never loses
-//!   what a plain search would have found, and the best few hits of that search
+//!   what a plain search would have found — read as NaiveRAG reads it, the passages of the document the
+//!   question names first ([`question_hits`]) — and the best few hits of that search
 //!   (`AgentConfig::protected_question_hits`, default 3) are kept without judging: hybrid retrieval for
 //!   the whole question is the strongest evidence the agent has, and a small judge that drops it costs
 //!   more recall than any sub-query wins back (measured on HotpotQA, docs/evaluation/agents-qa.md, "Measuring answers");
@@ -112,8 +113,15 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         run.emit(AgentEvent::Queries { round, queries: queries.clone() });
         asked.push(queries.clone());
 
-        // Parallel retrieval, one search per query.
-        let results = futures::future::join_all(queries.iter().map(|q| run.retrieve(q))).await;
+        // Parallel retrieval, one search per query; the question's own search reads as NaiveRAG does.
+        let results = futures::future::join_all(queries.iter().enumerate().map(|(index, q)| async move {
+            if round == 1 && index == 0 {
+                question_hits(run, q).await
+            } else {
+                run.retrieve(q).await
+            }
+        }))
+        .await;
         let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         let mut protected: Vec<Passage> = Vec::new();
         for (index, (query, result)) in queries.iter().zip(results).enumerate() {
@@ -224,6 +232,16 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     }
     order_by_facts(run, question, &facts, &mut kept, &protected_keys).await?;
     Ok(Evidence { kept, queries: asked, retrieved: seen.len() })
+}
+
+/// The question's own hits, as NaiveRAG reads them: a search [`crate::document_match::WIDENING`] times
+/// `top_k` deep, the passages of the document the question names first ([`crate::document_match::select`]),
+/// then the first `top_k`. Their best [`crate::run::AgentConfig::protected_question_hits`] are kept
+/// unjudged, so a question naming a filing ("Apple's latest 10-Q") answers from that filing's passages
+/// first, not from four filings' look-alike passages.
+async fn question_hits(run: &Run, question: &str) -> Result<Vec<Passage>, AgentError> {
+    let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
+    Ok(crate::document_match::select(question, found, run.config.top_k))
 }
 
 /// Passages the ordering search of [`order_by_facts`] returns (at least as many as are kept).

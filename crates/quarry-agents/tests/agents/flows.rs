@@ -549,6 +549,37 @@ async fn deep_search_keeps_the_questions_best_hits_without_judging_them() {
 }
 
 #[tokio::test]
+async fn deep_search_keeps_the_named_documents_passages_for_the_question_first_as_naive_rag_reads_them() {
+    use quarry_core::Retriever;
+    // Acme's three filings share more words with the question than Globex's one passage does, so a
+    // search `top_k` deep holds only Acme's; the question names Globex, whose document context says so.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": []}"#))
+            .on("relevance", text(r#"{"relevant": []}"#))
+            .on("answer", text("Globex total net sales were 5 million dollars [1].")),
+    );
+    let retriever = Arc::new(quarterly_filings());
+    let question = "What were Globex total net sales for the quarter?";
+    let plain = retriever.retrieve(question, 3).await.unwrap();
+    assert!(plain.iter().all(|p| !p.path.ends_with("other.pdf")), "{plain:?}");
+    let config = AgentConfig {
+        top_k: 3,
+        protected_question_hits: 1,
+        max_rounds: 1,
+        relevance_batch: 8,
+        ..AgentConfig::default()
+    };
+    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    let kept: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(kept, ["other.pdf, p. 1"], "the named document's passage, kept unjudged");
+    assert!(model.prompts_of("answer")[0].contains("[1] other.pdf, p. 1 (Globex Corp."));
+    assert!(!model.prompts_of("relevance")[0].contains("other.pdf"), "the protected hit is not judged");
+    assert_eq!(retriever.queries(), [question, question], "the test's own search, then DeepSearch's one");
+}
+
+#[tokio::test]
 async fn malformed_or_failed_structured_steps_degrade_and_the_question_is_still_answered() {
     let model = Arc::new(
         ScriptedModel::new()
@@ -718,7 +749,7 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     let libraries = [library(&work), library(&garden)];
     let model = Arc::new(
         ScriptedModel::new()
-            .on("router", text(r#"{"agent": "naive", "libraries": ["garden", "nonexistent"]}"#))
+            .on("router", text(r#"{"agent": "lookup", "libraries": ["garden", "nonexistent"]}"#))
             .on("answer", text("Sun [1].")),
     );
     let (answer, events) = run_agent("What do tomatoes need?", None, &model, &libraries, AgentConfig::default()).await;
@@ -733,6 +764,7 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     let router_prompt = model.calls.lock().unwrap()[0].1.clone();
     assert!(router_prompt.contains("What do tomatoes need?"));
 
+    // A served model answering with the agent's own name ("naive") is understood as well.
     // An always-searched source (the web, when turned on) is searched whatever the router picks, and the
     // router is not asked about it.
     let web = Arc::new(MemoryRetriever::new(

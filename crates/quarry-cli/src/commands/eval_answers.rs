@@ -69,6 +69,10 @@ pub struct AnswersArgs {
     /// Score retrieval for the answer only (no model): the passages NaiveRAG would read.
     #[arg(long)]
     pub retrieval_only: bool,
+    /// Only ask the router which agent would answer each question (one short model call each; no
+    /// search, no answer): the choices per agent, and with --trace the router's reply per question.
+    #[arg(long, conflicts_with = "retrieval_only")]
+    pub route_only: bool,
     /// With --retrieval-only: how deep to look for the answer passage's rank.
     #[arg(long, default_value_t = 40)]
     pub depth: usize,
@@ -167,6 +171,8 @@ struct AnswersReport {
     tokens_per_q: f64,
     /// Prompt tokens the embedded model did not process again (shared with its previous call), a question.
     cached_prompt_tokens_per_q: f64,
+    /// Questions each agent answered (with `--agent auto`: the router's choices), by agent name.
+    answered_by: std::collections::BTreeMap<String, usize>,
     failed: usize,
     #[serde(skip)]
     sums: Sums,
@@ -358,6 +364,52 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
     }
 
     let model = args.llm.load()?;
+    if args.route_only {
+        bar.set_message("router");
+        let mut report = AnswersReport { agent: "auto".into(), model: model.describe(), ..AnswersReport::default() };
+        let info = quarry_agents::LibraryInfo { name: args.library.clone(), description: String::new() };
+        for q in &questions {
+            let run = quarry_agents::Run::new(
+                std::sync::Arc::clone(&model),
+                std::sync::Arc::clone(&libraries[0].retriever),
+                config.clone(),
+                quarry_agents::no_events(),
+                CancellationToken::new(),
+            );
+            let route = runtime.block_on(quarry_agents::route(&run, &q.text, std::slice::from_ref(&info)))?;
+            let (calls, usage) = run.stats();
+            bar.inc(1);
+            *report.answered_by.entry(route.agent.name().to_string()).or_default() += 1;
+            report.sums.asked += 1;
+            report.sums.seconds += run.seconds();
+            report.sums.calls += calls;
+            report.sums.tokens += usage.total();
+            if let Some(out) = trace.as_mut() {
+                let line = serde_json::json!({
+                    "qid": q.id, "question": q.text, "relevant": q.relevant,
+                    "routed": route.agent.name(), "reason": route.reason, "seconds": run.seconds(),
+                });
+                writeln!(out, "{line}")?;
+                out.flush()?;
+            }
+        }
+        bar.finish_and_clear();
+        let report = finish(report, &args, &set.name, &questions);
+        if args.json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            let routed: Vec<String> = report.answered_by.iter().map(|(agent, n)| format!("{agent} {n}")).collect();
+            println!(
+                "The router chose, for {} questions of {} ({}): {} ({:.1} s a question).",
+                report.answered_by.values().sum::<usize>(),
+                report.set,
+                report.model,
+                routed.join(", "),
+                report.seconds_per_q
+            );
+        }
+        return Ok(());
+    }
     for agent in agents {
         let name = agent.map(|a| a.name()).unwrap_or("auto");
         bar.set_position(0);
@@ -393,6 +445,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     continue;
                 }
             };
+            *report.answered_by.entry(answer.agent.clone()).or_default() += 1;
             let s = &mut report.sums;
             s.asked += 1;
             s.seconds += answer.seconds;
@@ -430,7 +483,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             }
             if let Some(out) = trace.as_mut() {
                 let line = serde_json::json!({
-                    "qid": q.id, "agent": name, "question": q.text, "answerable": q.answerable, "relevant": q.relevant,
+                    "qid": q.id, "agent": name, "answered_by": answer.agent, "question": q.text, "answerable": q.answerable, "relevant": q.relevant,
                     "reference": q.reference,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
@@ -536,6 +589,10 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         report.llm_calls_per_q,
         report.tokens_per_q
     );
+    if report.agent == "auto" {
+        let routed: Vec<String> = report.answered_by.iter().map(|(agent, n)| format!("{agent} {n}")).collect();
+        println!("The router chose: {}.\n", routed.join(", "));
+    }
     if let Some(share) = report.per_document {
         println!("NaiveRAG answers {:.0} % of these questions one document at a time.\n", share * 100.0);
     }
