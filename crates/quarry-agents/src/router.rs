@@ -32,6 +32,15 @@ pub struct Route {
 /// almost all of them lookups in one filing (docs/ANSWERS.md, Session 19).
 pub const ROUTE_LABELS: [&str; 3] = ["lookup", "deep", "chain"];
 
+/// The agents [`ROUTE_LABELS`] name, in the same order.
+const ROUTE_AGENTS: [AgentKind; 3] = [AgentKind::Naive, AgentKind::Deep, AgentKind::Chain];
+
+/// The names a router reply may give: [`ROUTE_LABELS`], then the agents' own names ([`AgentKind::name`]);
+/// entry `i` names `ROUTE_AGENTS[i % 3]`.
+fn route_names() -> Vec<&'static str> {
+    ROUTE_LABELS.iter().copied().chain(ROUTE_AGENTS.iter().map(|a| a.name())).collect()
+}
+
 /// Chooses agent and libraries for `question`. `run` supplies the model (its retriever is not used).
 pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Result<Route, AgentError> {
     let all: Vec<String> = libraries.iter().map(|l| l.name.clone()).collect();
@@ -68,7 +77,7 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
     let route = match run.call_structured(&request, "deep search over every library").await? {
         None => fallback(),
         // The agent's own name is read too: a served model may answer with it.
-        Some(text) => match choice(&text, "agent", &["lookup", "deep", "chain", "naive"]) {
+        Some(text) => match choice(&text, "agent", &route_names()) {
             None => {
                 run.degraded(
                     "router",
@@ -78,7 +87,7 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
                 fallback()
             }
             Some(i) => {
-                let agent = [AgentKind::Naive, AgentKind::Deep, AgentKind::Chain, AgentKind::Naive][i];
+                let agent = ROUTE_AGENTS[i % ROUTE_AGENTS.len()];
                 let chosen: Vec<String> = find_json(&text)
                     .and_then(|v| v.get("libraries").and_then(|l| l.as_array()).cloned())
                     .map(|names| {

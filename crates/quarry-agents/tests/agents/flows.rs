@@ -764,7 +764,6 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     let router_prompt = model.calls.lock().unwrap()[0].1.clone();
     assert!(router_prompt.contains("What do tomatoes need?"));
 
-    // A served model answering with the agent's own name ("naive") is understood as well.
     // An always-searched source (the web, when turned on) is searched whatever the router picks, and the
     // router is not asked about it.
     let web = Arc::new(MemoryRetriever::new(
@@ -779,6 +778,7 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     });
     let model = Arc::new(
         ScriptedModel::new()
+            // A served model answering with the agent's own name ("naive") is understood as well.
             .on("router", text(r#"{"agent": "naive", "libraries": ["garden"]}"#))
             .on("answer", text("Sun [1].")),
     );

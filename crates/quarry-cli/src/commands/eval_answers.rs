@@ -398,13 +398,12 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         if args.json {
             println!("{}", serde_json::to_string(&report)?);
         } else {
-            let routed: Vec<String> = report.answered_by.iter().map(|(agent, n)| format!("{agent} {n}")).collect();
             println!(
                 "The router chose, for {} questions of {} ({}): {} ({:.1} s a question).",
                 report.answered_by.values().sum::<usize>(),
                 report.set,
                 report.model,
-                routed.join(", "),
+                agent_counts(&report.answered_by),
                 report.seconds_per_q
             );
         }
@@ -555,6 +554,11 @@ fn finish(mut report: AnswersReport, args: &AnswersArgs, set: &str, questions: &
     report
 }
 
+/// "deep 3, naive 9": questions per agent, by agent name.
+fn agent_counts(answered_by: &std::collections::BTreeMap<String, usize>) -> String {
+    answered_by.iter().map(|(agent, n)| format!("{agent} {n}")).collect::<Vec<_>>().join(", ")
+}
+
 fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(&report)?);
@@ -590,8 +594,7 @@ fn print_report(report: AnswersReport, json: bool) -> anyhow::Result<()> {
         report.tokens_per_q
     );
     if report.agent == "auto" {
-        let routed: Vec<String> = report.answered_by.iter().map(|(agent, n)| format!("{agent} {n}")).collect();
-        println!("The router chose: {}.\n", routed.join(", "));
+        println!("The router chose: {}.\n", agent_counts(&report.answered_by));
     }
     if let Some(share) = report.per_document {
         println!("NaiveRAG answers {:.0} % of these questions one document at a time.\n", share * 100.0);
