@@ -15,6 +15,10 @@
 //! - They are ordered as DeepSearch orders its kept passages: the question's first hits
 //!   (`AgentConfig::protected_question_hits`), then by one more search for the question followed by the
 //!   intermediate answers ([`crate::deep_search`]'s ordering search), then the rest merged rank by rank.
+//!
+//! Like DeepSearch it keeps to [`crate::run::AgentConfig::search_seconds`]: a step that leaves no time
+//! for the next (the enough-check, a follow-up query and an intermediate answer, at the mean length of
+//! the run's calls so far) is the last.
 
 use crate::answer::{cited_numbers, number_passages, passage_ref, strip_citations, Answer};
 use crate::deep_search::{excerpt, interleave_by_rank, order_by_facts};
@@ -35,6 +39,7 @@ const NO_INFORMATION_START: &str = "No relevant information";
 /// follow-up query repeats an earlier search.
 pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentError> {
     let config = run.config.clone();
+    let search_started = run.seconds();
     run.emit(AgentEvent::Started { agent: "chain".into(), question: question.into() });
     let mut steps: Vec<(String, String)> = Vec::new();
     let mut seen: HashSet<(String, u64)> = HashSet::new();
@@ -99,6 +104,10 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
         steps.push((query, strip_citations(&answer)));
         if round == rounds {
             run.emit(AgentEvent::Stopped { round, reason: "max rounds".into() });
+            break;
+        }
+        if !run.time_for(search_started, 3) {
+            run.emit(AgentEvent::Stopped { round, reason: "time budget".into() });
             break;
         }
         let history = render_steps(&steps);

@@ -34,7 +34,13 @@
 //!   schema-constrained reply. Asked for gap queries alone, Qwen2.5-1.5B wrote one in only a fifth to two
 //!   fifths of MuSiQue's multi-hop questions, and most supporting passages DeepSearch missed were second
 //!   hops behind a bridge entity that a kept passage already named (`quarry eval qa --trace`);
-//! - a round that adds no new relevant passage ends the search.
+//! - a round that adds no new relevant passage ends the search;
+//! - the search keeps to a time budget ([`crate::run::AgentConfig::search_seconds`], default 50 s): it
+//!   starts no relevance call or reflection that would, at the mean length of the run's calls so far,
+//!   end after it (a reflection needs time for itself and one relevance call). Round 1 always judges its
+//!   first batch. Passages a round could not judge in time are dropped, best-ranked first being judged
+//!   first. On 2 cores with Qwen2.5-Coder-1.5B a 10-Q question took 222 s (8 calls: two reflections
+//!   103 s, four relevance calls 76 s) — docs/ANSWERS.md, "Session 20".
 
 use crate::answer::{number_passages, passage_ref, Answer};
 use crate::events::AgentEvent;
@@ -77,6 +83,7 @@ pub struct Evidence {
 /// answer step; [`deep_search`] and the long-form report use it.
 pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence, AgentError> {
     let config = run.config.clone();
+    let search_started = run.seconds();
 
     // Round 1's queries: the question itself and the sub-queries (none for a simple question).
     let max = config.max_sub_queries.max(1).to_string();
@@ -146,7 +153,13 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         let mut round_kept = protected;
         let mut rejected = Vec::new();
         let all_queries = asked.concat().join("; ");
-        for batch in fresh.chunks(config.relevance_batch.max(1)) {
+        let mut not_judged = 0;
+        for (index, batch) in fresh.chunks(config.relevance_batch.max(1)).enumerate() {
+            // A round's first batch was budgeted for before the round (round 1: always judged).
+            if index > 0 && !run.time_for(search_started, 1) {
+                not_judged = fresh.len() - index * config.relevance_batch.max(1);
+                break;
+            }
             let (text, used) = number_passages(batch, question, config.judge_chars, usize::MAX);
             let request = prompts::RELEVANCE
                 .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
@@ -194,8 +207,18 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
             run.emit(AgentEvent::Stopped { round, reason: "no new relevant passages".into() });
             break;
         }
+        if not_judged > 0 {
+            let reason = format!("time budget: {not_judged} passages not judged");
+            run.emit(AgentEvent::Stopped { round, reason });
+            break;
+        }
         if round == config.max_rounds.max(1) {
             run.emit(AgentEvent::Stopped { round, reason: "max rounds".into() });
+            break;
+        }
+        // The reflection and at least one relevance call of the next round.
+        if !run.time_for(search_started, 2) {
+            run.emit(AgentEvent::Stopped { round, reason: "time budget".into() });
             break;
         }
 

@@ -49,6 +49,13 @@ pub struct AgentConfig {
     /// Under [`crate::web_gate::WebQueryPolicy::Ask`], who approves each query the model wrote (the app);
     /// `None` withholds them.
     pub web_query_approver: Option<crate::web_gate::QueryApprover>,
+    /// Seconds one DeepSearch or ChainOfRAG search may take before the answer is written; `None`: no
+    /// limit. The search starts no model call that would, at the mean length of this run's calls so far,
+    /// end after it ([`Run::time_for`]); it always makes its first relevance or intermediate-answer call.
+    /// Default 50: on 2 cores with Qwen2.5-Coder-1.5B a 10-Q answer call takes 25–35 s, so search and
+    /// answer end within the 90 s a person is asked to wait; a served model's calls take a second or two
+    /// and rarely reach it (docs/ANSWERS.md, "Session 20").
+    pub search_seconds: Option<f64>,
 }
 
 impl Default for AgentConfig {
@@ -67,8 +74,23 @@ impl Default for AgentConfig {
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,
             web_query_approver: None,
+            search_seconds: Some(DEFAULT_SEARCH_SECONDS),
         }
     }
+}
+
+/// [`AgentConfig::search_seconds`]'s default.
+pub const DEFAULT_SEARCH_SECONDS: f64 = 50.0;
+
+/// [`AgentConfig::search_seconds`] from a command-line value: 0 (or less) for no limit.
+pub fn search_budget(seconds: f64) -> Option<f64> {
+    (seconds > 0.0 && seconds.is_finite()).then_some(seconds)
+}
+
+/// Whether `calls` more model calls of `mean_call` seconds each, after `elapsed` seconds of a search,
+/// end within `budget` seconds.
+pub fn fits_budget(elapsed: f64, mean_call: f64, calls: usize, budget: f64) -> bool {
+    elapsed + mean_call * calls as f64 <= budget
 }
 
 /// Why a run failed. Malformed model output never gets here: it degrades the step instead.
@@ -111,6 +133,8 @@ pub struct Run {
     events: EventSink,
     cancel: CancellationToken,
     stats: Mutex<(usize, TokenUsage)>,
+    /// Wall-clock seconds of all model calls so far.
+    model_seconds: Mutex<f64>,
     started: Instant,
 }
 
@@ -130,6 +154,7 @@ impl Run {
             events,
             cancel,
             stats: Mutex::new((0, TokenUsage::default())),
+            model_seconds: Mutex::new(0.0),
             started: Instant::now(),
         }
     }
@@ -147,6 +172,25 @@ impl Run {
     /// Seconds since the run started.
     pub fn seconds(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
+    }
+
+    /// Mean wall-clock seconds of this run's model calls so far; `None` before the first.
+    pub fn mean_call_seconds(&self) -> Option<f64> {
+        let (calls, _) = self.stats();
+        let seconds = *self.model_seconds.lock().unwrap_or_else(|e| e.into_inner());
+        (calls > 0).then(|| seconds / calls as f64)
+    }
+
+    /// Whether a search that started at `search_started` (seconds of [`Run::seconds`]) has time for
+    /// `calls` more model calls under [`AgentConfig::search_seconds`]: now + `calls` × the mean call so
+    /// far ≤ the budget. Always true without a budget; before any call, true while the budget lasts.
+    pub fn time_for(&self, search_started: f64, calls: usize) -> bool {
+        match self.config.search_seconds {
+            None => true,
+            Some(budget) => {
+                fits_budget(self.seconds() - search_started, self.mean_call_seconds().unwrap_or(0.0), calls, budget)
+            }
+        }
     }
 
     /// Errors: [`AgentError::Cancelled`] once the person stopped the run.
@@ -175,16 +219,18 @@ impl Run {
             Err(ChatError::Cancelled) => return Err(AgentError::Cancelled),
             Err(source) => return Err(AgentError::Model { step: request.step.clone(), source }),
         };
+        let seconds = started.elapsed().as_secs_f64();
         {
             let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
             stats.0 += 1;
             stats.1.add(response.usage);
+            *self.model_seconds.lock().unwrap_or_else(|e| e.into_inner()) += seconds;
         }
         self.emit(AgentEvent::LlmCall {
             step: request.step.clone(),
             prompt_tokens: response.usage.prompt_tokens,
             completion_tokens: response.usage.completion_tokens,
-            seconds: started.elapsed().as_secs_f64(),
+            seconds,
         });
         Ok(response)
     }
@@ -341,5 +387,22 @@ impl Run {
             markers: Vec::new(),
         }
         .with_markers()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_fits_the_budget_when_it_would_end_within_it_at_the_mean_call_length() {
+        assert!(fits_budget(20.0, 15.0, 2, 50.0));
+        assert!(!fits_budget(21.0, 15.0, 2, 50.0));
+        assert!(fits_budget(49.0, 0.0, 3, 50.0), "before any call only the elapsed time counts");
+        assert!(!fits_budget(0.001, 0.0, 1, 0.0));
+        assert_eq!(search_budget(0.0), None);
+        assert_eq!(search_budget(-1.0), None);
+        assert_eq!(search_budget(f64::INFINITY), None);
+        assert_eq!(search_budget(50.0), Some(50.0));
     }
 }

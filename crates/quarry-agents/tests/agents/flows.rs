@@ -345,6 +345,66 @@ async fn deep_search_caps_sub_queries_retrieves_in_parallel_judges_in_batches_an
 }
 
 #[tokio::test]
+async fn deep_search_and_chain_of_rag_start_no_model_call_past_their_time_budget() {
+    // A budget already spent: DeepSearch judges round 1's first batch (always), drops the rest unjudged,
+    // writes no reflection and answers from what it kept.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Acme Corporation revenue 2023", "Globex revenue 2023"]}"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("reflection", text(r#"{"queries": ["Who is the Globex chief executive"]}"#))
+            .on("answer", text("Acme earned 4.2 billion [1].")),
+    );
+    let retriever = Arc::new(corpus("work"));
+    let spent = AgentConfig {
+        relevance_batch: 4,
+        protected_question_hits: 0,
+        search_seconds: Some(0.0),
+        ..AgentConfig::default()
+    };
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let (answer, events) =
+        run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], spent.clone()).await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "answer"]);
+    let stopped: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let AgentEvent::Stopped { reason, .. } = e { Some(reason.as_str()) } else { None })
+        .collect();
+    assert_eq!(stopped, ["time budget: 3 passages not judged"]);
+    assert_eq!((answer.retrieved, answer.kept), (7, 1));
+
+    // With no budget the same search judges every batch and reflects.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"{"queries": ["Acme Corporation revenue 2023", "Globex revenue 2023"]}"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("relevance", text(r#"{"relevant": [1]}"#))
+            .on("reflection", text(r#"{"queries": []}"#))
+            .on("answer", text("Acme earned 4.2 billion [1].")),
+    );
+    let unlimited = AgentConfig { search_seconds: None, ..spent.clone() };
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Deep), &model, &[library(&Arc::new(corpus("work")))], unlimited).await;
+    assert_eq!(model.steps(), vec!["sub_queries", "relevance", "relevance", "reflection", "answer"]);
+    assert_eq!(answer.unwrap().kept, 2);
+
+    // ChainOfRAG takes one step, asks no "enough?" and answers.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("follow_up", text("Which company did Acme Corporation acquire?"))
+            .on("intermediate_answer", text("Acme acquired Globex in 2019 [3]."))
+            .on("enough", text(r#"{"enough": false}"#))
+            .on("answer", text("Acme acquired Globex [1].")),
+    );
+    let (answer, events) =
+        run_agent(question, Some(AgentKind::Chain), &model, &[library(&Arc::new(corpus("work")))], spent).await;
+    answer.unwrap();
+    assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "answer"]);
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { round: 1, reason } if reason == "time budget")));
+}
+
+#[tokio::test]
 async fn deep_search_stops_at_max_rounds_and_when_reflection_finds_no_gap() {
     let model = Arc::new(
         ScriptedModel::new()

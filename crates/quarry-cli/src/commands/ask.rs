@@ -98,6 +98,9 @@ pub struct AskArgs {
     /// Most search rounds.
     #[arg(long, default_value_t = 3)]
     pub max_rounds: usize,
+    /// Seconds a DeepSearch or ChainOfRAG search may take before the answer is written (0: no limit).
+    #[arg(long, default_value_t = quarry_agents::DEFAULT_SEARCH_SECONDS)]
+    pub search_seconds: f64,
     /// Passages retrieved per query.
     #[arg(short, default_value_t = 8)]
     pub k: usize,
@@ -261,6 +264,7 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
         let config = AgentConfig {
             max_rounds: args.max_rounds.max(1),
             top_k: args.k.max(1),
+            search_seconds: quarry_agents::search_budget(args.search_seconds),
             answer_max_tokens: args.answer_tokens.max(16),
             web_queries: args.web.web_queries,
             max_documents_per_answer: args.max_documents.max(1),

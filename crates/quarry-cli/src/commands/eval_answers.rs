@@ -79,6 +79,9 @@ pub struct AnswersArgs {
     /// Most search rounds (deep, chain).
     #[arg(long, default_value_t = 3)]
     pub max_rounds: usize,
+    /// Seconds a DeepSearch or ChainOfRAG search may take before the answer is written (0: no limit).
+    #[arg(long, default_value_t = quarry_agents::DEFAULT_SEARCH_SECONDS)]
+    pub search_seconds: f64,
     /// Passages retrieved per query.
     #[arg(short, default_value_t = AgentConfig::default().top_k)]
     pub k: usize,
@@ -287,6 +290,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
     let config = AgentConfig {
         max_rounds: args.max_rounds.max(1),
         top_k: args.k.max(1),
+        search_seconds: quarry_agents::search_budget(args.search_seconds),
         answer_max_tokens: args.answer_tokens.max(16),
         passage_chars: args.passage_chars.max(100),
         context_chars: args.context_chars.max(100),

@@ -34,6 +34,9 @@ pub struct QaArgs {
     /// Most search rounds.
     #[arg(long, default_value_t = 3)]
     pub max_rounds: usize,
+    /// Seconds a DeepSearch or ChainOfRAG search may take before the answer is written (0: no limit).
+    #[arg(long, default_value_t = quarry_agents::DEFAULT_SEARCH_SECONDS)]
+    pub search_seconds: f64,
     /// Passages retrieved per query.
     #[arg(short, default_value_t = 8)]
     pub k: usize,
@@ -191,6 +194,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
     let config = AgentConfig {
         max_rounds: args.max_rounds.max(1),
         top_k: args.k.max(1),
+        search_seconds: quarry_agents::search_budget(args.search_seconds),
         answer_max_tokens: args.answer_tokens.max(16),
         protected_question_hits: args.protected_hits,
         ..AgentConfig::default()

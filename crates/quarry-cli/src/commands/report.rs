@@ -26,6 +26,9 @@ pub struct ReportArgs {
     /// DeepSearch rounds per section.
     #[arg(long, default_value_t = 2)]
     pub max_rounds: usize,
+    /// Seconds the DeepSearch search of one section may take before the section is written (0: no limit).
+    #[arg(long, default_value_t = quarry_agents::DEFAULT_SEARCH_SECONDS)]
+    pub search_seconds: f64,
     /// Follow-up queries a section review may ask for (0 turns the review off).
     #[arg(long, default_value_t = 2)]
     pub review_queries: usize,
@@ -57,7 +60,7 @@ pub fn report(data: DataDir, args: ReportArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let json = args.json;
         let (libraries, model) = open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
-        let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), web_queries: args.web.web_queries, ..AgentConfig::default() };
+        let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), search_seconds: quarry_agents::search_budget(args.search_seconds), web_queries: args.web.web_queries, ..AgentConfig::default() };
         let research = ResearchConfig { max_sections: args.max_sections.max(1), max_review_queries: args.review_queries, section_max_tokens: args.section_tokens.max(64) };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
         let cancel = cancel_on_ctrl_c();
