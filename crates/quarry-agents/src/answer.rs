@@ -604,6 +604,49 @@ pub fn strip_citations(markdown: &str) -> String {
     text.trim().to_string()
 }
 
+/// The sentence Quarry adds after an answer so that it names the period each cited document covers
+/// (issue 36: "the answer names the document and period its figure comes from"; a figure of the second
+/// quarter's filing given for the first quarter's question then shows as such). For each cited document,
+/// in the order of its first cited passage, whose context line states a period ("quarterly period ended
+/// July 1, 2023", [`crate::document_match::period_phrase`]) and whose end date the answer does not
+/// already state: `file (period) [n]`, `n` that passage's number. `None` when no such document is
+/// cited. `chinese`: the lead-in in Chinese (the period stays as the document writes it).
+pub fn cited_periods_note(markdown: &str, cited: &[Citation], chinese: bool) -> Option<String> {
+    let stated: Vec<crate::figures::FigureKind> =
+        crate::figures::figures(markdown).into_iter().map(|f| f.kind).collect();
+    let mut documents: Vec<&str> = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
+    for c in cited {
+        let p = &c.passage;
+        if documents.contains(&p.document_id.as_str()) {
+            continue;
+        }
+        documents.push(&p.document_id);
+        let (Some(phrase), Some(end)) =
+            (crate::document_match::period_phrase(&p.context), crate::document_match::period_end_text(&p.context))
+        else {
+            continue;
+        };
+        let end_dates: Vec<crate::figures::FigureKind> = crate::figures::figures(end)
+            .into_iter()
+            .map(|f| f.kind)
+            .filter(|k| matches!(k, crate::figures::FigureKind::Date { .. }))
+            .collect();
+        if end_dates.is_empty() || end_dates.iter().any(|d| stated.contains(d)) {
+            continue;
+        }
+        let file = std::path::Path::new(&p.path).file_name().and_then(|n| n.to_str()).unwrap_or(&p.path);
+        parts.push(format!("{file} ({phrase}) [{}]", c.number));
+    }
+    if parts.is_empty() {
+        None
+    } else if chinese {
+        Some(format!("报告期：{}。", parts.join("；")))
+    } else {
+        Some(format!("Periods: {}.", parts.join("; ")))
+    }
+}
+
 /// The sources and citations of an answer whose prompt numbered `passages` from 1.
 pub fn citations_for(markdown: &str, passages: &[Passage]) -> (Vec<Citation>, Vec<Citation>) {
     let sources: Vec<Citation> =
@@ -825,6 +868,52 @@ mod tests {
         assert_eq!(
             text,
             format!("[1] q1.pdf, p. 22 ({q1})\ntext 1\n\n[2] q2.pdf, p. 5 ({q2})\ntext 2\n\n[3] q1.pdf, p. 25 (same document as [1])\ntext 3")
+        );
+    }
+
+    #[test]
+    fn an_answer_names_the_period_of_each_cited_document_it_does_not_date_itself() {
+        let passage = |id: u64, document: &str, context: &str| Passage {
+            chunk_id: id,
+            library: "l".into(),
+            document_id: document.into(),
+            path: format!("/docs/{document}.pdf"),
+            page_start: Some(1),
+            page_end: Some(1),
+            sheet: None,
+            heading_path: vec![],
+            text: format!("text {id}"),
+            context: context.into(),
+            score: 0.0,
+            ocr: false,
+        };
+        let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · 2023 Q1 NVDA";
+        let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · 2023 Q2 NVDA";
+        let cited = |numbers: &[(usize, Passage)]| -> Vec<Citation> {
+            numbers.iter().map(|(n, p)| Citation { number: *n, passage: p.clone() }).collect()
+        };
+        let both = cited(&[
+            (1, passage(1, "2023 Q2 NVDA", q2)),
+            (2, passage(2, "2023 Q1 NVDA", q1)),
+            (3, passage(3, "2023 Q2 NVDA", q2)),
+        ]);
+        assert_eq!(
+            cited_periods_note("Revenue was $13,507 million [1] and $7,192 million [2][3].", &both, false).as_deref(),
+            Some("Periods: 2023 Q2 NVDA.pdf (quarterly period ended July 30, 2023) [1]; 2023 Q1 NVDA.pdf (quarterly period ended April 30, 2023) [2].")
+        );
+        // A document whose end date the answer states, in any spelling, is not named again.
+        let dated = "For the quarter ended 30 April 2023, revenue was $7,192 million [2]; $13,507 million [1].";
+        assert_eq!(
+            cited_periods_note(dated, &both, false).as_deref(),
+            Some("Periods: 2023 Q2 NVDA.pdf (quarterly period ended July 30, 2023) [1].")
+        );
+        assert_eq!(cited_periods_note("In the quarters ended April 30, 2023 and July 30, 2023 …", &both, false), None);
+        // No period in the context line (a report, a web page): nothing to name.
+        let undated = cited(&[(1, passage(1, "notes", "Meeting notes · 2023"))]);
+        assert_eq!(cited_periods_note("It rose [1].", &undated, false), None);
+        assert_eq!(
+            cited_periods_note("收入为 71.9 亿美元 [2]。", &both[1..2], true).as_deref(),
+            Some("报告期：2023 Q1 NVDA.pdf (quarterly period ended April 30, 2023) [2]。")
         );
     }
 }

@@ -332,7 +332,8 @@ impl Run {
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
     /// them): its citation markers in one form ([`crate::answer::canonical_markers`]), a citation whose figures are in another passage is moved there
-    /// ([`crate::claims::repair_citations`]), each sentence gets its claim check, and the run's model calls,
+    /// ([`crate::claims::repair_citations`]), each sentence gets its claim check, the cited documents'
+    /// periods are named when the answer does not ([`crate::answer::cited_periods_note`]), and the run's model calls,
     /// tokens and seconds are recorded. Emits [`AgentEvent::Finished`]. `nothing_found` skips the repair
     /// and the check (no model wrote the text).
     #[allow(clippy::too_many_arguments)]
@@ -363,6 +364,16 @@ impl Run {
         };
         let (citations, sources) = citations_for(&markdown, &passages);
         let claims = if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources) };
+        // Quarry's own line naming the cited documents' periods, after the claim check (it is no claim of
+        // the model's); streamed too, so the person reads what the answer holds.
+        let chinese = quarry_core::is_mostly_cjk(question);
+        let markdown = match crate::answer::cited_periods_note(&markdown, &citations, chinese) {
+            Some(note) if !nothing_found => {
+                self.emit(AgentEvent::AnswerDelta { text: format!("\n\n{note}") });
+                format!("{markdown}\n\n{note}")
+            }
+            _ => markdown,
+        };
         let (llm_calls, usage) = self.stats();
         let seconds = self.seconds();
         self.emit(AgentEvent::Finished { llm_calls, usage, seconds });
