@@ -622,17 +622,12 @@ pub fn cited_periods_note(markdown: &str, cited: &[Citation], chinese: bool) -> 
             continue;
         }
         documents.push(&p.document_id);
-        let (Some(phrase), Some(end)) =
-            (crate::document_match::period_phrase(&p.context), crate::document_match::period_end_text(&p.context))
+        let (Some(phrase), Some((year, month, day))) =
+            (crate::document_match::period_phrase(&p.context), crate::document_match::period_end(&p.context))
         else {
             continue;
         };
-        let end_dates: Vec<crate::figures::FigureKind> = crate::figures::figures(end)
-            .into_iter()
-            .map(|f| f.kind)
-            .filter(|k| matches!(k, crate::figures::FigureKind::Date { .. }))
-            .collect();
-        if end_dates.is_empty() || end_dates.iter().any(|d| stated.contains(d)) {
+        if stated.contains(&crate::figures::FigureKind::Date { year, month, day }) {
             continue;
         }
         let file = std::path::Path::new(&p.path).file_name().and_then(|n| n.to_str()).unwrap_or(&p.path);
@@ -844,9 +839,9 @@ mod tests {
         assert!(text.contains(tight[2].trim()), "{text}");
     }
 
-    #[test]
-    fn a_documents_context_line_is_written_once_and_later_passages_point_back_to_it() {
-        let passage = |id: u64, document: &str, page: u32, context: &str| Passage {
+    /// Passage `id` on `page` of `/docs/{document}.pdf`, text "text {id}", with `context` as its context line.
+    fn filing_passage(id: u64, document: &str, page: u32, context: &str) -> Passage {
+        Passage {
             chunk_id: id,
             library: "l".into(),
             document_id: document.into(),
@@ -859,7 +854,12 @@ mod tests {
             context: context.into(),
             score: 0.0,
             ocr: false,
-        };
+        }
+    }
+
+    #[test]
+    fn a_documents_context_line_is_written_once_and_later_passages_point_back_to_it() {
+        let passage = filing_passage;
         let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023";
         let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023";
         let passages = [passage(1, "q1", 22, q1), passage(2, "q2", 5, q2), passage(3, "q1", 25, q1)];
@@ -873,20 +873,7 @@ mod tests {
 
     #[test]
     fn an_answer_names_the_period_of_each_cited_document_it_does_not_date_itself() {
-        let passage = |id: u64, document: &str, context: &str| Passage {
-            chunk_id: id,
-            library: "l".into(),
-            document_id: document.into(),
-            path: format!("/docs/{document}.pdf"),
-            page_start: Some(1),
-            page_end: Some(1),
-            sheet: None,
-            heading_path: vec![],
-            text: format!("text {id}"),
-            context: context.into(),
-            score: 0.0,
-            ocr: false,
-        };
+        let passage = |id: u64, document: &str, context: &str| filing_passage(id, document, 1, context);
         let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · 2023 Q1 NVDA";
         let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · 2023 Q2 NVDA";
         let cited = |numbers: &[(usize, Passage)]| -> Vec<Citation> {

@@ -365,7 +365,7 @@ pub(crate) fn period_end_text(context: &str) -> Option<&str> {
 }
 
 /// The period end date a context line states ("… ended April 30, 2023"), as (year, month, day).
-fn period_end(context: &str) -> Option<(u16, u8, u8)> {
+pub(crate) fn period_end(context: &str) -> Option<(u16, u8, u8)> {
     crate::figures::figures(period_end_text(context)?).into_iter().find_map(|f| match f.kind {
         crate::figures::FigureKind::Date { year, month, day } => Some((year, month, day)),
         _ => None,
