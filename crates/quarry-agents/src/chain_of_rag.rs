@@ -6,7 +6,8 @@
 //! Three choices differ from deep-searcher, all measured (docs/evaluation/agents-qa.md, "ChainOfRAG with Qwen2.5-1.5B"):
 //! - The question itself is searched first (no model call) and its hits head the final passages, as
 //!   DeepSearch protects the question's own hits: the first follow-up query often asks for one link of
-//!   the chain only.
+//!   the chain only. Every search reads as DeepSearch's do ([`Run::retrieve_for`]): the passages of the
+//!   documents the query, then the question, names first.
 //! - The final passages are every search's hits, not only the passages a model call picked as
 //!   supporting: with Qwen2.5-1.5B that pick held a supporting passage far less often than the steps'
 //!   top hits (supporting-passage Recall@5 0.167 against 0.650 replayed on the same searches). The
@@ -45,7 +46,7 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
     let mut seen: HashSet<(String, u64)> = HashSet::new();
 
     // The question's own search, before any model call: its hits (`rankings[0]`) lead the final passages.
-    let mut rankings: Vec<Vec<Passage>> = vec![search(run, 1, question, &mut seen).await?];
+    let mut rankings: Vec<Vec<Passage>> = vec![search(run, 1, question, question, &mut seen).await?];
     let mut asked: Vec<Vec<String>> = vec![vec![question.to_string()]];
 
     let rounds = config.max_rounds.max(1);
@@ -82,7 +83,7 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
             } else {
                 asked.push(vec![query.clone()]);
             }
-            let passages = search(run, round, &query, &mut seen).await?;
+            let passages = search(run, round, &query, question, &mut seen).await?;
             rankings.push(passages.clone());
             passages
         };
@@ -138,16 +139,18 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
         .await
 }
 
-/// Searches for `query` as part of `round`, reporting the query and how many of its hits `seen` (every
-/// passage retrieved so far, which this extends) did not hold yet.
+/// Searches for `query` as part of `round` of the search for `question` (as DeepSearch searches,
+/// [`Run::retrieve_for`]: the documents `query`, then `question`, names first), reporting the query and
+/// how many of its hits `seen` (every passage retrieved so far, which this extends) did not hold yet.
 async fn search(
     run: &Run,
     round: usize,
     query: &str,
+    question: &str,
     seen: &mut HashSet<(String, u64)>,
 ) -> Result<Vec<Passage>, AgentError> {
     run.emit(AgentEvent::Queries { round, queries: vec![query.to_string()] });
-    let passages = run.retrieve(query).await?;
+    let passages = run.retrieve_for(query, question).await?;
     let new = passages.iter().filter(|p| seen.insert(p.key())).count();
     run.emit(AgentEvent::Retrieved { round, query: query.to_string(), hits: passages.len(), new });
     Ok(passages)

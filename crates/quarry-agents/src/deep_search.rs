@@ -5,10 +5,15 @@
 //! Where it differs from deep-searcher:
 //! - round 1 searches the question itself as well as its sub-queries, so a poor decomposition never loses
 //!   what a plain search would have found — read as NaiveRAG reads it, the passages of the document the
-//!   question names first ([`question_hits`]) — and the best few hits of that search
+//!   question names first — and the best few hits of that search
 //!   (`AgentConfig::protected_question_hits`, default 3) are kept without judging: hybrid retrieval for
 //!   the whole question is the strongest evidence the agent has, and a small judge that drops it costs
 //!   more recall than any sub-query wins back (measured on HotpotQA, docs/evaluation/agents-qa.md, "Measuring answers");
+//! - every sub-query and gap query is searched as the question is ([`Run::retrieve_for`]): deeper, with
+//!   the passages of the documents it names first, then of those the question names. A sub-query that
+//!   drops the question's company or period ("operating expenses for the quarter") otherwise read four
+//!   filings alike, and 34 of the 93 passages DeepSearch answered from on 10-Q lookups came from a
+//!   filing the question does not ask about (12 of 94 for NaiveRAG; docs/ANSWERS.md, "Session 20");
 //! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
 //!   are deduplicated by chunk id across queries and rounds, so none is judged twice. (Showing the judge
 //!   the reflection's facts, and judging a rejected passage again when a later query found it, was
@@ -120,15 +125,8 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         run.emit(AgentEvent::Queries { round, queries: queries.clone() });
         asked.push(queries.clone());
 
-        // Parallel retrieval, one search per query; the question's own search reads as NaiveRAG does.
-        let results = futures::future::join_all(queries.iter().enumerate().map(|(index, q)| async move {
-            if round == 1 && index == 0 {
-                question_hits(run, q).await
-            } else {
-                run.retrieve(q).await
-            }
-        }))
-        .await;
+        // Parallel retrieval, one search per query, each read as NaiveRAG reads the question.
+        let results = futures::future::join_all(queries.iter().map(|q| run.retrieve_for(q, question))).await;
         let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         let mut protected: Vec<Passage> = Vec::new();
         for (index, (query, result)) in queries.iter().zip(results).enumerate() {
@@ -255,16 +253,6 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
     }
     order_by_facts(run, question, &facts, &mut kept, &protected_keys).await?;
     Ok(Evidence { kept, queries: asked, retrieved: seen.len() })
-}
-
-/// The question's own hits, as NaiveRAG reads them: a search [`crate::document_match::WIDENING`] times
-/// `top_k` deep, the passages of the document the question names first ([`crate::document_match::select`]),
-/// then the first `top_k`. Their best [`crate::run::AgentConfig::protected_question_hits`] are kept
-/// unjudged, so a question naming a filing ("Apple's latest 10-Q") answers from that filing's passages
-/// first, not from four filings' look-alike passages.
-async fn question_hits(run: &Run, question: &str) -> Result<Vec<Passage>, AgentError> {
-    let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
-    Ok(crate::document_match::select(question, found, run.config.top_k))
 }
 
 /// Passages the ordering search of [`order_by_facts`] returns (at least as many as are kept).

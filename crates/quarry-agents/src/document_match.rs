@@ -31,7 +31,27 @@ pub fn context_overlap(question: &str, passage: &Passage) -> usize {
 /// documents' passages first ([`prefer_matching_documents`]), shared out over the documents that match
 /// equally well ([`spread_over_documents`]), then the first `k`.
 pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
-    let (mut passages, first_group) = match_order(question, found);
+    select_for_query(question, question, found, k)
+}
+
+/// What an agent reads of a sub-query's search `found` ([`WIDENING`] × `k` deep, best first) for
+/// `question`: as [`select`], with the documents `query` names first, and among the passages `query`
+/// matches equally (none, when it names no document) those of the documents `question` names. A
+/// sub-query the model wrote without the question's company or period ("operating expenses for the
+/// quarter") thus reads the question's filing, not four look-alike filings; a gap query naming a new
+/// entity (a second hop's "Who founded Globex?") reads Globex's documents first. "Latest" is read from
+/// `question`. With `query` = `question` this is [`select`].
+pub fn select_for_query(query: &str, question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
+    let (query_words, question_words) = (word_stems(query), word_stems(question));
+    let overlap = |words: &std::collections::HashSet<String>, p: &Passage| {
+        if p.context.is_empty() {
+            0
+        } else {
+            words.intersection(&word_stems(&p.context)).count()
+        }
+    };
+    let key = |p: &Passage| (overlap(&query_words, p), overlap(&question_words, p));
+    let (mut passages, first_group) = match_order_by(found, key, asks_for_latest(question));
     if first_group > 0 {
         passages = spread_over_documents(passages, first_group);
     }
@@ -383,23 +403,34 @@ pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<
 /// The order of [`prefer_matching_documents`] and how many passages lead it as its first group (the best
 /// match, of the latest period for a "latest" question; 0 when no context shares a word with `question`).
 fn match_order(question: &str, passages: Vec<Passage>) -> (Vec<Passage>, usize) {
-    let overlaps: Vec<usize> = passages.iter().map(|p| context_overlap(question, p)).collect();
-    let best = overlaps.iter().copied().max().unwrap_or(0);
-    if best == 0 {
+    match_order_by(passages, |p| context_overlap(question, p), asks_for_latest(question))
+}
+
+/// [`match_order`] for any match `key` (higher is better; the default, e.g. 0 or (0, 0), is no match):
+/// the passages of the best key first (of the latest period among them when `latest`), the rest after,
+/// each group in search order; and the first group's length.
+fn match_order_by<K: Ord + Copy + Default>(
+    passages: Vec<Passage>,
+    key: impl Fn(&Passage) -> K,
+    latest: bool,
+) -> (Vec<Passage>, usize) {
+    let keys: Vec<K> = passages.iter().map(&key).collect();
+    let best = keys.iter().copied().max().unwrap_or_default();
+    if best == K::default() {
         return (passages, 0);
     }
-    let latest = if asks_for_latest(question) {
-        passages.iter().zip(&overlaps).filter(|(_, &o)| o == best).filter_map(|(p, _)| period_end(&p.context)).max()
+    let latest = if latest {
+        passages.iter().zip(&keys).filter(|(_, &o)| o == best).filter_map(|(p, _)| period_end(&p.context)).max()
     } else {
         None
     };
     // Rank: 0 = best match of the latest period, 1 = best match, 2 = the rest; stable within each.
-    let rank = |p: &Passage, o: usize| match (o == best, latest) {
+    let rank = |p: &Passage, o: K| match (o == best, latest) {
         (true, Some(date)) if period_end(&p.context) == Some(date) => 0,
         (true, _) => 1,
         _ => 2,
     };
-    let mut ranked: Vec<(usize, Passage)> = passages.into_iter().zip(overlaps).map(|(p, o)| (rank(&p, o), p)).collect();
+    let mut ranked: Vec<(usize, Passage)> = passages.into_iter().zip(keys).map(|(p, o)| (rank(&p, o), p)).collect();
     ranked.sort_by_key(|(r, _)| *r);
     let first_rank = ranked[0].0;
     let first_group = ranked.iter().take_while(|(r, _)| *r == first_rank).count();
@@ -501,6 +532,27 @@ mod tests {
         );
         // "Latest" picks one period: no sharing.
         assert_eq!(ids(&select("What did NVIDIA report in its latest 10-Q?", found, 3)), [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_sub_query_reads_the_documents_it_names_first_then_those_the_question_names() {
+        let q1 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · 2023 Q1 NVDA";
+        let q2 = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended July 30, 2023 · 2023 Q2 NVDA";
+        let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
+        let found = vec![passage(1, q2), passage(2, apple), passage(3, q1), passage(4, q2), passage(5, q1)];
+        let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
+        let question = "How did NVIDIA's operating expenses in Q1 2023 compare to its revenue?";
+        // The sub-query names no document: the question's filing first.
+        assert_eq!(
+            ids(&select_for_query("operating expenses for the three months", question, found.clone(), 3)),
+            [3, 5, 1]
+        );
+        // It names one: that one first, whatever the question names.
+        assert_eq!(ids(&select_for_query("Apple net sales", question, found.clone(), 3)), [2, 1, 3]);
+        // Of the documents it names alike (both NVIDIA filings), the question's first.
+        assert_eq!(ids(&select_for_query("NVIDIA revenue", question, found.clone(), 3)), [3, 5, 1]);
+        // The question as its own query is NaiveRAG's reading.
+        assert_eq!(select_for_query(question, question, found.clone(), 4), select(question, found, 4));
     }
 
     #[test]

@@ -262,6 +262,15 @@ impl Run {
         self.retrieve_top(query, self.config.top_k).await
     }
 
+    /// The `top_k` passages an agent reads for `query`, a search or sub-query of `question`: a search
+    /// [`crate::document_match::WIDENING`] × `top_k` deep, the passages of the documents `query` names
+    /// first, then of those `question` names ([`crate::document_match::select_for_query`]). With
+    /// `query` = `question` this is NaiveRAG's reading of the question.
+    pub async fn retrieve_for(&self, query: &str, question: &str) -> Result<Vec<Passage>, AgentError> {
+        let found = self.retrieve_top(query, self.config.top_k * crate::document_match::WIDENING).await?;
+        Ok(crate::document_match::select_for_query(query, question, found, self.config.top_k))
+    }
+
     /// The `k` best passages for `query`; cancellation interrupts the search.
     pub async fn retrieve_top(&self, query: &str, k: usize) -> Result<Vec<Passage>, AgentError> {
         self.check_cancelled()?;

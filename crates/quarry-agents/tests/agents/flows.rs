@@ -640,6 +640,72 @@ async fn deep_search_keeps_the_named_documents_passages_for_the_question_first_a
 }
 
 #[tokio::test]
+async fn sub_queries_that_name_no_document_read_the_documents_the_question_names() {
+    use quarry_core::Retriever;
+    // Four filings state operating expenses in the same words; only Globex's context line names Globex.
+    let retriever = Arc::new(
+        MemoryRetriever::new(
+            "filings",
+            &[
+                ("q1.pdf", 30, "Operating expenses were 10 million dollars for the quarter."),
+                ("q2.pdf", 30, "Operating expenses were 12 million dollars for the quarter."),
+                ("q3.pdf", 30, "Operating expenses were 14 million dollars for the quarter."),
+                ("globex.pdf", 1, "Operating expenses were 7 million dollars for the quarter."),
+                ("globex.pdf", 2, "Globex revenue was 50 million dollars for the quarter."),
+                ("globex.pdf", 3, "Operating expenses rose for the quarter."),
+            ],
+        )
+        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
+        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023")
+        .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023")
+        .with_context("globex.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023"),
+    );
+    let question = "What were Globex operating expenses and revenue?";
+    let sub_query = "operating expenses for the quarter";
+    let plain = retriever.retrieve(sub_query, 2).await.unwrap();
+    assert!(plain.iter().all(|p| p.path.ends_with("q1.pdf") || p.path.ends_with("q2.pdf")), "{plain:?}");
+    let config = AgentConfig {
+        top_k: 2,
+        protected_question_hits: 1,
+        max_rounds: 1,
+        relevance_batch: 8,
+        ..AgentConfig::default()
+    };
+
+    // DeepSearch: the question keeps Globex p. 1 unjudged; the sub-query reads Globex's p. 3, not Acme's.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(&format!(r#"{{"queries": ["{sub_query}"]}}"#)))
+            .on("relevance", text(r#"{"relevant": [1, 2]}"#))
+            .on("answer", text("Globex operating expenses were 7 million dollars [1].")),
+    );
+    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config.clone()).await;
+    let sources: Vec<String> = answer.unwrap().sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(sources, ["globex.pdf, p. 1", "globex.pdf, p. 2", "globex.pdf, p. 3"]);
+    assert!(!model.prompts_of("relevance")[0].contains("q1.pdf"));
+
+    // ChainOfRAG: the step's search for the same words reads Globex's passages too.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("follow_up", text(sub_query))
+            .on("intermediate_answer", text("7 million dollars [1]."))
+            .on("answer", text("Globex operating expenses were 7 million dollars [1].")),
+    );
+    let (answer, events) = run_agent(question, Some(AgentKind::Chain), &model, &[library(&retriever)], config).await;
+    answer.unwrap();
+    let supporting: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::IntermediateAnswer { supporting, .. } => Some(supporting[0].citation.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(supporting, ["globex.pdf, p. 1"]);
+    assert!(model.prompts_of("intermediate_answer")[0].contains("globex.pdf, p. 3"));
+    assert!(!model.prompts_of("intermediate_answer")[0].contains("q1.pdf"));
+}
+
+#[tokio::test]
 async fn malformed_or_failed_structured_steps_degrade_and_the_question_is_still_answered() {
     let model = Arc::new(
         ScriptedModel::new()
