@@ -60,11 +60,13 @@ pub fn document_context(doc: &ParsedDocument) -> String {
     if let Some(form) = p.form.captures(&start) {
         parts.push(format!("Form {}", &form[1]));
     }
+    let mut period_end = None;
     if let Some(period) = p.period.captures(&start) {
         let what = period[1].split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
         parts.push(format!("{what} ended {}", &period[2]));
+        period_end = month_and_year(&period[2]);
     }
-    if let Some(quarter) = most_frequent_fiscal_quarter(doc, &p.fiscal_quarter) {
+    if let Some(quarter) = most_frequent_fiscal_quarter(doc, &p.fiscal_quarter, period_end) {
         parts.push(quarter);
     }
     if parts.is_empty() {
@@ -84,14 +86,29 @@ pub fn document_context(doc: &ParsedDocument) -> String {
 }
 
 /// The "<ordinal> quarter of [fiscal] <year>" phrase the document uses most (at least twice), normalised
-/// to lower case ("first quarter of fiscal 2024").
-fn most_frequent_fiscal_quarter(doc: &ParsedDocument, pattern: &Regex) -> Option<String> {
+/// to lower case ("first quarter of fiscal 2024"). When the document states its period's end
+/// (`period_end`, month and year), only phrases that can name that quarter count
+/// ([`quarter_fits_period`]): a filing also speaks of other quarters — Microsoft's 10-Q for the quarter
+/// ended December 31, 2022 mentions "first quarter of fiscal year 2022" (a change of accounting estimate)
+/// nine times and its own "second quarter of fiscal year 2023" four.
+fn most_frequent_fiscal_quarter(
+    doc: &ParsedDocument,
+    pattern: &Regex,
+    period_end: Option<(u32, u32)>,
+) -> Option<String> {
+    const ORDINALS: [&str; 4] = ["first", "second", "third", "fourth"];
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
     let mut order = 0;
     for block in &doc.blocks {
         for c in pattern.captures_iter(&block.text) {
+            let ordinal = c[1].to_lowercase();
+            let quarter = ORDINALS.iter().position(|o| *o == ordinal).expect("the pattern's ordinals") as u32 + 1;
+            let year: u32 = c[3].parse().expect("four digits");
+            if period_end.is_some_and(|end| !quarter_fits_period(quarter, year, end)) {
+                continue;
+            }
             let fiscal = if c.get(2).is_some() { "fiscal " } else { "" };
-            let key = format!("{} quarter of {fiscal}{}", c[1].to_lowercase(), &c[3]);
+            let key = format!("{ordinal} quarter of {fiscal}{}", &c[3]);
             let entry = counts.entry(key).or_insert((0, order));
             entry.0 += 1;
             order += 1;
@@ -103,6 +120,36 @@ fn most_frequent_fiscal_quarter(doc: &ParsedDocument, pattern: &Regex) -> Option
         .filter(|(_, (n, _))| *n >= 2)
         .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
         .map(|(k, _)| k)
+}
+
+/// Whether "the `quarter`th quarter of [fiscal] `year`" can be the quarter that ends in `period_end`
+/// (month 1–12, year): a fiscal year is named by the calendar year it ends in (NVIDIA's fiscal 2024
+/// ends in January 2024, Microsoft's fiscal 2023 in June 2023), and its `quarter`th quarter ends
+/// 3 × (4 − `quarter`) months before it does, so that many months after the period's end must fall in
+/// `year`. (A calendar year is the fiscal year ending in December.) The period's month is the month
+/// the quarter covers: a period ending in the first week of a month (Apple's July 1, Intel's October
+/// 1) counts as the month before — [`month_and_year`] does that.
+fn quarter_fits_period(quarter: u32, year: u32, period_end: (u32, u32)) -> bool {
+    let (month, end_year) = period_end;
+    let months = end_year * 12 + (month - 1) + 3 * (4 - quarter);
+    months / 12 == year
+}
+
+/// Month (1–12) and year of a date written "April 30, 2023", the month before when the day is in
+/// the first week (a 52/53-week quarter ending "July 1, 2023" covers June); `None` when it is not
+/// such a date.
+fn month_and_year(date: &str) -> Option<(u32, u32)> {
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let mut words = date.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty());
+    let month_word = words.next()?.to_lowercase();
+    let month = MONTHS.iter().position(|m| month_word.starts_with(m))? as u32 + 1;
+    let day: u32 = words.next()?.parse().ok()?;
+    let year: u32 = words.next()?.parse().ok()?;
+    Some(match (day <= 7, month) {
+        (true, 1) => (12, year - 1),
+        (true, m) => (m - 1, year),
+        (false, m) => (m, year),
+    })
 }
 
 /// The first heading of the document, else its first one or two short lines that read like a title.
@@ -168,6 +215,32 @@ mod tests {
             document_context(&d),
             "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · first quarter of fiscal 2024 · 2023 Q1 NVDA"
         );
+    }
+
+    #[test]
+    fn the_fiscal_quarter_is_one_that_can_end_in_the_stated_period() {
+        // Microsoft, quarter ended December 31, 2022: its fiscal year ends in June, so this is the second
+        // quarter of fiscal 2023; "first quarter of fiscal year 2022" is an older quarter it mentions more.
+        let cover = "FORM 10-Q\nFor the Quarterly Period Ended December 31, 2022\nMICROSOFT CORPORATION";
+        let body = "beginning in the first quarter of fiscal year 2022 … first quarter of fiscal year 2022 … \
+                    first quarter of fiscal year 2022 … in the second quarter of fiscal year 2023 … second quarter of fiscal year 2023";
+        let d = doc("/lib/2023 Q1 MSFT.pdf", &[cover, body]);
+        assert_eq!(
+            document_context(&d),
+            "MICROSOFT CORPORATION · Form 10-Q · quarterly period ended December 31, 2022 · second quarter of fiscal 2023 · 2023 Q1 MSFT"
+        );
+        // Without a stated period every phrase counts.
+        let d = doc("/lib/notes.pdf", &[body]);
+        assert_eq!(document_context(&d), "first quarter of fiscal 2022 · notes");
+        // Periods ending in a month's first week cover the month before (Intel: October 1, 2022).
+        assert!(quarter_fits_period(3, 2022, month_and_year("October 1, 2022").unwrap()));
+        assert!(quarter_fits_period(4, 2022, (12, 2022)));
+        assert!(quarter_fits_period(1, 2024, month_and_year("April 30, 2023").unwrap()), "NVIDIA's fiscal 2024");
+        assert!(quarter_fits_period(1, 2023, month_and_year("December 31, 2022").unwrap()), "Apple's fiscal 2023");
+        assert!(!quarter_fits_period(1, 2022, month_and_year("December 31, 2022").unwrap()));
+        assert_eq!(month_and_year("January 2, 2023"), Some((12, 2022)));
+        assert_eq!(month_and_year("Sept. 30, 2023"), Some((9, 2023)));
+        assert_eq!(month_and_year("the 30th"), None);
     }
 
     #[test]
