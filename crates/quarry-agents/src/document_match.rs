@@ -19,12 +19,47 @@ use quarry_core::Passage;
 /// passages and keeping `top_k`.
 pub const WIDENING: usize = 4;
 
-/// How many of `question`'s words ([`word_stems`], stop words left out) the passage's document context shares.
+/// How many of `question`'s match terms ([`match_terms`]: words, stop words left out, and the quarters
+/// it names) the passage's document context shares.
 pub fn context_overlap(question: &str, passage: &Passage) -> usize {
     if passage.context.is_empty() {
         return 0;
     }
-    word_stems(question).intersection(&word_stems(&passage.context)).count()
+    match_terms(question).intersection(&match_terms(&passage.context)).count()
+}
+
+/// What a question and a context line are matched by: their [`word_stems`], plus each quarter they name
+/// as one term of its own ([`quarter_terms`]). Matched word by word, "Q3 2023" shares "Q3" with a filing
+/// named `2022 Q3 MSFT` and "2023" with its "first quarter of fiscal 2023" just as much as it shares
+/// both with `2023 Q3 MSFT`; the quarter term goes to the filing that names that quarter of that year.
+pub(crate) fn match_terms(text: &str) -> std::collections::HashSet<String> {
+    let mut terms = word_stems(text);
+    terms.extend(quarter_terms(text));
+    terms
+}
+
+/// The quarters `text` names — "Q3 2023", "2023 Q3", "Q3 FY2023", "third quarter of [fiscal] [year]
+/// 2023" — each as the term `q3·2023` (quarter and year as written: a fiscal year is not turned into a
+/// calendar one).
+pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
+    static PATTERNS: std::sync::OnceLock<[regex::Regex; 3]> = std::sync::OnceLock::new();
+    let [code_first, year_first, spelled] = PATTERNS.get_or_init(|| {
+        [
+            regex::Regex::new(r"(?i)\bQ([1-4])[\s,'’]*(?:FY\s*)?((?:19|20)\d{2})\b").expect("valid pattern"),
+            regex::Regex::new(r"(?i)\b(?:FY\s*)?((?:19|20)\d{2})[\s,]*Q([1-4])\b").expect("valid pattern"),
+            regex::Regex::new(
+                r"(?i)\b(first|second|third|fourth) (?:fiscal )?quarter (?:of |in )?(?:fiscal )?(?:year )?((?:19|20)\d{2})\b",
+            )
+            .expect("valid pattern"),
+        ]
+    });
+    let ordinal =
+        |w: &str| ["first", "second", "third", "fourth"].iter().position(|o| o.eq_ignore_ascii_case(w)).map(|i| i + 1);
+    let mut terms = Vec::new();
+    terms.extend(code_first.captures_iter(text).map(|c| format!("q{}·{}", &c[1], &c[2])));
+    terms.extend(year_first.captures_iter(text).map(|c| format!("q{}·{}", &c[2], &c[1])));
+    terms.extend(spelled.captures_iter(text).filter_map(|c| Some(format!("q{}·{}", ordinal(&c[1])?, &c[2]))));
+    terms
 }
 
 /// What NaiveRAG reads of `found` (a search [`WIDENING`] × `k` deep, best first): the matching
@@ -42,12 +77,12 @@ pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
 /// entity (a second hop's "Who founded Globex?") reads Globex's documents first. "Latest" is read from
 /// `question`. With `query` = `question` this is [`select`].
 pub fn select_for_query(query: &str, question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
-    let (query_words, question_words) = (word_stems(query), word_stems(question));
+    let (query_words, question_words) = (match_terms(query), match_terms(question));
     let overlap = |words: &std::collections::HashSet<String>, p: &Passage| {
         if p.context.is_empty() {
             0
         } else {
-            words.intersection(&word_stems(&p.context)).count()
+            words.intersection(&match_terms(&p.context)).count()
         }
     };
     let key = |p: &Passage| (overlap(&query_words, p), overlap(&question_words, p));
@@ -532,6 +567,22 @@ mod tests {
         );
         // "Latest" picks one period: no sharing.
         assert_eq!(ids(&select("What did NVIDIA report in its latest 10-Q?", found, 3)), [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_quarter_is_matched_as_one_term_with_its_year() {
+        assert_eq!(quarter_terms("Did Microsoft buy back shares in Q3 2023?"), ["q3·2023"]);
+        assert_eq!(quarter_terms("2022 Q3 MSFT"), ["q3·2022"]);
+        assert_eq!(quarter_terms("Q1 FY2024 and FY 2023 Q4"), ["q1·2024", "q4·2023"]);
+        assert_eq!(quarter_terms("the second quarter of fiscal year 2023"), ["q2·2023"]);
+        assert!(quarter_terms("Q3 results; 2023 revenue; Q3-2023x").is_empty());
+        // Microsoft's two filings: the one named for the quarter the question names comes first.
+        let earlier = "MICROSOFT CORPORATION · Form 10-Q · quarterly period ended September 30, 2022 · first quarter of fiscal 2023 · 2022 Q3 MSFT";
+        let later = "MICROSOFT CORPORATION · Form 10-Q · quarterly period ended September 30, 2023 · first quarter of fiscal 2024 · 2023 Q3 MSFT";
+        let found = vec![passage(1, earlier), passage(2, later)];
+        let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
+        assert_eq!(ids(&select("Did Microsoft repurchase shares in Q3 2023?", found.clone(), 2)), [2, 1]);
+        assert_eq!(ids(&select("What did Microsoft report for the first quarter of fiscal 2023?", found, 2)), [1, 2]);
     }
 
     #[test]
