@@ -70,7 +70,7 @@ pub(crate) fn load(
             // lopdf cannot read the file structure (often a broken cross-reference table): PDFium rebuilds it.
             let error = IngestError::malformed("pdf", error);
             let Some(library) = pdfium else { return Err(error) };
-            return read_whole_with_pdfium(library, bytes, error);
+            return read_whole_with_pdfium(library, bytes, error, ocr);
         }
     };
     if doc.is_encrypted() {
@@ -128,7 +128,7 @@ pub(crate) fn load(
     if page_count == 0 {
         let error = IngestError::malformed("pdf", "no pages found");
         return match pdfium {
-            Some(library) => read_whole_with_pdfium(library, bytes, error),
+            Some(library) => read_whole_with_pdfium(library, bytes, error, ocr),
             None => Err(error),
         };
     }
@@ -182,18 +182,25 @@ fn primary_reading(doc: &lopdf::Document) -> (Vec<(u32, String)>, Vec<u32>, Vec<
 }
 
 /// The whole document through PDFium, for files the primary reader cannot open; `error` is the primary
-/// reader's verdict, returned when PDFium cannot read the file either.
+/// reader's verdict, returned when PDFium cannot read the file either. Pages without a text layer are
+/// read by OCR as in any other PDF (`ocr`; a scan whose cross-reference table is broken).
 fn read_whole_with_pdfium(
     library: &Path,
     bytes: &[u8],
     error: IngestError,
+    ocr: &mut OcrSettings,
 ) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     match crate::pdf_fallback::extract_pages(library, bytes, None) {
         Ok((pages, count)) if count > 0 => {
-            let warning = format!("read with PDFium: lopdf could not read the file ({error})");
-            let texts =
+            let mut warnings = vec![format!("read with PDFium: lopdf could not read the file ({error})")];
+            let mut texts: Vec<(u32, String)> =
                 pages.into_iter().map(|p| (p.number, tidy_lines(&join_nonempty(&p.text, &p.annotations)))).collect();
-            finish(texts, &[], count, vec![warning])
+            let mut ocr_pages = Vec::new();
+            let ocr_ran = read_pages_by_ocr(&mut texts, bytes, Some(library), ocr, &mut ocr_pages, &mut warnings);
+            finish(texts, &ocr_pages, count, warnings).map_err(|e| match e {
+                IngestError::NoTextLayer if ocr_ran => IngestError::Empty,
+                other => other,
+            })
         }
         Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
         _ => Err(error),

@@ -1263,6 +1263,45 @@ fn sync_keeps_the_documents_of_a_source_that_is_missing_as_a_whole() {
     assert_eq!(count(&status(&data, "lib"), "indexed"), indexed - 1);
 }
 
+/// One folder holding a file of each format Quarry learnt to read for issue 39 — PowerPoint, EPUB,
+/// OpenDocument text, RTF, Outlook and RFC 5322 e-mail (scans: the test below) — is added in one go:
+/// every file is indexed, and a keyword search for words of each finds it cited by its slide, chapter,
+/// heading or message subject.
+#[test]
+fn a_folder_of_slides_e_books_opendocument_rtf_and_mail_is_indexed_and_cited_by_slide_chapter_or_message() {
+    let eval = crate::parse_command::eval_dir().join("B_documents");
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for file in [
+        "markitdown_test_files/test.pptx",
+        "markitdown_test_files/test.epub",
+        "unstructured_example-docs/simple.odt",
+        "unstructured_example-docs/fake-doc.rtf",
+        "unstructured_example-docs/fake-email.msg",
+        "unstructured_example-docs/eml/family-day.eml",
+    ] {
+        let from = eval.join(file);
+        std::fs::copy(&from, docs.join(from.file_name().unwrap())).unwrap();
+    }
+    run(&data, &["library", "create", "formats"]);
+    let (events, summary) = ingest(&data, &["add", docs.to_str().unwrap(), "--library", "formats", "--json"]);
+    assert_eq!((summary["indexed"].as_u64(), summary["failed"].as_u64()), (Some(6), Some(0)), "{events:?}");
+    for (query, citation) in [
+        ("Nested Shape parsing", "test.pptx, Slide 5 > A Nested Shape parsing"),
+        ("second chapter with a different style", "test.epub, Chapter 2: More Content"),
+        ("favorite things Parrots Hockey", "simple.odt, These are a few of my favorite things:"),
+        ("My first paragraph", "fake-doc.rtf"),
+        ("Matthew Robinson", "fake-email.msg, Test Email"),
+        ("Mallori Harrell", "family-day.eml, Family Day"),
+    ] {
+        let hits = search(&data, "formats", query, "bm25");
+        let first = hits.first().unwrap_or_else(|| panic!("{query}: no hit"));
+        assert_eq!(first["citation"].as_str(), Some(citation), "{query}: {hits:?}");
+    }
+}
+
 /// Scanned pages become searchable: the C library's scan (a table set sideways) and docling's page on its
 /// side are read by OCR in the parse workers, and a keyword search for words printed on them finds them
 /// with their page, cited as recognised text ("p. 1, OCR"); a PDF with a text layer is cited without the

@@ -73,6 +73,27 @@ fn scanned_pages_on_their_side_and_upside_down_are_read_upright() {
     }
 }
 
+/// A scan whose cross-reference table is broken — lopdf cannot open it, PDFium rebuilds it — is read by
+/// OCR too (it was refused as having no text layer).
+#[test]
+fn a_scan_that_only_pdfium_can_open_is_read_by_ocr() {
+    let bytes = std::fs::read(b_docs("docling_tests/ocr/sources/ocr_test_rotated_180.pdf")).unwrap();
+    let tail = bytes.len() - 32;
+    let at = tail + bytes[tail..].windows(9).position(|w| w == b"startxref").expect("a startxref at the end");
+    let mut broken = bytes[..at].to_vec();
+    broken.extend_from_slice(b"startxref\n%%EOF\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken-scan.pdf");
+    std::fs::write(&path, &broken).unwrap();
+    let outcome = parse_one(&path);
+    assert_eq!(outcome.status, Status::Ok, "{:?}", outcome.error);
+    assert!(outcome.warnings.iter().any(|w| w.starts_with("read with PDFium")), "{:?}", outcome.warnings);
+    assert!(outcome.warnings.iter().any(|w| w.contains("read by OCR")), "{:?}", outcome.warnings);
+    let recall = word_recall(&text_of(&outcome), DOCLING_SENTENCE);
+    assert!(recall >= 0.9, "{recall:.2} of the words in {:?}", text_of(&outcome));
+    assert!(outcome.document.as_ref().unwrap().blocks.iter().all(|b| b.location.ocr));
+}
+
 #[test]
 fn a_multipage_scan_is_read_page_by_page() {
     let outcome = parse_one(&b_docs("docling_tests/ocr/sources/nemotron_multipage.pdf"));
