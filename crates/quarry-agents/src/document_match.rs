@@ -78,14 +78,14 @@ pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
 /// `question`. With `query` = `question` this is [`select`].
 pub fn select_for_query(query: &str, question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
     let (query_words, question_words) = (match_terms(query), match_terms(question));
-    let overlap = |words: &std::collections::HashSet<String>, p: &Passage| {
+    // Each passage's context terms are read once for both counts.
+    let key = |p: &Passage| {
         if p.context.is_empty() {
-            0
-        } else {
-            words.intersection(&match_terms(&p.context)).count()
+            return (0, 0);
         }
+        let context = match_terms(&p.context);
+        (query_words.intersection(&context).count(), question_words.intersection(&context).count())
     };
-    let key = |p: &Passage| (overlap(&query_words, p), overlap(&question_words, p));
     let (mut passages, first_group) = match_order_by(found, key, asks_for_latest(question));
     if first_group > 0 {
         passages = spread_over_documents(passages, first_group);
