@@ -10,10 +10,13 @@
 //!   the instructions at the start and the question at the end survive.
 //! - Generation runs on one worker thread per loaded model, one call at a time; dropping the call's
 //!   future stops it after the token in progress.
-//! - The worker keeps its llama.cpp context between calls and reuses the key/value cache of the longest
-//!   prefix the new prompt shares with the previous prompt and answer (an agent's calls share their
-//!   system prompt; a conversation shares its history): only the rest of the prompt is processed, which
-//!   on 2 cores is ≈ 30 tokens a second for Qwen2.5-1.5B. [`GgufConfig::reuse_prompt_prefix`] turns it off.
+//! - The worker keeps up to [`PROMPT_CACHE_SLOTS`] llama.cpp contexts between calls, each with the
+//!   tokens of the last call it ran, and runs a call in the one whose key/value cache shares the longest
+//!   prefix with the new prompt (an agent's calls of one kind share their system prompt; a conversation
+//!   shares its history): only the rest of the prompt is processed, which on 2 cores is ≈ 30 tokens a
+//!   second for Qwen2.5-1.5B. With more than one context, steps of different kinds that alternate — the
+//!   router and the answer, each question — keep their own prefixes. [`GgufConfig::reuse_prompt_prefix`]
+//!   turns it off.
 //! - Small models fall into loops (the same sentence again and again until the token limit) under greedy
 //!   sampling; llama.cpp's DRY sampler is on by default against that for free text (see
 //!   [`RepetitionControl`]); grammar-constrained steps are left to their grammar.
@@ -231,16 +234,55 @@ type Job = (
     tokio::sync::oneshot::Sender<Result<ChatResponse, ChatError>>,
 );
 
-/// The context of the previous call and the tokens its key/value cache holds (prompt, then answer).
+/// A context and the tokens its key/value cache holds (the prompt, then the answer, of the last call it
+/// ran).
 struct PromptCache<'model> {
     context: llama_cpp_2::context::LlamaContext<'model>,
     tokens: Vec<LlamaToken>,
 }
 
-/// The worker thread of one loaded model: runs jobs in order, keeping the context of the last one for
+/// Most llama.cpp contexts the worker keeps between calls (each call runs in the one sharing the longest
+/// prompt prefix). Two: the default agent alternates a router call and an answer call per question, and
+/// with one context each call evicted the other's prefix — 4 of 1,564 prompt tokens a question were reused
+/// on the sec-10-q slice of docs/ANSWERS.md, Session 21. Each context holds its own key/value cache
+/// (≈ 115 MB for Qwen2.5-1.5B at 4,096 tokens) and compute buffers (docs/ANSWERS.md, "Session 22").
+pub const PROMPT_CACHE_SLOTS: usize = 2;
+
+/// A new prompt sharing fewer tokens than this with every kept context is run in a fresh context while
+/// fewer than [`PROMPT_CACHE_SLOTS`] exist, else in the least recently used one; a chat template's first
+/// tokens (`<|im_start|>system\n`) are shared by every prompt and say nothing about its kind.
+const MIN_SHARED_PREFIX: usize = 16;
+
+/// The worker's contexts, most recently used first.
+struct PromptCaches<'model> {
+    slots: Vec<PromptCache<'model>>,
+}
+
+impl<'model> PromptCaches<'model> {
+    /// Moves to the front the context for `tokens` — the kept one sharing the longest prefix with them
+    /// (at least [`MIN_SHARED_PREFIX`]), else a new one while there is room (`None` is returned: the caller
+    /// makes it), else the least recently used — and returns it.
+    fn take_for(&mut self, tokens: &[LlamaToken]) -> Option<PromptCache<'model>> {
+        let shared = |cache: &PromptCache<'_>| cache.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        let best = (0..self.slots.len()).max_by_key(|&i| (shared(&self.slots[i]), std::cmp::Reverse(i)));
+        match best {
+            Some(i) if shared(&self.slots[i]) >= MIN_SHARED_PREFIX => Some(self.slots.remove(i)),
+            _ if self.slots.len() < PROMPT_CACHE_SLOTS => None,
+            _ => self.slots.pop(),
+        }
+    }
+
+    /// Puts `cache` back as the most recently used context.
+    fn put_back(&mut self, cache: PromptCache<'model>) {
+        self.slots.insert(0, cache);
+        self.slots.truncate(PROMPT_CACHE_SLOTS);
+    }
+}
+
+/// The worker thread of one loaded model: runs jobs in order, keeping the contexts of the last ones for
 /// the next. Exits when every sender is gone.
 fn worker(model: Arc<LlamaModel>, jobs: std::sync::mpsc::Receiver<Job>) {
-    let mut cache: Option<PromptCache<'_>> = None;
+    let mut cache = PromptCaches { slots: Vec::new() };
     while let Ok((job, out, reply)) = jobs.recv() {
         let result = job.run(&model, &mut cache, &out);
         drop(out); // ends the caller's stream before it reads the result
@@ -460,41 +502,50 @@ impl Generation {
         LlamaSampler::chain_simple(chain)
     }
 
-    /// Runs the generation on the worker's `model`, reusing (and leaving behind) the context in `cache`.
+    /// Runs the generation on the worker's `model` in the kept context that shares the longest prefix
+    /// with its prompt (or a new one), and keeps that context for the next calls.
     fn run<'m>(
         self,
         model: &'m LlamaModel,
-        cache: &mut Option<PromptCache<'m>>,
+        caches: &mut PromptCaches<'m>,
         out: &tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<ChatResponse, ChatError> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(ChatError::Cancelled);
         }
         if !self.reuse_prompt_prefix {
-            *cache = None;
+            caches.slots.clear();
         }
-        let result = self.generate(model, cache, out);
-        if result.is_err() {
-            // A failed or cancelled call may leave the cache part-written: start the next one afresh.
-            *cache = None;
-        }
-        result
-    }
-
-    fn generate<'m>(
-        &self,
-        model: &'m LlamaModel,
-        cache: &mut Option<PromptCache<'m>>,
-        out: &tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> Result<ChatResponse, ChatError> {
-        let backend = backend()?;
         let max_new = (self.request.max_tokens as usize).clamp(1, self.context_tokens as usize / 2);
         let budget = self.context_tokens as usize - max_new - 4;
         let tokens = self.fitted_tokens(budget)?;
         if tokens.is_empty() {
             return Err(ChatError::Model("empty prompt".into()));
         }
-        let n_batch = 512u32;
+        let mut cache = caches.take_for(&tokens);
+        let result = self.generate(model, &tokens, max_new, &mut cache, out);
+        // A failed or cancelled call may leave its context part-written: it is dropped, the next call in
+        // that slot starts afresh.
+        if let (Ok(_), Some(cache)) = (&result, cache) {
+            caches.put_back(cache);
+        }
+        result
+    }
+
+    const N_BATCH: u32 = 512;
+
+    /// Processes `tokens` (reusing what `cache` shares with them; a new context when it is `None`) and
+    /// generates at most `max_new` tokens.
+    fn generate<'m>(
+        &self,
+        model: &'m LlamaModel,
+        tokens: &[LlamaToken],
+        max_new: usize,
+        cache: &mut Option<PromptCache<'m>>,
+        out: &tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<ChatResponse, ChatError> {
+        let backend = backend()?;
+        let n_batch = Self::N_BATCH;
         if cache.is_none() {
             let params = LlamaContextParams::default()
                 .with_n_ctx(NonZeroU32::new(self.context_tokens))
@@ -507,7 +558,7 @@ impl Generation {
         let PromptCache { context, tokens: cached } = cache.as_mut().expect("set above");
         // The shared prefix stays in the key/value cache; at least the prompt's last token is processed
         // again, for its logits.
-        let mut reused = cached.iter().zip(&tokens).take_while(|(a, b)| a == b).count().min(tokens.len() - 1);
+        let mut reused = cached.iter().zip(tokens).take_while(|(a, b)| a == b).count().min(tokens.len() - 1);
         if reused == 0 || !context.clear_kv_cache_seq(Some(0), Some(reused as u32), None).unwrap_or(false) {
             context.clear_kv_cache();
             reused = 0;
@@ -537,7 +588,7 @@ impl Generation {
             }
             context.decode(&mut batch).map_err(|e| ChatError::Model(format!("prompt decode: {e}")))?;
         }
-        cached.extend_from_slice(&tokens);
+        cached.extend_from_slice(tokens);
         let mut sampler = self.sampler();
         let vocab = self.model.vocab();
         let mut text = String::new();

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 use quarry_core::{ChatModel, ChatRequest};
-use quarry_gguf::{GgufChat, GgufConfig, RepetitionControl};
+use quarry_gguf::{GgufChat, GgufConfig, RepetitionControl, PROMPT_CACHE_SLOTS};
 
 /// Page 1 of the NTSB report 20080102X00002.pdf (C_private_library and assets/sample-library; a US
 /// government work, public domain), as Quarry's PDF reader extracts it.
@@ -93,6 +93,44 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
         (1..=4).contains(&queries.len()) && queries.iter().all(|q| q.as_str().is_some_and(|q| !q.trim().is_empty())),
         "{reply}"
     );
+}
+
+/// Two kinds of call that alternate — a router's and an answer's, each question — keep their own
+/// prefixes: the third call reuses what it shares with the first although another prompt ran between.
+/// (With one kept context the router's call evicted the answer's prefix: 4 of 1,564 prompt tokens a
+/// question were reused, docs/ANSWERS.md, Session 21.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_two_kinds_that_alternate_each_reuse_their_own_prompt_prefix() {
+    let answer = |question: &str| {
+        ChatRequest::new(
+            "answer",
+            "You answer questions using only the passage you are given.",
+            format!("Passage:\n{PASSAGE}\n\nQuestion: {question}"),
+            16,
+        )
+    };
+    let route = |question: &str| {
+        ChatRequest::new(
+            "route",
+            "Choose how to research a question: lookup for one fact, deep for a question that needs several \
+             searches, chain for a question whose each step depends on the one before. Answer with one word.",
+            format!("Question: {question}"),
+            4,
+        )
+    };
+    let model = model(RepetitionControl::default());
+    model.complete(&route("Where was the flight going?"), None).await.unwrap();
+    model.complete(&answer("Where was the flight going?"), None).await.unwrap();
+    let routed = model.complete(&route("Who owned the airplane?"), None).await.unwrap();
+    assert!(routed.usage.cached_prompt_tokens >= 30, "router reused {}", routed.usage.cached_prompt_tokens);
+    let answered = model.complete(&answer("Who owned the airplane?"), None).await.unwrap();
+    assert!(
+        answered.usage.cached_prompt_tokens >= 150,
+        "answer reused {} of {} prompt tokens",
+        answered.usage.cached_prompt_tokens,
+        answered.usage.prompt_tokens
+    );
+    assert_eq!(PROMPT_CACHE_SLOTS, 2);
 }
 
 /// A second call whose prompt shares the first one's system prompt and passage processes only what
