@@ -2,7 +2,7 @@
 //! every agent finishes, stays within its limits and cites passages that exist in the library. The
 //! answers' quality is not asserted (a 135M model); the evaluation measures that.
 
-use crate::library_command::{copy_dir, quarry, run, sample_library};
+use crate::library_command::{copy_dir, copy_into, quarry, run, sample_library};
 use crate::parse_command::eval_dir;
 use serde_json::Value;
 use std::path::Path;
@@ -208,10 +208,7 @@ pub fn qwen_model() -> std::path::PathBuf {
 pub fn quick_start_library(tmp: &Path) -> std::path::PathBuf {
     let data = tmp.join("data");
     let docs = tmp.join("sec-10-q");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in ["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"] {
-        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
-    }
+    copy_into(["2023 Q1 NVDA.pdf", "2023 Q2 NVDA.pdf"].map(|n| sample_library().join("sec-10-q").join(n)), &docs);
     run(&data, &["library", "create", "sec"]);
     run(&data, &["add", docs.to_str().unwrap(), "--library", "sec", "--json"]);
     data
@@ -228,10 +225,7 @@ pub fn test_python() -> String {
 fn ntsb_library(tmp: &Path, names: &[&str]) -> std::path::PathBuf {
     let data = tmp.join("data");
     let docs = tmp.join("ntsb");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in names {
-        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
-    }
+    copy_into(names.iter().map(|n| sample_library().join("ntsb").join(n)), &docs);
     run(&data, &["library", "create", "ntsb"]);
     run(&data, &["add", docs.to_str().unwrap(), "--library", "ntsb", "--json"]);
     data
@@ -301,10 +295,7 @@ fn offline_every_command_that_reads_documents_or_asks_a_model_opens_no_network_c
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = tmp.path().join("ntsb");
-    std::fs::create_dir_all(&docs).unwrap();
-    for name in ["20080102X00002.pdf", "20080102X00005.pdf"] {
-        std::fs::copy(sample_library().join("ntsb").join(name), docs.join(name)).unwrap();
-    }
+    copy_into(["20080102X00002.pdf", "20080102X00005.pdf"].map(|n| sample_library().join("ntsb").join(n)), &docs);
     let docs_arg = docs.to_string_lossy().into_owned();
     let removed = docs.join("20080102X00005.pdf").to_string_lossy().into_owned();
     let report = tmp.path().join("report.md").to_string_lossy().into_owned();
@@ -1055,16 +1046,13 @@ fn a_question_over_four_filings_is_answered_one_filing_at_a_time_with_the_embedd
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = tmp.path().join("apple");
-    std::fs::create_dir_all(&docs).unwrap();
     let filings = [
         ("2022 Q3 AAPL.pdf", "June 25, 2022"),
         ("2023 Q1 AAPL.pdf", "December 31, 2022"),
         ("2023 Q2 AAPL.pdf", "April 1, 2023"),
         ("2023 Q3 AAPL.pdf", "July 1, 2023"),
     ];
-    for (name, _) in filings {
-        std::fs::copy(sample_library().join("sec-10-q").join(name), docs.join(name)).unwrap();
-    }
+    copy_into(filings.map(|(name, _)| sample_library().join("sec-10-q").join(name)), &docs);
     run(&data, &["library", "create", "apple"]);
     run(&data, &["add", docs.to_str().unwrap(), "--library", "apple", "--json"]);
     let output = run(

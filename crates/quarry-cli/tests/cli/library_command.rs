@@ -69,6 +69,15 @@ fn search(data: &Path, library: &str, query: &str, mode: &str) -> Vec<Value> {
     hits
 }
 
+/// Copies each of `files` into the folder `to` (made if missing), under its own file name.
+pub fn copy_into<P: AsRef<Path>>(files: impl IntoIterator<Item = P>, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for from in files {
+        let from = from.as_ref();
+        std::fs::copy(from, to.join(from.file_name().unwrap())).unwrap();
+    }
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -475,11 +484,11 @@ fn sync_reads_again_the_files_an_older_parser_read() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    for file in ["ntsb/more-ntsb-reports.zip", "ntsb/20080102X00002.pdf", "office/handbook-1p.docx"] {
-        let from = sample_library().join(file);
-        std::fs::copy(&from, docs.join(from.file_name().unwrap())).unwrap();
-    }
+    copy_into(
+        ["ntsb/more-ntsb-reports.zip", "ntsb/20080102X00002.pdf", "office/handbook-1p.docx"]
+            .map(|f| sample_library().join(f)),
+        &docs,
+    );
     let docs_arg = docs.to_string_lossy().into_owned();
     run(&data, &["library", "create", "old"]);
     ingest(&data, &["add", &docs_arg, "--library", "old", "--json"]);
@@ -1273,18 +1282,15 @@ fn a_folder_of_slides_e_books_opendocument_rtf_and_mail_is_indexed_and_cited_by_
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    for file in [
+    let files = [
         "markitdown_test_files/test.pptx",
         "markitdown_test_files/test.epub",
         "unstructured_example-docs/simple.odt",
         "unstructured_example-docs/fake-doc.rtf",
         "unstructured_example-docs/fake-email.msg",
         "unstructured_example-docs/eml/family-day.eml",
-    ] {
-        let from = eval.join(file);
-        std::fs::copy(&from, docs.join(from.file_name().unwrap())).unwrap();
-    }
+    ];
+    copy_into(files.map(|f| eval.join(f)), &docs);
     run(&data, &["library", "create", "formats"]);
     let (events, summary) = ingest(&data, &["add", docs.to_str().unwrap(), "--library", "formats", "--json"]);
     assert_eq!((summary["indexed"].as_u64(), summary["failed"].as_u64()), (Some(6), Some(0)), "{events:?}");
@@ -1312,14 +1318,11 @@ fn scanned_pages_are_read_by_ocr_and_found_by_keyword() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    for file in [
+    let files = [
         "C_private_library/docs/en_nih-clinical-trial-protocols/NCT06155240_Prot_SAP_000.pdf",
         "B_documents/docling_tests/ocr/sources/ocr_test_rotated_90.pdf",
-    ] {
-        let from = eval.join(file);
-        std::fs::copy(&from, docs.join(from.file_name().unwrap())).unwrap();
-    }
+    ];
+    copy_into(files.map(|f| eval.join(f)), &docs);
     let docs_arg = docs.to_string_lossy().into_owned();
     run(&data, &["library", "create", "scans"]);
     let (events, summary) = ingest(&data, &["add", &docs_arg, "--library", "scans", "--json"]);
