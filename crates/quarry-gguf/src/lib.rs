@@ -243,9 +243,10 @@ struct PromptCache<'model> {
 
 /// Most llama.cpp contexts the worker keeps between calls (each call runs in the one sharing the longest
 /// prompt prefix). Two: the default agent alternates a router call and an answer call per question, and
-/// with one context each call evicted the other's prefix — 4 of 1,564 prompt tokens a question were reused
-/// on the sec-10-q slice of docs/ANSWERS.md, Session 21. Each context holds its own key/value cache
-/// (≈ 115 MB for Qwen2.5-1.5B at 4,096 tokens) and compute buffers (docs/ANSWERS.md, "Session 22").
+/// with one context each call evicted the other's prefix — 7 of 1,599 prompt tokens a question were reused
+/// on sec-10-q questions 36–47, 400 with two (22.8 s a question instead of 29.9 s). Each context holds its
+/// own key/value cache and compute buffers: +157 MB peak for Qwen2.5-1.5B at 4,096 tokens
+/// (docs/ANSWERS.md, "Session 22").
 pub const PROMPT_CACHE_SLOTS: usize = 2;
 
 /// A new prompt sharing fewer tokens than this with every kept context is run in a fresh context while
