@@ -135,12 +135,7 @@ pub(crate) fn load(
     if !texts.iter().any(|(_, t)| has_text(t)) && primary_failed.len() as u32 == page_count {
         return Err(IngestError::malformed("pdf", format!("no page could be decoded; first error: {}", warnings[0])));
     }
-    // A PDF without a text layer whose pages OCR read and found nothing on (a drawing, a photograph, a
-    // blank page) holds no text: saying it "needs OCR" would send the person looking for an OCR tool.
-    finish(texts, &ocr_pages, page_count, warnings).map_err(|e| match e {
-        IngestError::NoTextLayer if ocr_ran => IngestError::Empty,
-        other => other,
-    })
+    finish(texts, &ocr_pages, page_count, warnings, ocr_ran)
 }
 
 /// pdf-extract's reading of every page (lopdf's own extractor where pdf-extract finds nothing), tidied:
@@ -197,10 +192,7 @@ fn read_whole_with_pdfium(
                 pages.into_iter().map(|p| (p.number, tidy_lines(&join_nonempty(&p.text, &p.annotations)))).collect();
             let mut ocr_pages = Vec::new();
             let ocr_ran = read_pages_by_ocr(&mut texts, bytes, Some(library), ocr, &mut ocr_pages, &mut warnings);
-            finish(texts, &ocr_pages, count, warnings).map_err(|e| match e {
-                IngestError::NoTextLayer if ocr_ran => IngestError::Empty,
-                other => other,
-            })
+            finish(texts, &ocr_pages, count, warnings, ocr_ran)
         }
         Err(crate::pdf_fallback::FallbackError::Password) => Err(IngestError::Encrypted("PDF needs a password".into())),
         _ => Err(error),
@@ -406,14 +398,17 @@ fn has_text(text: &str) -> bool {
     text_len(text) >= MIN_PAGE_CHARS
 }
 
-/// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any.
-/// Table rows get their column names and unit (see [`crate::table`]); the pages in `ocr_pages` are marked
-/// as read by OCR ([`Location::ocr`]).
+/// Blocks from (page, tidied text) pairs, dropping pages without text; `NoTextLayer` when none has any,
+/// or `Empty` when `read_pages_by_ocr` went over the pages (`ocr_ran`): a PDF without a text layer whose
+/// pages OCR read and found nothing on (a drawing, a photograph, a blank page) holds no text, and saying
+/// it "needs OCR" would send the person looking for an OCR tool. Table rows get their column names and
+/// unit (see [`crate::table`]); the pages in `ocr_pages` are marked as read by OCR ([`Location::ocr`]).
 fn finish(
     pages: Vec<(u32, String)>,
     ocr_pages: &[u32],
     page_count: u32,
     warnings: Vec<String>,
+    ocr_ran: bool,
 ) -> Result<(Vec<Block>, u32, Vec<String>), IngestError> {
     let blocks: Vec<Block> = pages
         .into_iter()
@@ -424,7 +419,7 @@ fn finish(
         })
         .collect();
     if blocks.is_empty() {
-        return Err(IngestError::NoTextLayer);
+        return Err(if ocr_ran { IngestError::Empty } else { IngestError::NoTextLayer });
     }
     Ok((blocks, page_count, warnings))
 }
