@@ -264,10 +264,15 @@ impl<'model> PromptCaches<'model> {
     /// (at least [`MIN_SHARED_PREFIX`]), else a new one while there is room (`None` is returned: the caller
     /// makes it), else the least recently used — and returns it.
     fn take_for(&mut self, tokens: &[LlamaToken]) -> Option<PromptCache<'model>> {
-        let shared = |cache: &PromptCache<'_>| cache.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count();
-        let best = (0..self.slots.len()).max_by_key(|&i| (shared(&self.slots[i]), std::cmp::Reverse(i)));
+        // (shared prefix, most recent first on ties, index) of the best kept context.
+        let best = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, cache)| (shared_prefix(&cache.tokens, tokens), std::cmp::Reverse(i), i))
+            .max();
         match best {
-            Some(i) if shared(&self.slots[i]) >= MIN_SHARED_PREFIX => Some(self.slots.remove(i)),
+            Some((shared, _, i)) if shared >= MIN_SHARED_PREFIX => Some(self.slots.remove(i)),
             _ if self.slots.len() < PROMPT_CACHE_SLOTS => None,
             _ => self.slots.pop(),
         }
@@ -278,6 +283,11 @@ impl<'model> PromptCaches<'model> {
         self.slots.insert(0, cache);
         self.slots.truncate(PROMPT_CACHE_SLOTS);
     }
+}
+
+/// How many tokens `a` and `b` share from their start.
+fn shared_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The worker thread of one loaded model: runs jobs in order, keeping the contexts of the last ones for
@@ -533,8 +543,6 @@ impl Generation {
         result
     }
 
-    const N_BATCH: u32 = 512;
-
     /// Processes `tokens` (reusing what `cache` shares with them; a new context when it is `None`) and
     /// generates at most `max_new` tokens.
     fn generate<'m>(
@@ -546,7 +554,7 @@ impl Generation {
         out: &tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<ChatResponse, ChatError> {
         let backend = backend()?;
-        let n_batch = Self::N_BATCH;
+        let n_batch = 512u32;
         if cache.is_none() {
             let params = LlamaContextParams::default()
                 .with_n_ctx(NonZeroU32::new(self.context_tokens))
@@ -559,7 +567,7 @@ impl Generation {
         let PromptCache { context, tokens: cached } = cache.as_mut().expect("set above");
         // The shared prefix stays in the key/value cache; at least the prompt's last token is processed
         // again, for its logits.
-        let mut reused = cached.iter().zip(tokens).take_while(|(a, b)| a == b).count().min(tokens.len() - 1);
+        let mut reused = shared_prefix(cached, tokens).min(tokens.len() - 1);
         if reused == 0 || !context.clear_kv_cache_seq(Some(0), Some(reused as u32), None).unwrap_or(false) {
             context.clear_kv_cache();
             reused = 0;
