@@ -275,7 +275,9 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
         match quarry_agents::ask(&args.question, agent, model, &libraries, config, events, cancel).await {
             Ok(answer) => {
                 // The report is written before the answer is printed, so with --json the answer stays
-                // the last line; a report that fails to write still lets the answer print.
+                // the last line; a report that fails to write still lets the answer print. Without
+                // --json its path is said after the answer: the streamed answer's last line has no line
+                // break yet, and "report: …" printed then ran on from it.
                 let report = args.report.as_ref().map(|path| {
                     let options = ReportOptions {
                         title: None,
@@ -283,17 +285,17 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
                         link_base: report_folder.clone(),
                     };
                     let written = write_report(path, &render_report(&answer, &options));
-                    if written.is_ok() {
-                        if json {
-                            println!("{}", serde_json::json!({"event": "report", "path": path}));
-                        } else {
-                            eprintln!("report: {}", path.display());
-                        }
+                    if written.is_ok() && json {
+                        println!("{}", serde_json::json!({"event": "report", "path": path}));
                     }
-                    written
+                    written.map(|()| path)
                 });
                 print_answer(&answer, json)?;
-                report.transpose().map(|_| ())
+                match report.transpose()? {
+                    Some(path) if !json => eprintln!("report: {}", path.display()),
+                    _ => {}
+                }
+                Ok(())
             }
             Err(AgentError::Cancelled) => anyhow::bail!("cancelled"),
             Err(e) => Err(e.into()),

@@ -98,6 +98,25 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     let streamed: String = of(&events, "answer_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
     let strip = quarry_agents::answer::strip_citations;
     assert_eq!(strip(streamed.trim()), strip(answer["markdown"].as_str().unwrap()));
+
+    // Without --json, on one terminal (stdout and stderr into one file): the report's path is the last
+    // line. Before, "report: …" went to stderr while the streamed answer's last line still waited for its
+    // line break, and printed ahead of it ("… [3].report: /…/sample-report.md" in the quick start).
+    let plain = tmp.path().join("plain.txt");
+    let out = std::fs::File::create(&plain).unwrap();
+    let report = tmp.path().join("plain report.md");
+    let status = quarry(&data)
+        .args(["ask", question, "--agent", "naive", "--library", "ntsb", "--answer-tokens", "160", "--threads", "2"])
+        .arg("--report")
+        .arg(&report)
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&plain).unwrap();
+    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert_eq!(last, format!("report: {}", report.display()), "{text}");
     sources_exist(&data, &answer);
 
     // A question in Chinese over English reports: one clear line, no model call, no made-up answer
