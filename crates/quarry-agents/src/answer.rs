@@ -152,8 +152,9 @@ pub fn number_passages_from(
     (out.trim_end().to_string(), excerpts.len())
 }
 
-/// What an answer prompt shows of each passage, for the first passages of `passages` that fit: each
-/// passage's table rows are kept to the periods `focus` asks about ([`crate::period_focus`]: the spans it
+/// What an answer prompt shows of each passage, for the first passages of `passages` that fit: a PDF
+/// passage's table rows name the section they sit under where a label repeats under two sections or the
+/// passage starts below a later one ([`crate::table_section`]); each passage's table rows are kept to the periods `focus` asks about ([`crate::period_focus`]: the spans it
 /// names, and the document's own period when it asks for that period), then its
 /// pieces (sentences, split after ". " and at line breaks, and table lines) compete for one shared budget
 /// of `budget_chars` characters: every passage shown gets its piece sharing most words with `focus`
@@ -173,7 +174,8 @@ pub fn passage_excerpts(passages: &[Passage], focus: &str, max_chars_each: usize
     let texts: Vec<String> = passages
         .iter()
         .map(|p| {
-            let spans = crate::period_focus::keep_question_periods(&p.text, focus);
+            let text = crate::table_section::label_rows_by_section(p);
+            let spans = crate::period_focus::keep_question_periods(&text, focus);
             crate::period_focus::keep_document_period(&spans, &p.context, focus)
         })
         .collect();

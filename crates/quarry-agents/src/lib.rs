@@ -28,6 +28,7 @@ mod research;
 mod router;
 mod run;
 pub mod structured;
+pub mod table_section;
 pub mod web_gate;
 
 pub use answer::{Answer, Citation};

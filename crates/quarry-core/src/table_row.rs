@@ -43,6 +43,26 @@ pub fn parse_row(line: &str) -> Option<(&str, Vec<TableCell>)> {
     Some((label, cells))
 }
 
+/// Longest line, in characters, that may be a section line inside a table ("Operating Income").
+pub const MAX_SECTION_CHARS: usize = 60;
+
+/// True for a short line without figures that may head a part of a table: "Revenue:", "Operating
+/// Income", "Cost of sales:" — at most [`MAX_SECTION_CHARS`] characters, starting with a letter, no digit,
+/// not ending a sentence. Whether it heads rows is for the caller to see (the line below is a row).
+pub fn is_section_line(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty()
+        && t.chars().count() <= MAX_SECTION_CHARS
+        && !t.ends_with('.')
+        && !t.chars().any(|c| c.is_ascii_digit())
+        && t.chars().next().is_some_and(char::is_alphabetic)
+}
+
+/// A section line as a name: trimmed, without its trailing colon ("Cost of sales:" → "Cost of sales").
+pub fn section_name(line: &str) -> String {
+    line.trim().trim_end_matches(':').trim_end().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,7 +57,10 @@ impl Default for ChunkerConfig {
 }
 
 /// Splits [`ParsedDocument`]s into [`Chunk`]s. Chunks never cross a change of sheet or heading section
-/// (so each has one heading path), but do run across PDF pages (`page_start..=page_end`).
+/// (so each has one heading path), but do run across PDF pages (`page_start..=page_end`). A PDF chunk
+/// has no heading path, except one that starts inside a table below a later section line of it
+/// ("Operating Income" after the "Revenue" rows): that section is its heading path, so its first rows can
+/// be told from the same labels under the earlier section (`quarry_agents::table_section`).
 pub struct Chunker {
     splitter: text_splitter::TextSplitter<ChunkSizer>,
     /// The same sizer as the splitter's, to report each chunk's length.
@@ -111,6 +114,13 @@ impl Chunker {
                 let pages: Vec<u32> = touched().filter_map(|i| doc.blocks[i].location.page).collect();
                 let ocr = touched().any(|i| doc.blocks[i].location.ocr);
                 let location = &doc.blocks[first].location;
+                // A PDF chunk that starts inside a table, below a later section line of it, keeps that
+                // section as its heading ("Operating Income"), for what reads its first rows.
+                let heading_path = if location.heading_path.is_empty() && location.page.is_some() {
+                    crate::table::section_above(&full[..start], text).into_iter().collect()
+                } else {
+                    location.heading_path.clone()
+                };
                 chunks.push(Chunk {
                     document_id: doc.content_hash.clone(),
                     path: doc.path.clone(),
@@ -119,7 +129,7 @@ impl Chunker {
                     page_start: pages.iter().min().copied(),
                     page_end: pages.iter().max().copied(),
                     sheet: location.sheet.clone(),
-                    heading_path: location.heading_path.clone(),
+                    heading_path,
                     char_start: chars.at(start),
                     char_end: chars.at(end),
                     token_count: text_splitter::ChunkSizer::size(&self.sizer, text) as u32,

@@ -40,14 +40,12 @@
 //!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
 //!   left as it was. The header lines are dropped only when every row of the table was rewritten.
 
-use quarry_core::table_row::{write_row, TableCell};
+use quarry_core::table_row::{is_section_line, parse_row, section_name, write_row, TableCell};
 use regex::Regex;
 use std::sync::OnceLock;
 
 /// Fewest numeric cells that make a line a table row.
 const MIN_CELLS: usize = 2;
-/// Longest line, in characters, that may be a section line inside a table ("Operating Income").
-const MAX_SECTION_CHARS: usize = 60;
 /// How many lines above a header are searched for its unit ("… were as follows (in millions):").
 const CAPTION_LINES: usize = 2;
 
@@ -164,6 +162,42 @@ pub(crate) fn label_table_rows(page: &str) -> String {
     text
 }
 
+/// The section line that the table rows at the start of `chunk` sit under, when the chunk starts inside a
+/// table at or after its second or a later section line and the line that names the section is not among
+/// the chunk's rows: Microsoft prints each segment under "Revenue" and again under "Operating Income", so
+/// a chunk that starts below "Operating Income" shows `More Personal Computing: 5,174 million (…)` with
+/// nothing saying which of the two it is (issue 36; docs/ANSWERS.md, "Session 23").
+///
+/// `before` is the document's text before the chunk (the chunk must start at a line start: `before`
+/// ends in a line break, and a blank line — a page break — ends the search), `chunk` the chunk's text.
+/// Either the chunk's first line is a row written by [`label_table_rows`] and, walking up, rows are
+/// passed over until a section line ("Operating Income", "Cost of sales:"); or the chunk's first line
+/// is itself a section line with a written row below it. The section counts only when the line above it
+/// is a row too (a later section of the table, not the table's first section or a caption). Returns the
+/// section without its trailing colon, or `None`.
+pub(crate) fn section_above(before: &str, chunk: &str) -> Option<String> {
+    let is_row = |line: &str| parse_row(line).is_some() || row_cells(line).is_some();
+    let mut lines = chunk.lines();
+    let first = lines.next()?;
+    let head = before.strip_suffix('\n')?;
+    let mut above = head.rsplit('\n');
+    let section_line = if parse_row(first).is_some() {
+        loop {
+            let line = above.next()?;
+            if !is_row(line) {
+                break line;
+            }
+        }
+    } else {
+        parse_row(lines.next()?)?;
+        first
+    };
+    if !is_section_line(section_line) {
+        return None;
+    }
+    above.next().filter(|l| is_row(l)).map(|_| section_name(section_line))
+}
+
 /// The label and numeric cells of a row line, or `None` when it is not one.
 fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
     // "Three Months Ended September 30, 2023 2022" ends in two numbers but is a header.
@@ -207,16 +241,6 @@ fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
     }
     cells.reverse();
     Some((label, cells))
-}
-
-/// A short line without figures inside a table: "Revenue:", "Operating Income".
-fn is_section_line(line: &str) -> bool {
-    let t = line.trim();
-    !t.is_empty()
-        && t.chars().count() <= MAX_SECTION_CHARS
-        && !t.ends_with('.')
-        && !t.chars().any(|c| c.is_ascii_digit())
-        && t.chars().next().is_some_and(char::is_alphabetic)
 }
 
 /// True when `line` holds header items and nothing else but unit notes and punctuation.
@@ -375,6 +399,41 @@ fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_below_a_later_section_line_of_its_table_gets_that_section() {
+        let page = label_table_rows(
+            "SEGMENT RESULTS OF OPERATIONS\n\
+             Three Months Ended September 30, 2023 2022\n\
+             (In millions)\n\
+             Revenue\n\
+             Productivity and Business Processes $ 18,592 $ 16,465\n\
+             More Personal Computing 13,666 13,332\n\
+             Total $ 56,517 $ 50,122\n\
+             Operating Income\n\
+             Productivity and Business Processes $ 10,136 $ 8,323\n\
+             More Personal Computing 4,565 3,459\n\
+             Total $ 26,895 $ 21,518\n\
+             Our results of operations follow.",
+        );
+        let at = |row: &str| page.find(row).unwrap_or_else(|| panic!("{row:?} not in {page}"));
+        let section = |start: usize| section_above(&page[..start], &page[start..]);
+        // Under the second section, whether the section line is just above or rows are between.
+        assert_eq!(section(at("Productivity and Business Processes: $10,136")).as_deref(), Some("Operating Income"));
+        assert_eq!(section(at("More Personal Computing: 4,565")).as_deref(), Some("Operating Income"));
+        // Starting at the later section line itself.
+        assert_eq!(section(at("Operating Income")).as_deref(), Some("Operating Income"));
+        // Under the first section (its line follows the caption, not a row): nothing to tell apart.
+        assert_eq!(section(at("More Personal Computing: 13,666")), None);
+        assert_eq!(section(at("Revenue\n")), None);
+        // Not at a row or section line, or not at a line start.
+        assert_eq!(section(at("Our results")), None);
+        assert_eq!(section(at("Personal Computing: 4,565")), None);
+        // A blank line (a page break) ends the search.
+        let broken = page.replace("Operating Income\n", "Operating Income\n\n");
+        let start = broken.find("Productivity and Business Processes: $10,136").unwrap();
+        assert_eq!(section_above(&broken[..start], &broken[start..]), None);
+    }
 
     #[test]
     fn nvidia_segment_table_gets_columns_and_unit() {

@@ -46,6 +46,41 @@ fn pdf_chunks_fit_the_token_budget_and_cite_pages() {
 }
 
 #[test]
+fn a_chunk_starting_below_a_tables_later_section_keeps_that_section() {
+    // Microsoft's segment table prints each segment under "Revenue" and again under "Operating Income";
+    // a chunk that starts among the operating-income rows showed "More Personal Computing: 5,174 million"
+    // with nothing saying it is not revenue (issue 36). Chunked as a library chunks (256 tokens, 38 overlap).
+    let doc = parse_one(&c_docs("en_sec-10-q/2023 Q3 MSFT.pdf")).document.expect("parsed");
+    let full = doc.full_text();
+    let chunks = minilm_chunker(ChunkerConfig { max_size: 256, overlap: 38 }).chunk(&doc);
+    let with_section: Vec<_> = chunks.iter().filter(|c| !c.heading_path.is_empty()).collect();
+    assert!(
+        with_section
+            .iter()
+            .any(|c| c.heading_path == ["Operating Income"] && c.text.contains("More Personal Computing: ")),
+        "no chunk starts among the operating-income rows of the segment table: {:?}",
+        with_section.iter().map(|c| (&c.heading_path, c.text.lines().next())).collect::<Vec<_>>()
+    );
+    let full_chars: Vec<char> = full.chars().collect();
+    for c in &with_section {
+        assert_eq!(c.heading_path.len(), 1);
+        // It starts at a row under the section, with the section line above it in the same page's text,
+        // or at the section line itself.
+        let first = c.text.lines().next().unwrap();
+        if quarry_core::table_row::section_name(first) == c.heading_path[0] {
+            continue;
+        }
+        assert!(quarry_core::table_row::parse_row(first).is_some(), "{:?} starts with {first:?}", c.heading_path);
+        let before: String = full_chars[..c.char_start as usize].iter().collect();
+        let line = format!("\n{}", c.heading_path[0]);
+        let page_start = before.rfind("\n\n").unwrap_or(0);
+        assert!(before[page_start..].contains(&line), "{:?} not above chunk {}", c.heading_path, c.index);
+    }
+    // Most chunks are prose and keep no heading path.
+    assert!(with_section.len() * 5 < chunks.len(), "{} of {} chunks", with_section.len(), chunks.len());
+}
+
+#[test]
 fn overlap_repeats_text_between_neighbours_within_budget() {
     // text-splitter overlaps in whole semantic units (sentences, paragraphs) that fit the overlap budget,
     // so some neighbours share text and none shares more than the budget.
