@@ -154,8 +154,9 @@ pub fn number_passages_from(
 
 /// What an answer prompt shows of each passage, for the first passages of `passages` that fit: a PDF
 /// passage's table rows name the section they sit under where a label repeats under two sections or the
-/// passage starts below a later one ([`crate::table_section`]); each passage's table rows are kept to the periods `focus` asks about ([`crate::period_focus`]: the spans it
-/// names, and the document's own period when it asks for that period), then its
+/// passage starts below a later one ([`crate::table_section`]); each passage's table rows are kept to
+/// the periods `focus` asks about ([`crate::period_focus`]: the spans it names, and the document's own
+/// period when it asks for that period), then its
 /// pieces (sentences, split after ". " and at line breaks, and table lines) compete for one shared budget
 /// of `budget_chars` characters: every passage shown gets its piece sharing most words with `focus`
 /// (its first piece when none shares any), then the remaining pieces are added best first — most words
