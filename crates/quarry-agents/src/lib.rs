@@ -99,8 +99,11 @@ pub struct SearchableLibrary {
 /// Answers `question` over `libraries` with `agent`, or with the agent (and libraries) the router picks
 /// when `agent` is `None`. Events go to `events`; `cancel` stops the run.
 ///
-/// Errors: no library given; cancellation; a retrieval failure; the model failing to write the answer
-/// (structured steps degrade instead).
+/// Libraries that hold no passages are left out before the router is asked (see [`skip_empty`]).
+///
+/// Errors: no library given; every library empty ([`AgentError::NothingToSearch`], before any model
+/// call); cancellation; a retrieval failure; the model failing to write the answer (structured steps
+/// degrade instead).
 pub async fn ask(
     question: &str,
     agent: Option<AgentKind>,
@@ -111,7 +114,7 @@ pub async fn ask(
     cancel: CancellationToken,
 ) -> Result<Answer, AgentError> {
     let web_log = web_gate::WebQueryLog::default();
-    let gated = gate_always_sources(libraries, question, &config, &web_log, &events);
+    let gated = skip_empty(gate_always_sources(libraries, question, &config, &web_log, &events)).await?;
     let libraries = &gated[..];
     let mut run = run_over_all(libraries, model, config, events, cancel)?;
     let mut searched: Vec<String> = libraries.iter().map(|l| l.info.name.clone()).collect();
@@ -153,6 +156,26 @@ pub async fn ask(
     answer.libraries = searched;
     answer.web_queries = web_log.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(answer)
+}
+
+/// `libraries` without those whose retriever holds no passages ([`Retriever::passage_count`] is
+/// `Some(0)`: a library no document has been read into yet), so the router never picks one. Sources that
+/// cannot tell (the web) are kept.
+///
+/// Errors: [`AgentError::NothingToSearch`] naming the empty libraries when no source is left.
+async fn skip_empty(libraries: Vec<SearchableLibrary>) -> Result<Vec<SearchableLibrary>, AgentError> {
+    let (mut kept, mut empty) = (Vec::new(), Vec::new());
+    for library in libraries {
+        if library.retriever.passage_count().await == Some(0) {
+            empty.push(library.info.name.clone());
+        } else {
+            kept.push(library);
+        }
+    }
+    if kept.is_empty() && !empty.is_empty() {
+        return Err(AgentError::NothingToSearch(empty));
+    }
+    Ok(kept)
 }
 
 /// `libraries` with each always-searched source (the web) behind a [`web_gate::QueryGate`] for
@@ -198,10 +221,10 @@ pub async fn research_report(
     cancel: CancellationToken,
 ) -> Result<ResearchReport, AgentError> {
     let web_log = web_gate::WebQueryLog::default();
-    let gated = gate_always_sources(libraries, topic, &config, &web_log, &events);
+    let gated = skip_empty(gate_always_sources(libraries, topic, &config, &web_log, &events)).await?;
     let run = run_over_all(&gated, model, config, events, cancel)?;
     let mut report = write_research_report(&run, topic, research).await?;
-    report.libraries = libraries.iter().map(|l| l.info.name.clone()).collect();
+    report.libraries = gated.iter().map(|l| l.info.name.clone()).collect();
     Ok(report)
 }
 

@@ -110,6 +110,19 @@ pub enum AgentError {
     /// Searching a library failed.
     #[error("retrieval: {0}")]
     Retrieval(String),
+    /// Every library asked holds no document yet (their names); nothing was searched and the model was
+    /// not called.
+    #[error("{}", nothing_to_search_message(.0))]
+    NothingToSearch(Vec<String>),
+}
+
+/// "library \"notes\" holds no documents yet: …" for the names of the empty libraries asked.
+fn nothing_to_search_message(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    match quoted.as_slice() {
+        [one] => format!("library {one} holds no documents yet: add files to it, then ask again"),
+        _ => format!("libraries {} hold no documents yet: add files to them, then ask again", quoted.join(", ")),
+    }
 }
 
 impl quarry_core::Coded for AgentError {
@@ -117,7 +130,7 @@ impl quarry_core::Coded for AgentError {
         match self {
             AgentError::Cancelled => quarry_core::ErrorCode::Cancelled,
             AgentError::Model { source, .. } => quarry_core::Coded::code(source),
-            AgentError::Retrieval(_) => quarry_core::ErrorCode::Other,
+            AgentError::Retrieval(_) | AgentError::NothingToSearch(_) => quarry_core::ErrorCode::Other,
         }
     }
 }

@@ -110,6 +110,13 @@ pub struct RetrievalError(pub String);
 pub trait Retriever: Send + Sync {
     /// The `k` best passages for `query`, best first (hybrid search where the store supports it).
     async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError>;
+
+    /// How many passages (chunks) it can search, when it knows: `Some(0)` for a library with no document
+    /// read yet, so an agent says so before any model call; `None` (the default) when it cannot tell, as
+    /// for the web.
+    async fn passage_count(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -70,4 +70,11 @@ impl Retriever for LibraryRetriever {
             .map_err(|e| RetrievalError(format!("library {:?}: {e}", self.name)))?;
         Ok(hits.iter().map(|h| h.passage(&self.name)).collect())
     }
+
+    /// The chunks of its searchable documents (fully indexed or keyword-only), as the library was when
+    /// opened.
+    async fn passage_count(&self) -> Option<u64> {
+        let library = self.library.lock().await;
+        Some(library.documents().filter(|d| d.state.searchable()).map(|d| u64::from(d.chunk_count)).sum())
+    }
 }

@@ -159,6 +159,10 @@ impl Retriever for MemoryRetriever {
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.chunk_id.cmp(&b.1.chunk_id)));
         Ok(scored.into_iter().take(k).map(|(s, p)| Passage { score: s as f32, ..p.clone() }).collect())
     }
+
+    async fn passage_count(&self) -> Option<u64> {
+        Some(self.passages.len() as u64)
+    }
 }
 
 /// A small corpus about two companies, for multi-hop questions.

@@ -103,10 +103,10 @@ async fn quarrys_own_lines_answer_a_chinese_question_in_chinese() {
         answer.markdown
     );
     // Nothing found: Quarry's own line is in Chinese too, and it is a decline.
-    let empty = Arc::new(MemoryRetriever::new("empty", &[]));
+    let unrelated = Arc::new(MemoryRetriever::new("notes", &[("misc.md", 1, "Unrelated notes about gardening.")]));
     let model = Arc::new(ScriptedModel::new());
     let (answer, _) =
-        run_agent(question, Some(AgentKind::Naive), &model, &[library(&empty)], AgentConfig::default()).await;
+        run_agent(question, Some(AgentKind::Naive), &model, &[library(&unrelated)], AgentConfig::default()).await;
     let answer = answer.unwrap();
     assert!(answer.markdown.starts_with("资料库中没有找到与这个问题相关的段落"), "{}", answer.markdown);
     assert!(quarry_agents::claims::is_decline(&answer.markdown) && model.steps().is_empty());
@@ -865,6 +865,55 @@ async fn chain_of_rag_stops_on_a_repeated_follow_up_and_uses_the_question_when_t
     assert_eq!(model.steps(), vec!["follow_up", "intermediate_answer", "enough", "follow_up", "answer"]);
     assert_eq!(degraded_steps(&events), vec!["follow_up", "enough"]);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Stopped { reason, .. } if reason.contains("repeats"))));
+}
+
+#[tokio::test]
+async fn an_empty_library_is_named_before_any_model_call_and_never_routed_to() {
+    // Asked alone (with or without the router): one clear error naming it, nothing searched, no model call.
+    let empty = Arc::new(MemoryRetriever::new("inbox", &[]));
+    for agent in [None, Some(AgentKind::Naive), Some(AgentKind::Deep)] {
+        let model = Arc::new(ScriptedModel::new());
+        let (answer, _) =
+            run_agent("What was revenue in 2023?", agent, &model, &[library(&empty)], AgentConfig::default()).await;
+        let error = answer.unwrap_err();
+        assert!(matches!(&error, AgentError::NothingToSearch(names) if names == &vec!["inbox".to_string()]));
+        assert_eq!(error.to_string(), "library \"inbox\" holds no documents yet: add files to it, then ask again");
+        assert!(model.steps().is_empty() && empty.queries().is_empty());
+    }
+    let also_empty = Arc::new(MemoryRetriever::new("mail", &[]));
+    let model = Arc::new(ScriptedModel::new());
+    let (answer, _) = run_agent(
+        "What was revenue in 2023?",
+        None,
+        &model,
+        &[library(&empty), library(&also_empty)],
+        AgentConfig::default(),
+    )
+    .await;
+    assert_eq!(
+        answer.unwrap_err().to_string(),
+        "libraries \"inbox\", \"mail\" hold no documents yet: add files to them, then ask again"
+    );
+
+    // Beside a library that holds documents, the empty one is left out: the router is not told about it
+    // and the answer's libraries do not name it.
+    let work = Arc::new(corpus("work"));
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("router", text(r#"{"agent": "lookup", "libraries": ["work"]}"#))
+            .on("answer", text("Acme earned 4.2 billion dollars in 2023 [1].")),
+    );
+    let (answer, _) = run_agent(
+        "What was Acme Corporation revenue in 2023?",
+        None,
+        &model,
+        &[library(&empty), library(&work)],
+        AgentConfig::default(),
+    )
+    .await;
+    assert_eq!(answer.unwrap().libraries, vec!["work".to_string()]);
+    assert!(!model.prompts_of("router")[0].contains("inbox"));
+    assert!(empty.queries().is_empty());
 }
 
 #[tokio::test]

@@ -192,11 +192,23 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
         String::from_utf8_lossy(&output.stderr)
     );
     run(&data, &["library", "create", "empty"]);
-    // An empty library: NaiveRAG says it holds nothing on the question, without a model call.
-    let output = run(&data, &["ask", "What was the revenue?", "--library", "empty", "--agent", "naive", "--json"]);
-    let last: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().last().unwrap()).unwrap();
-    assert_eq!(last["llm_calls"], 0, "{last}");
-    assert!(last["markdown"].as_str().unwrap().contains("does not contain passages relevant"), "{last}");
+    // An empty library, with the default agent (the router) or a chosen one: one line saying so, no
+    // model call, no answer.
+    for agent in ["auto", "naive"] {
+        let output = quarry(&data)
+            .args(["ask", "What was the revenue?", "--library", "empty", "--agent", agent])
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("tokens"), "no model call");
+        let message = String::from_utf8_lossy(&output.stderr);
+        let errors: Vec<&str> = message.lines().filter(|l| l.starts_with("quarry:")).collect();
+        assert_eq!(
+            errors,
+            vec!["quarry: library \"empty\" holds no documents yet: add files to it, then ask again"],
+            "{message}"
+        );
+    }
     let output = quarry(&data)
         .args(["ask", "anything", "--model", "/nonexistent/model.gguf", "--agent", "naive"])
         .output()
