@@ -31,8 +31,12 @@ pub(crate) struct E5Engine {
     embed_batch: EmbedBatchFn,
     token_count: TokenCountFn,
     dimension: usize,
-    /// Kept open for as long as the function pointers above are used; dropped after `model` is freed.
-    _library: libloading::Library,
+    /// Never closed. The engine runs on OpenMP, whose worker threads outlive a call (they spin, then
+    /// sleep, inside libgomp, which libe5.so loaded); closing the library when the last engine was
+    /// dropped could unmap the code those threads run, and the process died with SIGSEGV — 7 of 25 runs
+    /// of the `multilingual` tests, which load and drop an engine in turn. One handle per load stays open
+    /// instead (the library is mapped once; dlopen only counts).
+    _library: std::mem::ManuallyDrop<libloading::Library>,
 }
 
 // SAFETY: see the type's documentation; the engine has no thread-local or mutable global state besides
@@ -82,7 +86,7 @@ impl E5Engine {
         }
         // SAFETY: `model` is a live model.
         let dimension = unsafe { dim(model) }.max(0) as usize;
-        Ok(E5Engine { model, free, embed_batch, token_count, dimension, _library: lib })
+        Ok(E5Engine { model, free, embed_batch, token_count, dimension, _library: std::mem::ManuallyDrop::new(lib) })
     }
 
     /// Length of every vector (384 for e5-small).
@@ -138,7 +142,7 @@ impl E5Engine {
 
 impl Drop for E5Engine {
     fn drop(&mut self) {
-        // SAFETY: `model` came from e5_load and is freed once; the library is still open.
+        // SAFETY: `model` came from e5_load and is freed once; the library stays open (see `_library`).
         unsafe { (self.free)(self.model) }
     }
 }

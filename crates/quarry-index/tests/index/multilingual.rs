@@ -94,3 +94,20 @@ fn missing_e5_files_are_clear_errors() {
     }
     assert!(EmbedderConfig::by_name("e6").unwrap_err().to_string().contains("minilm, e5"));
 }
+
+/// Loading, using and dropping the engine again and again (as tests, a re-opened library or the app do)
+/// leaves the process alive: the engine's library used to be closed with its last engine while OpenMP's
+/// worker threads still ran in code it had loaded, and the process died with SIGSEGV (7 of 25 runs of
+/// these tests before the library was kept open).
+#[test]
+fn an_engine_loaded_used_and_dropped_in_turn_does_not_crash_the_process() {
+    let texts: Vec<String> =
+        (0..64).map(|i| format!("第{i}段：中国移动的营业收入与用户规模。Revenue grew in quarter {i}.")).collect();
+    for _ in 0..4 {
+        let mut embedder = e5();
+        let vectors = embedder.embed(&texts).unwrap();
+        assert_eq!(vectors.len(), texts.len());
+        drop(embedder);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
