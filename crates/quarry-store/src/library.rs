@@ -49,8 +49,7 @@ pub struct Library {
     last_timings: SearchTimings,
 }
 
-/// Where one [`Library::search`] spent its time (wall clock). In hybrid search `keyword` and `embedding`
-/// run at once on two threads, so the parts may add up to more than `total`.
+/// Where one [`Library::search`] spent its time (wall clock); the parts run one after another.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct SearchTimings {
     /// BM25 over tantivy, with the document prior when it is on.
@@ -64,14 +63,6 @@ pub struct SearchTimings {
     pub lookup: Duration,
     /// The whole search, from call to return.
     pub total: Duration,
-}
-
-/// What the keyword side of a search found: BM25 hits before the visibility filter, the documents'
-/// whole-document scores when the document prior is on, and its wall-clock time.
-struct KeywordSide {
-    hits: Vec<quarry_index::KeywordHit>,
-    documents: Option<quarry_index::DocumentScores>,
-    seconds: Duration,
 }
 
 /// Weight of the document prior every library searches with unless told otherwise
@@ -478,60 +469,36 @@ impl Library {
         let waiting = self.documents.values().any(|d| d.state == DocumentState::KeywordOnly);
         let mut timings = SearchTimings::default();
 
-        // BM25 (with the document prior) and the query's embedding are independent: in hybrid search the
-        // keyword side runs on a second thread while this one embeds the query, so a search costs the
-        // longer of the two, not their sum (both are CPU work of a few ms at 1M chunks).
-        let (keyword_side, query_vector) = {
-            let keyword = &self.keyword;
-            let with_prior = self.document_prior > 0.0;
-            let keyword_search = || -> Result<KeywordSide, StoreError> {
-                let started = Instant::now();
-                let hits = keyword.search_with_documents(query, fetch)?;
-                let documents =
-                    if with_prior && !hits.is_empty() { Some(keyword.document_scores(query)?) } else { None };
-                Ok(KeywordSide { hits, documents, seconds: started.elapsed() })
-            };
-            let embed_query = || -> Result<(Vec<f32>, Duration), StoreError> {
-                let embedder = embedder
-                    .ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
-                let started = Instant::now();
-                let mut model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
-                self.check_embedder(&model)?;
-                let vector = model.embed_queries(&[query])?.pop().unwrap_or_default();
-                Ok((vector, started.elapsed()))
-            };
-            match (use_bm25, use_dense) {
-                (true, true) => std::thread::scope(|scope| -> Result<_, StoreError> {
-                    let keyword_thread = scope.spawn(keyword_search);
-                    let vector = embed_query();
-                    let keyword_side = keyword_thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                    Ok((Some(keyword_side?), Some(vector?)))
-                })?,
-                (true, false) => (Some(keyword_search()?), None),
-                (false, _) => (None, Some(embed_query()?)),
-            }
-        };
-
         // Each hit's document comes from the keyword index itself: no row is read for candidates.
         let mut owner: HashMap<u64, String> = HashMap::new();
         let mut bm25: Vec<(u64, f32)> = Vec::new();
-        if let Some(side) = keyword_side {
-            for hit in side.hits {
+        if use_bm25 {
+            let keyword_started = Instant::now();
+            for hit in self.keyword.search_with_documents(query, fetch)? {
                 if bm25.len() < depth && self.visible(&hit.document_id) {
                     bm25.push((hit.chunk_id, hit.score));
                     owner.insert(hit.chunk_id, hit.document_id);
                 }
             }
-            if let Some(documents) = side.documents.filter(|_| !bm25.is_empty()) {
+            if self.document_prior > 0.0 && !bm25.is_empty() {
+                let documents = self.keyword.document_scores(query)?;
                 bm25 = with_document_prior(&bm25, &owner, &documents, self.document_prior);
             }
-            timings.keyword = side.seconds;
+            timings.keyword = keyword_started.elapsed();
         }
 
         let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
         let mut dense: Vec<(u64, f32)> = Vec::new();
-        if let Some((vector, seconds)) = query_vector {
-            timings.embedding = seconds;
+        if use_dense {
+            let embedder = embedder
+                .ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
+            let embedding_started = Instant::now();
+            let vector = {
+                let mut model = embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?;
+                self.check_embedder(&model)?;
+                model.embed_queries(&[query])?.pop().unwrap_or_default()
+            };
+            timings.embedding = embedding_started.elapsed();
             let vector_started = Instant::now();
             let search = crate::store::VectorSearch::DEFAULT;
             if use_bm25 {
