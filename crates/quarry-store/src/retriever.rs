@@ -71,8 +71,8 @@ impl Retriever for LibraryRetriever {
         Ok(hits.iter().map(|h| h.passage(&self.name)).collect())
     }
 
-    /// The chunks of its searchable documents (fully indexed or keyword-only), as the library was when
-    /// opened.
+    /// The chunks of its searchable documents (fully indexed or keyword-only), from the document list
+    /// the library read last: when it was opened, or at its last search.
     async fn passage_count(&self) -> Option<u64> {
         let library = self.library.lock().await;
         Some(library.documents().filter(|d| d.state.searchable()).map(|d| u64::from(d.chunk_count)).sum())
