@@ -158,7 +158,7 @@ pub struct TiedDocuments {
 /// period, "How have Apple's net sales changed over time?" — those documents: at most `max_documents` of
 /// them (those whose passages search ranks first), ordered by the period they cover (the context line's
 /// "ended <date>"; undated ones last, in search order), each with its first passages: `passages_total`
-/// shared out evenly, at least one each. `None` when one document (or none) matches best — the question
+/// shared out evenly, at least `min_per_document` each (and at least one). `None` when one document (or none) matches best — the question
 /// names its document — or when the match is on words for the kind of document only (an Apple question
 /// asked of a library of NVIDIA filings matches them all on "10-Q"; [`names_document`]), or when
 /// `max_documents` is below 2 (answers per document turned off).
@@ -167,6 +167,7 @@ pub fn tied_documents(
     found: Vec<Passage>,
     max_documents: usize,
     passages_total: usize,
+    min_per_document: usize,
 ) -> Option<TiedDocuments> {
     let (passages, first_group) = match_order(question, found);
     let mut documents: Vec<Vec<Passage>> = Vec::new();
@@ -185,7 +186,7 @@ pub fn tied_documents(
         let end = period_end(&d[0].context);
         (end.is_none(), end)
     });
-    let per_document = (passages_total / documents.len()).max(1);
+    let per_document = (passages_total / documents.len()).max(min_per_document).max(1);
     for document in &mut documents {
         document.truncate(per_document);
     }
@@ -688,27 +689,31 @@ mod tests {
             p.document_id = doc.into();
         }
         let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
-        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 4, 6).unwrap();
+        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 4, 6, 0).unwrap();
         let by_document: Vec<Vec<u64>> = tied.documents.iter().map(|d| ids(d)).collect();
         assert_eq!(by_document, [vec![4, 7], vec![1, 3], vec![6]], "April, July, October; two passages each at most");
         assert_eq!(tied.left_out, 0);
+        // At least three passages each: the share of 6 among three documents is two.
+        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 4, 6, 3).unwrap();
+        let by_document: Vec<Vec<u64>> = tied.documents.iter().map(|d| ids(d)).collect();
+        assert_eq!(by_document, [vec![4, 7], vec![1, 3, 5], vec![6]], "July's third passage is read too");
         // Two places: the two documents search ranks first (July, April), in period order.
-        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 2, 1).unwrap();
+        let tied = tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 2, 1, 0).unwrap();
         assert_eq!(tied.documents.iter().map(|d| ids(d)).collect::<Vec<_>>(), [vec![4], vec![1]]);
         assert_eq!(tied.left_out, 1);
-        assert_eq!(tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 1, 6), None, "off");
+        assert_eq!(tied_documents("How has NVIDIA's revenue changed over time?", found.clone(), 1, 6, 0), None, "off");
         // A question naming its period, its latest document or another company has one best document.
         assert_eq!(
-            tied_documents("What was NVIDIA's revenue for the quarter ended July 30, 2023?", found.clone(), 4, 2),
+            tied_documents("What was NVIDIA's revenue for the quarter ended July 30, 2023?", found.clone(), 4, 2, 0),
             None
         );
-        assert_eq!(tied_documents("What did NVIDIA report in its latest 10-Q?", found.clone(), 4, 2), None);
-        assert_eq!(tied_documents("How have Apple's net sales changed?", found.clone(), 4, 2), None);
+        assert_eq!(tied_documents("What did NVIDIA report in its latest 10-Q?", found.clone(), 4, 2, 0), None);
+        assert_eq!(tied_documents("How have Apple's net sales changed?", found.clone(), 4, 2, 0), None);
         // Only the kind of document and a year in common: no document is named.
-        assert_eq!(tied_documents("Did Apple buy back shares in 2023?", found.clone(), 4, 2), None);
+        assert_eq!(tied_documents("Did Apple buy back shares in 2023?", found.clone(), 4, 2, 0), None);
         // Only the kind of document in common ("10-Q", "quarters"): no document is named.
         assert_eq!(
-            tied_documents("What legal proceedings do these 10-Qs disclose over the quarters?", found, 4, 2),
+            tied_documents("What legal proceedings do these 10-Qs disclose over the quarters?", found, 4, 2, 0),
             None
         );
     }

@@ -27,6 +27,7 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
         found.clone(),
         run.config.max_documents_per_answer,
         run.config.top_k,
+        run.config.passages_per_document,
     );
     if let Some(tied) = tied {
         let hits = tied.documents.iter().map(Vec::len).sum();

@@ -51,8 +51,13 @@ pub async fn answer_per_document(
     let mut citation_repairs = Vec::new();
     for document in &tied.documents {
         let first = passages.len() + 1;
-        let (text, used) =
-            number_passages_from(first, document, question, run.config.passage_chars, run.config.context_chars);
+        let (text, used) = number_passages_from(
+            first,
+            document,
+            question,
+            run.config.document_passage_chars,
+            run.config.context_chars,
+        );
         let file = document[0].file_name();
         let label = match crate::document_match::period_phrase(&document[0].context) {
             Some(period) => format!("**{file}** ({period})"),

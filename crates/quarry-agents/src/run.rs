@@ -41,6 +41,13 @@ pub struct AgentConfig {
     /// NaiveRAG answers from each of at most this many of them in turn ([`crate::per_document`]); 1 turns
     /// that off. Default 4.
     pub max_documents_per_answer: usize,
+    /// Fewest passages each document reads when NaiveRAG answers per document (each document's call
+    /// reads its own share of `top_k`, but no fewer than this). Default 2 (the share of 8 among four
+    /// documents).
+    pub passages_per_document: usize,
+    /// Most characters of one passage in a per-document answer's prompt ([`crate::per_document`]; its
+    /// excerpts share `context_chars` as NaiveRAG's do). Default 500, as `passage_chars`.
+    pub document_passage_chars: usize,
     /// Most tokens of the final answer. Default 800.
     pub answer_max_tokens: u32,
     /// Which queries the web (an always-searched source) receives: by default only the person's
@@ -71,6 +78,8 @@ impl Default for AgentConfig {
             passage_chars: 500,
             context_chars: 3000,
             max_documents_per_answer: 4,
+            passages_per_document: 2,
+            document_passage_chars: 500,
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,
             web_query_approver: None,

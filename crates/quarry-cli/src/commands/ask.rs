@@ -114,6 +114,12 @@ pub struct AskArgs {
     /// in turn, one line per document; 1 answers from their passages together in one call.
     #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
     pub max_documents: usize,
+    /// Fewest passages each document reads when NaiveRAG answers per document.
+    #[arg(long, default_value_t = AgentConfig::default().passages_per_document)]
+    pub passages_per_document: usize,
+    /// Most characters of one passage in the prompt of a per-document answer.
+    #[arg(long, default_value_t = AgentConfig::default().document_passage_chars)]
+    pub document_passage_chars: usize,
     /// Print the agent's events and the answer as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
@@ -268,6 +274,8 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
             answer_max_tokens: args.answer_tokens.max(16),
             web_queries: args.web.web_queries,
             max_documents_per_answer: args.max_documents.max(1),
+            passages_per_document: args.passages_per_document,
+            document_passage_chars: args.document_passage_chars.max(100),
             ..AgentConfig::default()
         };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));

@@ -98,6 +98,12 @@ pub struct AnswersArgs {
     /// in turn, one line per document; 1 answers from their passages together in one call.
     #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
     pub max_documents: usize,
+    /// Fewest passages each document reads when NaiveRAG answers per document.
+    #[arg(long, default_value_t = AgentConfig::default().passages_per_document)]
+    pub passages_per_document: usize,
+    /// Most characters of one passage in the prompt of a per-document answer.
+    #[arg(long, default_value_t = AgentConfig::default().document_passage_chars)]
+    pub document_passage_chars: usize,
     /// Write one JSON line per question and agent to this file: question, reference figures, answer,
     /// which figures it stated, the claim check, the sources' citations, the answer passage's position.
     #[arg(long)]
@@ -213,7 +219,12 @@ fn mean(values: &[f64]) -> Option<f64> {
 /// The passages as the answering model reads them: those that fit its prompt, each with the excerpt the
 /// prompt shows of it ([`quarry_agents::answer::passage_excerpts`] with `config`'s limits).
 fn as_read(passages: &[Passage], question: &str, config: &AgentConfig) -> Vec<Passage> {
-    quarry_agents::answer::passage_excerpts(passages, question, config.passage_chars, config.context_chars)
+    as_read_with(passages, question, config.passage_chars, config.context_chars)
+}
+
+/// [`as_read`] with `passage_chars` a passage (a per-document answer's limit) and `context_chars` in all.
+fn as_read_with(passages: &[Passage], question: &str, passage_chars: usize, context_chars: usize) -> Vec<Passage> {
+    quarry_agents::answer::passage_excerpts(passages, question, passage_chars, context_chars)
         .into_iter()
         .zip(passages)
         .map(|(text, p)| Passage { text, ..p.clone() })
@@ -295,6 +306,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         passage_chars: args.passage_chars.max(100),
         context_chars: args.context_chars.max(100),
         max_documents_per_answer: args.max_documents.max(1),
+        passages_per_document: args.passages_per_document,
+        document_passage_chars: args.document_passage_chars.max(100),
         ..AgentConfig::default()
     };
     if args.retrieval_only {
@@ -324,13 +337,19 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                 wider.clone(),
                 config.max_documents_per_answer,
                 args.k,
+                config.passages_per_document,
             );
             report.sums.per_document.push(f64::from(u8::from(tied.is_some())));
             // One prompt per document when answering per document, one prompt otherwise.
             let (naive, read) = match tied {
                 Some(tied) => (
                     tied.documents.concat(),
-                    tied.documents.iter().flat_map(|document| as_read(document, &q.text, &config)).collect(),
+                    tied.documents
+                        .iter()
+                        .flat_map(|document| {
+                            as_read_with(document, &q.text, config.document_passage_chars, config.context_chars)
+                        })
+                        .collect(),
                 ),
                 None => {
                     let naive = quarry_agents::document_match::select(&q.text, wider, args.k);
