@@ -190,7 +190,7 @@ async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
             .on("document_answer", text("This document's passages do not state it.")),
     );
     let retriever = Arc::new(quarterly_filings());
-    let config = AgentConfig { top_k: 6, ..AgentConfig::default() };
+    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
     let question = "How have Acme total net sales changed over time?";
     let (answer, events) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
@@ -222,6 +222,53 @@ async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
     assert_eq!(answer.sources.len(), 4);
     assert!(streamed(&events).starts_with(lines[0]), "the list streams as it is written");
     assert_eq!(answer.llm_calls, 3);
+}
+
+#[tokio::test]
+async fn each_document_reads_at_least_its_passage_count_each_passage_cut_to_its_own_limit() {
+    // Two filings of three passages each. NaiveRAG reads 2 passages, one a document as a share; three a
+    // document are asked for, so every passage is read, and each is cut to `document_passage_chars`
+    // (its sentence about net sales kept, the rest left out), not to NaiveRAG's `passage_chars`.
+    let retriever = Arc::new(
+        MemoryRetriever::new(
+            "filings",
+            &[
+                ("q1.pdf", 20, "Total net sales were 117,154 million dollars. Services net sales rose in the quarter."),
+                ("q1.pdf", 21, "Products net sales were 96,388 million dollars. Sales of iPhone rose in the quarter."),
+                ("q1.pdf", 22, "Net sales by region: the Americas 49,278 million dollars. Europe was flat."),
+                ("q2.pdf", 20, "Total net sales were 94,836 million dollars. Services net sales rose in the quarter."),
+                ("q2.pdf", 21, "Products net sales were 73,929 million dollars. Sales of Mac fell in the quarter."),
+                ("q2.pdf", 22, "Net sales by region: the Americas 37,784 million dollars. Europe grew."),
+            ],
+        )
+        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
+        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023"),
+    );
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
+            .on("document_answer", text("Total net sales were 94,836 million dollars [4].")),
+    );
+    let config = AgentConfig {
+        top_k: 2,
+        passages_per_document: 3,
+        passage_chars: 1_000,
+        document_passage_chars: 50,
+        ..AgentConfig::default()
+    };
+    let question = "How have Acme total net sales changed over time?";
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    let prompts = model.prompts_of("document_answer");
+    assert_eq!(prompts.len(), 2);
+    for (prompt, first) in prompts.iter().zip([1, 4]) {
+        for n in first..first + 3 {
+            assert!(prompt.contains(&format!("[{n}] ")), "passage [{n}] is read: {prompt}");
+        }
+    }
+    assert!(prompts[0].contains("Total net sales were 117,154 million dollars."), "{}", prompts[0]);
+    assert!(!prompts[0].contains("Services net sales rose"), "cut to 50 characters: {}", prompts[0]);
+    assert_eq!(answer.sources.len(), 6);
 }
 
 #[tokio::test]
