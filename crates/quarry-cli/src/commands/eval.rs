@@ -24,7 +24,7 @@ pub enum EvalCommand {
     /// stated, citations, claims supported by the cited passages, abstention on questions the library
     /// cannot answer, seconds per question (`--retrieval-only`: the passages the answer would be written
     /// from, no model).
-    Answers(super::eval_answers::AnswersArgs),
+    Answers(Box<super::eval_answers::AnswersArgs>),
     /// Embedding speed on a library's chunks (as an ingest embeds them), beside the Python onnxruntime
     /// reference on the same texts with `--python` (`scripts/bench-embedder.sh`): chunks/s, tokens/s,
     /// their ratio and the cosine of the two engines' vectors.
@@ -72,7 +72,7 @@ pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_st
         EvalCommand::Latency(args) => super::latency::latency(args, data),
         EvalCommand::Qa(args) => super::eval_qa::qa(args),
         EvalCommand::Library(args) => super::eval_library::library_eval(args, &data()?),
-        EvalCommand::Answers(args) => super::eval_answers::answers_eval(args, &data()?),
+        EvalCommand::Answers(args) => super::eval_answers::answers_eval(*args, &data()?),
         EvalCommand::Embedder(args) => super::eval_embedder::embedder_eval(args, &data()?),
     }
 }
