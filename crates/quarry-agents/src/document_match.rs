@@ -158,8 +158,8 @@ pub struct TiedDocuments {
 /// period, "How have Apple's net sales changed over time?" — those documents: at most `max_documents` of
 /// them (those whose passages search ranks first), ordered by the period they cover (the context line's
 /// "ended <date>"; undated ones last, in search order), each with its first passages: `passages_total`
-/// shared out evenly, at least `min_per_document` each (and at least one). `None` when one document (or none) matches best — the question
-/// names its document — or when the match is on words for the kind of document only (an Apple question
+/// shared out evenly, at least `min_per_document` each (and at least one). `None` when one document (or
+/// none) matches best — the question names its document — or when the match is on words for the kind of document only (an Apple question
 /// asked of a library of NVIDIA filings matches them all on "10-Q"; [`names_document`]), or when
 /// `max_documents` is below 2 (answers per document turned off).
 pub fn tied_documents(

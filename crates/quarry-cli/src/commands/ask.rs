@@ -110,16 +110,8 @@ pub struct AskArgs {
     /// Most tokens of the written answer.
     #[arg(long, default_value_t = 800)]
     pub answer_tokens: u32,
-    /// When several documents match the question alike, NaiveRAG answers from each of at most this many
-    /// in turn, one line per document; 1 answers from their passages together in one call.
-    #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
-    pub max_documents: usize,
-    /// Fewest passages each document reads when NaiveRAG answers per document.
-    #[arg(long, default_value_t = AgentConfig::default().passages_per_document)]
-    pub passages_per_document: usize,
-    /// Most characters of one passage in the prompt of a per-document answer.
-    #[arg(long, default_value_t = AgentConfig::default().document_passage_chars)]
-    pub document_passage_chars: usize,
+    #[command(flatten)]
+    pub per_document: PerDocumentArgs,
     /// Print the agent's events and the answer as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
@@ -133,6 +125,34 @@ pub struct AskArgs {
     pub llm: LlmArgs,
     #[command(flatten)]
     pub embedding: ModelArgs,
+}
+
+/// How NaiveRAG answers a question that several documents match alike, one document at a time
+/// (`quarry_agents::per_document`); `ask` and `eval answers` take the same flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PerDocumentArgs {
+    /// When several documents match the question alike, NaiveRAG answers from each of at most this many
+    /// in turn, one line per document; 1 answers from their passages together in one call.
+    #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
+    pub max_documents: usize,
+    /// Fewest passages each document reads when NaiveRAG answers per document.
+    #[arg(long, default_value_t = AgentConfig::default().passages_per_document)]
+    pub passages_per_document: usize,
+    /// Most characters of one passage in the prompt of a per-document answer.
+    #[arg(long, default_value_t = AgentConfig::default().document_passage_chars)]
+    pub document_passage_chars: usize,
+}
+
+impl PerDocumentArgs {
+    /// `config` with these settings: at least one document, at least 100 characters a passage.
+    pub fn apply(&self, config: AgentConfig) -> AgentConfig {
+        AgentConfig {
+            max_documents_per_answer: self.max_documents.max(1),
+            passages_per_document: self.passages_per_document,
+            document_passage_chars: self.document_passage_chars.max(100),
+            ..config
+        }
+    }
 }
 
 /// Web search as another source, off unless asked for; offline mode (the default) turns it off again.
@@ -267,17 +287,14 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
         let json = args.json;
         let (libraries, model) =
             open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
-        let config = AgentConfig {
+        let config = args.per_document.apply(AgentConfig {
             max_rounds: args.max_rounds.max(1),
             top_k: args.k.max(1),
             search_seconds: quarry_agents::search_budget(args.search_seconds),
             answer_max_tokens: args.answer_tokens.max(16),
             web_queries: args.web.web_queries,
-            max_documents_per_answer: args.max_documents.max(1),
-            passages_per_document: args.passages_per_document,
-            document_passage_chars: args.document_passage_chars.max(100),
             ..AgentConfig::default()
-        };
+        });
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
         let cancel = cancel_on_ctrl_c();
         match quarry_agents::ask(&args.question, agent, model, &libraries, config, events, cancel).await {

@@ -94,16 +94,8 @@ pub struct AnswersArgs {
     /// Most characters of all passages in the answer prompt.
     #[arg(long, default_value_t = AgentConfig::default().context_chars)]
     pub context_chars: usize,
-    /// When several documents match the question alike, NaiveRAG answers from each of at most this many
-    /// in turn, one line per document; 1 answers from their passages together in one call.
-    #[arg(long, default_value_t = AgentConfig::default().max_documents_per_answer)]
-    pub max_documents: usize,
-    /// Fewest passages each document reads when NaiveRAG answers per document.
-    #[arg(long, default_value_t = AgentConfig::default().passages_per_document)]
-    pub passages_per_document: usize,
-    /// Most characters of one passage in the prompt of a per-document answer.
-    #[arg(long, default_value_t = AgentConfig::default().document_passage_chars)]
-    pub document_passage_chars: usize,
+    #[command(flatten)]
+    pub per_document: super::ask::PerDocumentArgs,
     /// Write one JSON line per question and agent to this file: question, reference figures, answer,
     /// which figures it stated, the claim check, the sources' citations, the answer passage's position.
     #[arg(long)]
@@ -298,18 +290,15 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} eta {eta}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let config = AgentConfig {
+    let config = args.per_document.apply(AgentConfig {
         max_rounds: args.max_rounds.max(1),
         top_k: args.k.max(1),
         search_seconds: quarry_agents::search_budget(args.search_seconds),
         answer_max_tokens: args.answer_tokens.max(16),
         passage_chars: args.passage_chars.max(100),
         context_chars: args.context_chars.max(100),
-        max_documents_per_answer: args.max_documents.max(1),
-        passages_per_document: args.passages_per_document,
-        document_passage_chars: args.document_passage_chars.max(100),
         ..AgentConfig::default()
-    };
+    });
     if args.retrieval_only {
         bar.set_message("retrieval");
         let mut report = AnswersReport { agent: "retrieval".into(), model: "none".into(), ..AnswersReport::default() };
