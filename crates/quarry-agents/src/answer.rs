@@ -260,7 +260,7 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
 /// `text` back. (Joining lines that a PDF's text layer wrapped mid-sentence into one piece was tried: on
 /// the whole sec-10-q set it cut the reference figures NaiveRAG reads from 0.553 to 0.507 at the default
 /// budget — longer pieces, fewer of them fit; docs/ANSWERS.md, "Session 6".)
-fn sentence_pieces(text: &str) -> Vec<&str> {
+pub(crate) fn sentence_pieces(text: &str) -> Vec<&str> {
     let mut pieces: Vec<&str> = Vec::new();
     let mut start = 0;
     let mut chars = text.char_indices().peekable();

@@ -19,6 +19,7 @@ pub mod document_match;
 pub mod events;
 pub mod figures;
 mod fused;
+pub mod key_quote;
 mod naive;
 pub mod per_document;
 pub mod period_focus;

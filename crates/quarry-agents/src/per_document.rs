@@ -91,10 +91,16 @@ pub async fn answer_per_document(
             said = cited;
             citation_repairs.extend(repairs);
         }
-        run.emit(AgentEvent::AnswerDelta { text: "\n".into() });
         if !is_decline(&said) {
             answered += 1;
         }
+        // The document's own row or sentence that answers, when the model's words leave its figures out.
+        if let Some(quote) = run.key_quote(question, &said, document, first, run.config.document_passage_chars) {
+            let quoted = format!(" {}", quote.render(chinese));
+            run.emit(AgentEvent::AnswerDelta { text: quoted.clone() });
+            said.push_str(&quoted);
+        }
+        run.emit(AgentEvent::AnswerDelta { text: "\n".into() });
         markdown.push_str(&head);
         markdown.push_str(&said);
         markdown.push('\n');

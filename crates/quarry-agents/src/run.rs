@@ -63,6 +63,11 @@ pub struct AgentConfig {
     /// answer end within the 90 s a person is asked to wait; a served model's calls take a second or two
     /// and rarely reach it (docs/ANSWERS.md, "Session 20").
     pub search_seconds: Option<f64>,
+    /// Quote, under the model's answer, the sentence or table row of the passages read that answers the
+    /// question, when the answer leaves its figures out ([`crate::key_quote`]). Default true: over the 98
+    /// sec-10-q questions with Qwen2.5-Coder-1.5B it raised the key-fact score (docs/ANSWERS.md,
+    /// "Session 27").
+    pub quote_key_piece: bool,
 }
 
 impl Default for AgentConfig {
@@ -84,6 +89,7 @@ impl Default for AgentConfig {
             web_queries: crate::web_gate::WebQueryPolicy::Question,
             web_query_approver: None,
             search_seconds: Some(DEFAULT_SEARCH_SECONDS),
+            quote_key_piece: true,
         }
     }
 }
@@ -318,6 +324,8 @@ impl Run {
     ) -> Result<Answer, AgentError> {
         let nothing_found = passages.is_empty();
         let (text, used) = number_passages(&passages, question, self.config.passage_chars, self.config.context_chars);
+        // The passages as the prompt showed them, for the quote under the answer (cut as the prompt cut them).
+        let read = passages.clone();
         let passages: Vec<Passage> = passages.into_iter().take(used).collect();
         // Quarry's own lines speak the question's language (Chinese or English).
         let chinese = quarry_core::is_mostly_cjk(question);
@@ -355,10 +363,39 @@ impl Run {
                         format!("The model wrote no answer from the passages found. The passage closest to the question says: “{piece}” [{number}]")
                     }
                 }
-                None => text,
+                None => match self.key_quote(question, &text, &read, 1, self.config.passage_chars) {
+                    // The model's words first, then the filing's own, quoted and cited.
+                    Some(quote) => {
+                        let line = format!("\n\n{}", quote.render(chinese));
+                        self.emit(AgentEvent::AnswerDelta { text: line.clone() });
+                        format!("{text}{line}")
+                    }
+                    None => text,
+                },
             }
         };
         Ok(self.finish_answer(agent, question, markdown, passages, queries, retrieved, nothing_found))
+    }
+
+    /// The piece to quote under `answer` ([`crate::key_quote::key_quote`]), when
+    /// [`AgentConfig::quote_key_piece`] is on: `passages` as an answer prompt showed them, numbered from
+    /// `first`, each cut to `passage_chars` ([`crate::answer::passage_excerpts`] with
+    /// [`AgentConfig::context_chars`] shared, as [`crate::answer::number_passages_from`] cuts them).
+    pub fn key_quote(
+        &self,
+        question: &str,
+        answer: &str,
+        passages: &[Passage],
+        first: usize,
+        passage_chars: usize,
+    ) -> Option<crate::key_quote::KeyQuote> {
+        if !self.config.quote_key_piece {
+            return None;
+        }
+        let excerpts = crate::answer::passage_excerpts(passages, question, passage_chars, self.config.context_chars);
+        let numbered: Vec<(usize, &str)> =
+            excerpts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
+        crate::key_quote::key_quote(question, answer, &numbered)
     }
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered

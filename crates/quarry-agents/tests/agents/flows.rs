@@ -225,6 +225,69 @@ async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
 }
 
 #[tokio::test]
+async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_out() {
+    // One filing: the model writes about operating expenses without a figure; the row the question names
+    // is quoted under its words, cited, streamed, and supported by the claim check. Turned off, the
+    // answer is the model's words alone.
+    let retriever = Arc::new(
+        MemoryRetriever::new(
+            "filings",
+            &[
+                ("q1.pdf", 19, "Operating expenses grew due to higher headcount-related expenses."),
+                (
+                    "q1.pdf",
+                    20,
+                    "Research and development: $7,709 million (three months ended December 31, 2022)\n\
+                     Total operating expenses: $14,316 million (three months ended December 31, 2022)",
+                ),
+            ],
+        )
+        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022"),
+    );
+    let question = "What were Acme's total operating expenses in the quarter ended December 31, 2022?";
+    for quote in [true, false] {
+        let model = Arc::new(ScriptedModel::new().on("answer", text("Operating expenses grew with headcount [1].")));
+        let config = AgentConfig { quote_key_piece: quote, ..AgentConfig::default() };
+        let (answer, events) =
+            run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+        let answer = answer.unwrap();
+        let quoted =
+            "From the passages: “Total operating expenses: $14,316 million (three months ended December 31, 2022)” [1]";
+        if quote {
+            assert!(
+                answer.markdown.starts_with(&format!("Operating expenses grew with headcount [1].\n\n{quoted}")),
+                "{}",
+                answer.markdown
+            );
+            assert!(streamed(&events).contains(quoted), "the quote streams like the answer");
+            let check = answer.claims.iter().find(|c| c.sentence.contains("14,316")).expect("the quote is checked");
+            assert!(check.supported, "the quoted figure is in the passage it cites: {check:?}");
+            assert_eq!(answer.citations.len(), 1, "the row's passage ranks first");
+        } else {
+            assert!(!answer.markdown.contains("From the passages"), "{}", answer.markdown);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declined_one_does_not() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Total net sales were reported in the quarter."))
+            .on("document_answer", text("Total net sales were 94,836 million dollars [2]."))
+            .on("document_answer", text("This document's passages do not state it.")),
+    );
+    let retriever = Arc::new(quarterly_filings());
+    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
+    let question = "How have Acme total net sales changed over time?";
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+    let lines: Vec<String> = answer.unwrap().markdown.lines().map(str::to_string).collect();
+    assert!(lines[1].ends_with("Total net sales were reported in the quarter. From the passages: “Total net sales were 117,154 million dollars for the quarter.” [1]"), "{}", lines[1]);
+    assert!(!lines[2].contains("From the passages"), "its figure is stated: {}", lines[2]);
+    assert!(lines[3].ends_with("This document's passages do not state it."), "a decline stays one: {}", lines[3]);
+}
+
+#[tokio::test]
 async fn each_document_reads_at_least_its_passage_count_each_passage_cut_to_its_own_limit() {
     // Two filings of three passages each. NaiveRAG reads 2 passages, one a document as a share; three a
     // document are asked for, so every passage is read, and each is cut to `document_passage_chars`

@@ -363,6 +363,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "answer_passage_read": answer_passage_position(&read, &q.relevant, &q.figures),
                     "figures_read": figures_stated_in(&read, &q.figures).iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "read": naive.iter().map(|p| p.citation()).collect::<Vec<_>>(),
+                    "read_text": read.iter().map(|p| &p.text).collect::<Vec<_>>(),
                     "per_document": report.sums.per_document.last() == Some(&1.0),
                     "declined_without_model": uncovered,
                     "subject": subject,

@@ -1,0 +1,184 @@
+//! The filing's own words under the model's: the sentence or table row of the passages read that answers
+//! the question, quoted and cited when the model's answer leaves its figures out.
+//!
+//! A 1.5B model shown Apple's "Total operating expenses: $14,316 million (three months ended December 31,
+//! 2022); …" row often writes the sentences around it, or the row's labels, instead of its figures:
+//! over the 98 questions of sec-10-q, Qwen2.5-Coder-1.5B stated 137 of 351 reference figures while the
+//! passages it was shown held 210 of them (docs/ANSWERS.md, "Session 26"). The piece of those passages
+//! that shares most words with the question and states a figure is, more often than any sentence the
+//! model writes, the one that answers it; quoting it verbatim after the model's words — marked as a quote,
+//! cited to its passage — puts the figure in front of the person without asking the model again, and
+//! the claim check finds it in the passage it cites. Nothing is quoted when the model's answer already
+//! states every figure of that piece, when the answer declines (an abstention stays one), or when no
+//! piece shares at least [`MIN_SHARED_WORDS`] words with the question.
+//!
+//! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
+
+use crate::answer::{sentence_pieces, stems};
+use crate::figures::{figures, states, FigureKind};
+use std::collections::HashSet;
+
+/// Fewest of the question's asked-for words ([`asked_words`]) a piece shares with it to be quoted. With
+/// one, "revenue" alone picked whichever revenue sentence ranked first for the quick start's question;
+/// two keep rows like "Total operating expenses" for "operating expenses" (docs/ANSWERS.md, "Session 27").
+pub const MIN_SHARED_WORDS: usize = 2;
+
+/// Most characters of a quote; a longer piece is cut after its last `; ` (a table row's column) before
+/// the limit, or at the limit, and ends with ` …`.
+pub const QUOTE_CHARS: usize = 400;
+
+/// A piece of a passage quoted under an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyQuote {
+    /// The number of the passage it is quoted from, as the answer's markers number it.
+    pub number: usize,
+    /// The piece as the passage writes it (cut to [`QUOTE_CHARS`]).
+    pub text: String,
+}
+
+impl KeyQuote {
+    /// The quote as the answer shows it: `From the passages: “…” [n]` (Chinese: `段落原文：“…” [n]`).
+    pub fn render(&self, chinese: bool) -> String {
+        if chinese {
+            format!("段落原文：“{}” [{}]", self.text, self.number)
+        } else {
+            format!("From the passages: “{}” [{}]", self.text, self.number)
+        }
+    }
+}
+
+/// The piece of `excerpts` to quote under `answer` to `question`, if any. `excerpts` are the passage
+/// texts as the answer prompt showed them, each with the number the answer cites it by, best-ranked
+/// first. The piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states an
+/// amount, a percentage or a number ([`crate::figures`]; a date alone does not count), sharing the most
+/// words with the question — at least [`MIN_SHARED_WORDS`] of the words that say what it asks for
+/// (not its subject, period or question words: [`asked_words`]); the better-ranked passage and the earlier
+/// piece win ties. None when `answer` declines ([`crate::claims::is_decline`]), when it already states
+/// every amount, percentage and number of that piece, or when `question` is mostly CJK text.
+pub fn key_quote(question: &str, answer: &str, excerpts: &[(usize, &str)]) -> Option<KeyQuote> {
+    if quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
+        return None;
+    }
+    let wanted = asked_words(question);
+    let mut best: Option<(usize, usize, &str)> = None;
+    for &(number, text) in excerpts {
+        for piece in sentence_pieces(text) {
+            let piece = piece.trim().trim_start_matches('…').trim_end_matches('…').trim();
+            if !figures(piece).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. })) {
+                continue;
+            }
+            let shared = stems(piece).intersection(&wanted).count();
+            if shared >= MIN_SHARED_WORDS && best.is_none_or(|(s, _, _)| shared > s) {
+                best = Some((shared, number, piece));
+            }
+        }
+    }
+    let (_, number, piece) = best?;
+    let stated = figures(answer);
+    let new = figures(piece).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. }) && !states(&stated, f));
+    new.then(|| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
+}
+
+/// Words that say which period or how a question is put, not what it asks for (first five letters, as
+/// [`crate::answer::stems`] cuts them): the period is the document's, and a prose sentence naming "the
+/// first quarter of fiscal 2024" outscored the revenue row that answered (the quick start's question).
+const NOT_ASKED: &[&str] = &[
+    "first", "secon", "third", "fourt", "quart", "fisca", "year", "years", "month", "three", "six", "nine", "twelv",
+    "ended", "endin", "perio", "lates", "recen", "most", "janua", "febru", "march", "april", "may", "june", "july",
+    "augus", "septe", "octob", "novem", "decem", "repor", "compa", "descr", "expla", "ident", "discu", "analy",
+    "provi", "detai", "menti", "outli", "summa",
+];
+
+/// The words of `question` ([`crate::answer::stems`]) that say what it asks for: less the name it is
+/// about ([`crate::document_match::question_subject`]; every passage of that company's filings says it),
+/// numbers, period and question words ([`NOT_ASKED`]), and stems of one or two letters
+/// (the "s" of "Apple's", "if", "so").
+fn asked_words(question: &str) -> HashSet<String> {
+    let subject = crate::document_match::question_subject(question).map(|s| stems(&s)).unwrap_or_default();
+    stems(question)
+        .into_iter()
+        .filter(|w| {
+            w.chars().count() > 2
+                && !subject.contains(w)
+                && !NOT_ASKED.contains(&w.as_str())
+                && !w.chars().next().is_some_and(|c| c.is_ascii_digit())
+        })
+        .collect()
+}
+
+/// `piece` cut to at most `max_chars` characters (plus ` …`): after its last `; ` before the limit when
+/// there is one, else at the limit.
+fn cut(piece: &str, max_chars: usize) -> String {
+    if piece.chars().count() <= max_chars {
+        return piece.to_string();
+    }
+    let end = piece.char_indices().nth(max_chars).map(|(i, _)| i).unwrap_or(piece.len());
+    let head = &piece[..end];
+    let head = match head.rfind("; ") {
+        Some(i) if i > 0 => &head[..i],
+        _ => head,
+    };
+    format!("{} …", head.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROWS: &str = "Research and development: $7,709 million (three months ended December 31, 2022); \
+                        $6,306 million (three months ended December 25, 2021)\n\
+                        Total operating expenses: $14,316 million (three months ended December 31, 2022); \
+                        $12,755 million (three months ended December 25, 2021)\n\
+                        The Company’s operating expenses grew due to headcount.";
+
+    #[test]
+    fn the_row_the_question_names_is_quoted_when_the_answer_leaves_its_figures_out() {
+        let question = "What were Apple's total operating expenses in the first quarter of 2023?";
+        let answer = "Apple's operating expenses grew because of higher headcount [2].";
+        let quote = key_quote(question, answer, &[(1, "Apple sells iPhones."), (2, ROWS)]).expect("a quote");
+        assert_eq!(quote.number, 2);
+        assert!(quote.text.starts_with("Total operating expenses: $14,316 million"), "{}", quote.text);
+        assert_eq!(
+            quote.render(false),
+            format!("From the passages: “{}” [2]", quote.text),
+            "marked as a quote and cited to its passage"
+        );
+    }
+
+    #[test]
+    fn nothing_is_quoted_when_the_answer_states_the_figures_declines_or_no_row_fits() {
+        let question = "What were Apple's total operating expenses in the first quarter of 2023?";
+        let stated = "Total operating expenses were $14.3 billion and $12.8 billion a year earlier [2].";
+        assert_eq!(key_quote(question, stated, &[(2, ROWS)]), None, "every figure already stated (rounded)");
+        let declined = "The passages do not contain Apple's operating expenses.";
+        assert_eq!(key_quote(question, declined, &[(2, ROWS)]), None, "an abstention stays one");
+        let other = "What did NVIDIA say about export controls?";
+        assert_eq!(key_quote(other, "NVIDIA said little [1].", &[(1, ROWS)]), None, "no piece shares two words");
+        let dates_only = "Total operating expenses are reported as of December 31, 2022.";
+        assert_eq!(key_quote(question, "They grew [1].", &[(1, dates_only)]), None, "a date alone is no figure");
+        assert_eq!(
+            key_quote("苹果公司的总营业费用是多少？", "增长了 [1]。", &[(1, ROWS)]),
+            None,
+            "not measured on CJK"
+        );
+    }
+
+    #[test]
+    fn period_words_and_the_subject_do_not_make_a_sentence_about_something_else_quotable() {
+        // The quick start's question, answered right: the prose sentence naming its period is no answer.
+        let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
+        let passage = "No customer represented 10% or more of total revenue for the first quarter of fiscal \
+                       years 2024 and 2023.\nTotal revenue: $7,192 million (three months ended April 30, 2023)";
+        assert_eq!(key_quote(question, "NVIDIA's revenue was $7,192 million [1].", &[(1, passage)]), None);
+        assert_eq!(asked_words(question), HashSet::from(["reven".to_string()]));
+    }
+
+    #[test]
+    fn a_long_row_is_cut_after_a_column_and_marked() {
+        let row = format!("Total net sales: {}", ["$82,959 million (three months ended June 25, 2022)"; 12].join("; "));
+        let quote =
+            key_quote("How have Apple's total net sales changed?", "They changed [1].", &[(1, &row)]).expect("a quote");
+        assert!(quote.text.chars().count() <= QUOTE_CHARS + 2);
+        assert!(quote.text.ends_with("2022) …"), "{}", quote.text);
+    }
+}
