@@ -9,13 +9,13 @@
 //! model writes, the one that answers it; quoting it verbatim after the model's words — marked as a quote,
 //! cited to its passage — puts the figure in front of the person without asking the model again, and
 //! the claim check finds it in the passage it cites. Nothing is quoted when the model's answer already
-//! states every figure of that piece, when the answer declines (an abstention stays one), or when no
+//! states half or more of that piece's figures (a row the model copied is not written twice), when the answer declines (an abstention stays one), or when no
 //! piece shares at least [`MIN_SHARED_WORDS`] words with the question.
 //!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
 use crate::answer::{sentence_pieces, stems};
-use crate::figures::{figures, states, FigureKind};
+use crate::figures::{figures, key_figures, states, FigureKind};
 use std::collections::HashSet;
 
 /// Fewest of the question's asked-for words ([`asked_words`]) a piece shares with it to be quoted. With
@@ -54,7 +54,7 @@ impl KeyQuote {
 /// words with the question — at least [`MIN_SHARED_WORDS`] of the words that say what it asks for
 /// (not its subject, period or question words: [`asked_words`]); the better-ranked passage and the earlier
 /// piece win ties. None when `answer` declines ([`crate::claims::is_decline`]), when it already states
-/// every amount, percentage and number of that piece, or when `question` is mostly CJK text.
+/// half or more of that piece's amounts, percentages and numbers, or when `question` is mostly CJK text.
 pub fn key_quote(question: &str, answer: &str, excerpts: &[(usize, &str)]) -> Option<KeyQuote> {
     if quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
         return None;
@@ -74,9 +74,12 @@ pub fn key_quote(question: &str, answer: &str, excerpts: &[(usize, &str)]) -> Op
         }
     }
     let (_, number, piece) = best?;
+    // The answer left the piece's figures out when it states fewer than half of them: a row the model
+    // copied (and its answer cut short) is not written twice.
     let stated = figures(answer);
-    let new = figures(piece).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. }) && !states(&stated, f));
-    new.then(|| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
+    let shown: Vec<_> = key_figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
+    let kept = shown.iter().filter(|f| states(&stated, f)).count();
+    (kept * 2 < shown.len()).then(|| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
 }
 
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
@@ -150,6 +153,8 @@ mod tests {
         let question = "What were Apple's total operating expenses in the first quarter of 2023?";
         let stated = "Total operating expenses were $14.3 billion and $12.8 billion a year earlier [2].";
         assert_eq!(key_quote(question, stated, &[(2, ROWS)]), None, "every figure already stated (rounded)");
+        let copied = "Total operating expenses: $14,316 million (three months ended December 31, 2022) [2]";
+        assert_eq!(key_quote(question, copied, &[(2, ROWS)]), None, "half the row copied: not written twice");
         let declined = "The passages do not contain Apple's operating expenses.";
         assert_eq!(key_quote(question, declined, &[(2, ROWS)]), None, "an abstention stays one");
         let other = "What did NVIDIA say about export controls?";
