@@ -65,8 +65,8 @@ pub struct AgentConfig {
     pub search_seconds: Option<f64>,
     /// Quote, under the model's answer, the sentence or table row of the passages read that answers the
     /// question, when the answer leaves its figures out ([`crate::key_quote`]). Default true: over the 98
-    /// sec-10-q questions with Qwen2.5-Coder-1.5B it raised the key-fact score (docs/ANSWERS.md,
-    /// "Session 27").
+    /// sec-10-q questions with Qwen2.5-Coder-1.5B it raised the key-fact score from 0.453 to 0.498, the
+    /// model's words unchanged (docs/ANSWERS.md, "Session 27").
     pub quote_key_piece: bool,
 }
 
