@@ -134,9 +134,16 @@ pub fn number_passages_from(
     budget_chars: usize,
 ) -> (String, usize) {
     let excerpts = passage_excerpts(passages, focus, max_chars_each, budget_chars);
+    (number_excerpts_from(first, passages, &excerpts), excerpts.len())
+}
+
+/// The numbered text of [`number_passages_from`] from excerpts already chosen: the first
+/// `excerpts.len()` of `passages`, numbered from `first`, each shown as its excerpt under its source line,
+/// for a caller that also needs the excerpts themselves (the quote under an answer, [`crate::key_quote`]).
+pub fn number_excerpts_from(first: usize, passages: &[Passage], excerpts: &[String]) -> String {
     let mut out = String::new();
     let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
-    for (i, (p, text)) in passages.iter().zip(&excerpts).enumerate() {
+    for (i, (p, text)) in passages.iter().zip(excerpts).enumerate() {
         let number = first + i;
         let source = if p.context.is_empty() {
             p.citation()
@@ -149,7 +156,7 @@ pub fn number_passages_from(
         out.push_str(&format!("[{number}] {source}\n{}\n\n", text.trim()));
         first_of_document.entry((p.library.as_str(), p.document_id.as_str())).or_insert(number);
     }
-    (out.trim_end().to_string(), excerpts.len())
+    out.trim_end().to_string()
 }
 
 /// What an answer prompt shows of each passage, for the first passages of `passages` that fit: a PDF

@@ -13,7 +13,7 @@
 //! A document whose passages do not state it says so in its line; when none does, the model reads all
 //! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list.
 
-use crate::answer::{number_passages_from, Answer, Citation};
+use crate::answer::{number_excerpts_from, number_passages_from, passage_excerpts, Answer, Citation};
 use crate::claims::is_decline;
 use crate::document_match::TiedDocuments;
 use crate::events::AgentEvent;
@@ -51,13 +51,10 @@ pub async fn answer_per_document(
     let mut citation_repairs = Vec::new();
     for document in &tied.documents {
         let first = passages.len() + 1;
-        let (text, used) = number_passages_from(
-            first,
-            document,
-            question,
-            run.config.document_passage_chars,
-            run.config.context_chars,
-        );
+        let excerpts =
+            passage_excerpts(document, question, run.config.document_passage_chars, run.config.context_chars);
+        let text = number_excerpts_from(first, document, &excerpts);
+        let used = excerpts.len();
         let file = document[0].file_name();
         let label = match crate::document_match::period_phrase(&document[0].context) {
             Some(period) => format!("**{file}** ({period})"),
@@ -95,7 +92,7 @@ pub async fn answer_per_document(
             answered += 1;
         }
         // The document's own row or sentence that answers, when the model's words leave its figures out.
-        if let Some(quote) = run.key_quote(question, &said, document, first, run.config.document_passage_chars) {
+        if let Some(quote) = run.key_quote(question, &said, &excerpts, first) {
             let quoted = format!(" {}", quote.render(chinese));
             run.emit(AgentEvent::AnswerDelta { text: quoted.clone() });
             said.push_str(&quoted);

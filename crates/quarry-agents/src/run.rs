@@ -1,7 +1,7 @@
 //! What every agent run shares: the model, the retriever, settings, the event sink, cancellation, and the
 //! count of model calls and tokens.
 
-use crate::answer::{citations_for, number_passages, Answer};
+use crate::answer::{citations_for, number_excerpts_from, passage_excerpts, Answer};
 use crate::events::{AgentEvent, EventSink};
 use crate::prompts::Prompt;
 use quarry_core::{ChatError, ChatModel, ChatRequest, ChatResponse, Passage, Retriever, TokenUsage};
@@ -323,10 +323,10 @@ impl Run {
         retrieved: usize,
     ) -> Result<Answer, AgentError> {
         let nothing_found = passages.is_empty();
-        let (text, used) = number_passages(&passages, question, self.config.passage_chars, self.config.context_chars);
-        // The passages as the prompt showed them, for the quote under the answer (cut as the prompt cut them).
-        let read = passages.clone();
-        let passages: Vec<Passage> = passages.into_iter().take(used).collect();
+        // The excerpts the prompt shows, kept for the quote under the answer.
+        let excerpts = passage_excerpts(&passages, question, self.config.passage_chars, self.config.context_chars);
+        let text = number_excerpts_from(1, &passages, &excerpts);
+        let passages: Vec<Passage> = passages.into_iter().take(excerpts.len()).collect();
         // Quarry's own lines speak the question's language (Chinese or English).
         let chinese = quarry_core::is_mostly_cjk(question);
         let markdown = if nothing_found {
@@ -363,7 +363,7 @@ impl Run {
                         format!("The model wrote no answer from the passages found. The passage closest to the question says: “{piece}” [{number}]")
                     }
                 }
-                None => match self.key_quote(question, &text, &read, 1, self.config.passage_chars) {
+                None => match self.key_quote(question, &text, &excerpts, 1) {
                     // The model's words first, then the filing's own, quoted and cited.
                     Some(quote) => {
                         let line = format!("\n\n{}", quote.render(chinese));
@@ -378,21 +378,18 @@ impl Run {
     }
 
     /// The piece to quote under `answer` ([`crate::key_quote::key_quote`]), when
-    /// [`AgentConfig::quote_key_piece`] is on: `passages` as an answer prompt showed them, numbered from
-    /// `first`, each cut to `passage_chars` ([`crate::answer::passage_excerpts`] with
-    /// [`AgentConfig::context_chars`] shared, as [`crate::answer::number_passages_from`] cuts them).
+    /// [`AgentConfig::quote_key_piece`] is on: `excerpts` are what the answer prompt showed of its
+    /// passages ([`crate::answer::passage_excerpts`]), numbered from `first`.
     pub fn key_quote(
         &self,
         question: &str,
         answer: &str,
-        passages: &[Passage],
+        excerpts: &[String],
         first: usize,
-        passage_chars: usize,
     ) -> Option<crate::key_quote::KeyQuote> {
         if !self.config.quote_key_piece {
             return None;
         }
-        let excerpts = crate::answer::passage_excerpts(passages, question, passage_chars, self.config.context_chars);
         let numbered: Vec<(usize, &str)> =
             excerpts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
         crate::key_quote::key_quote(question, answer, &numbered)
