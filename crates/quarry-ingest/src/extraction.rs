@@ -17,9 +17,11 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 /// History:
 /// - `pdf` 2: PDFium reads every page, and its reading replaces pdf-extract's where it keeps words whole
 ///   (`pdf::keeps_words_whole`; docs/ANSWERS.md, Session 8).
+/// - `pdf` 3: a table's unit note leaves out what it excepts — Apple's amounts were labelled "thousand"
+///   from "(In millions, except number of shares, which are reflected in thousands, …)" (Session 28).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
-        "pdf" => 2,
+        "pdf" => 3,
         _ => UNSTAMPED_EXTRACTION_VERSION,
     }
 }
@@ -48,7 +50,7 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 2, "PDFium readings (Session 8) are newer than unstamped rows");
+        assert_eq!(extraction_version("pdf"), 3, "table units without their exceptions (Session 28)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
         assert_eq!(failure_version("pdf"), 3, "scans refused before OCR are read again");

@@ -35,7 +35,9 @@
 //!   was.
 //! - The **unit** ("in millions", "in thousands", "in billions") comes from the header or the caption line
 //!   above it and is added to plain figures, not to percentages, and not in rows or sections about shares,
-//!   per-share amounts, rates, ratios or percentages.
+//!   per-share amounts, rates, ratios or percentages. What a note excepts from its unit ("in millions, except
+//!   number of shares, which are reflected in thousands") does not count; a note that gives its rows two
+//!   units ("net income in millions and shares in thousands") gives none.
 //! - A row with more cells than columns gives its leading cells back to the label ("Balance as of June 30,
 //!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
 //!   left as it was. The header lines are dropped only when every row of the table was rewritten.
@@ -53,6 +55,8 @@ struct Patterns {
     /// One header item: a period phrase, a month-and-day date, a year, or a change column.
     header_item: Regex,
     unit: Regex,
+    /// "except …" up to the end of its parenthesis: the amounts a unit note leaves out of its unit.
+    exception: Regex,
     /// A whole line of header material (checked after the items are removed).
     leftover: Regex,
     /// A line that is only the first word of a column title over two lines ("Percentage" above "Change").
@@ -75,6 +79,7 @@ fn patterns() -> &'static Patterns {
         )
         .expect("the pattern is valid"),
         unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").expect("the pattern is valid"),
+        exception: Regex::new(r"(?i)\bexcept\b[^()]*").expect("the pattern is valid"),
         column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").expect("the pattern is valid"),
         leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
         number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").expect("the pattern is valid"),
@@ -122,11 +127,7 @@ pub(crate) fn label_table_rows(page: &str) -> String {
         };
         let caption_start = header_start.saturating_sub(CAPTION_LINES);
         // Joined, so that a caption's "(in\nmillions)" split over two lines is read too.
-        let unit = patterns()
-            .unit
-            .captures_iter(&lines[caption_start..i].join(" "))
-            .last()
-            .map(|c| c[1].to_lowercase().trim_end_matches('s').to_string());
+        let unit = caption_unit(&lines[caption_start..i].join(" "));
         let mut section = String::new();
         let mut rewritten = Vec::with_capacity(end - i);
         let mut all = true;
@@ -241,6 +242,26 @@ fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
     }
     cells.reverse();
     Some((label, cells))
+}
+
+/// The unit ("million", "thousand", "billion") the last unit note of `caption` gives the table's amounts,
+/// leaving out the exceptions a note lists: Apple prints "(In millions, except number of shares, which are
+/// reflected in thousands, and per-share amounts)", and its amounts are in millions, not thousands (share
+/// rows get no unit anyway, see [`label_row`]). None when that note gives different rows different units
+/// ("(net income in millions and shares in thousands)"): the figures stay as printed rather than some
+/// labelled wrong.
+fn caption_unit(caption: &str) -> Option<String> {
+    let caption = patterns().exception.replace_all(caption, "");
+    let notes: Vec<_> = patterns().unit.captures_iter(&caption).collect();
+    let unit_of = |c: &regex::Captures| c[1].to_lowercase().trim_end_matches('s').to_string();
+    let last = notes.last()?;
+    if let [.., before, _] = notes.as_slice() {
+        let between = &caption[before.get(0)?.end()..last.get(0)?.start()];
+        if !between.contains([')', '.', ':']) && unit_of(before) != unit_of(last) {
+            return None;
+        }
+    }
+    Some(unit_of(last))
 }
 
 /// True when `line` holds header items and nothing else but unit notes and punctuation.
@@ -543,6 +564,32 @@ mod tests {
         let out = label_table_rows(page);
         assert!(out.contains("iPhone: $51,334 million (three months ended April 1, 2023); $50,570 million (three months ended March 26, 2022); 2% (change, three months ended); $117,109 million (six months ended April 1, 2023); $122,198 million (six months ended March 26, 2022); (4)% (change, six months ended)"), "{out}");
         assert!(out.ends_with("iPhone net sales were relatively flat during the second quarter of 2023."), "{out}");
+    }
+
+    #[test]
+    fn a_unit_note_s_exceptions_do_not_set_the_unit() {
+        // Apple's statements: amounts in millions, share counts in thousands. "Thousand" was read as the
+        // unit, so the model was shown net sales of "$81,797 thousand".
+        let page = "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n\
+                    (In millions, except number of shares, which are reflected in thousands, and per-share amounts)\n\
+                    Three Months Ended\nJuly 1,\n2023\nJune 25,\n2022\n\
+                    Total net sales 81,797 82,959\n\
+                    Shares used in computing earnings per share: 15,697,614 16,162,945";
+        let out = label_table_rows(page);
+        assert!(
+            out.contains("Total net sales: 81,797 million (three months ended July 1, 2023); 82,959 million"),
+            "{out}"
+        );
+        assert!(!out.contains("thousand"), "{out}");
+        assert!(out.contains("earnings per share: 15,697,614 (three months ended July 1, 2023)"), "{out}");
+        assert_eq!(caption_unit("(dollars in thousands)").as_deref(), Some("thousand"));
+        assert_eq!(caption_unit("(In millions, except per share amounts)").as_deref(), Some("million"));
+        assert_eq!(caption_unit("(net income in millions and shares in thousands):"), None, "two units, one note");
+        assert_eq!(
+            caption_unit("Revenue (in millions): ... Headcount (in thousands)").as_deref(),
+            Some("thousand"),
+            "the nearest of two notes"
+        );
     }
 
     #[test]

@@ -206,6 +206,17 @@ fn table_rows_carry_their_column_and_unit() {
         "{}",
         &apple[..3000.min(apple.len())]
     );
+    // Apple's statements say "(In millions, except number of shares, which are reflected in thousands, …)":
+    // the balance sheet's cash was read as "$28,408 thousand" until Session 28.
+    assert!(
+        apple.contains(
+            "Cash and cash equivalents: $28,408 million (July 1, 2023); $23,646 million (September 24, 2022)"
+        ),
+        "{}",
+        &apple[..3000.min(apple.len())]
+    );
+    let thousands: Vec<&str> = apple.lines().filter(|l| l.contains(" thousand (")).collect();
+    assert!(thousands.is_empty(), "amounts in millions labelled thousands: {thousands:#?}");
     // Microsoft prints "Percentage" over "Change" over the years: the change column was read first and
     // every segment's revenue was labelled "(change)"; and a one-line header ("Three Months Ended
     // September 30, 2023 2022") in the notes.
