@@ -2,6 +2,7 @@
 
 use crate::common::*;
 use quarry_ingest::{ChunkSizer, Chunker, ChunkerConfig};
+use std::path::Path;
 
 fn minilm_chunker(config: ChunkerConfig) -> Chunker {
     let sizer = ChunkSizer::from_tokenizer_file(&models_dir().join("all-minilm-l6-v2/tokenizer.json")).unwrap();
@@ -135,4 +136,34 @@ fn walk_first(dir: &std::path::Path, pred: impl Fn(&std::path::Path) -> bool) ->
     }
     found.sort();
     found.into_iter().next()
+}
+
+/// What the chunks of one real filing hash to, with the PDF extraction version they were read with.
+/// A library reads a PDF again only when `quarry_ingest::extraction_version("pdf")` rises, so a change to
+/// the PDF reading, the table rows or the chunker that leaves the version alone reaches new libraries
+/// but never existing ones: Sessions 24–27 measured answers on a library read before aa8f920 had changed
+/// its chunks' heading paths (docs/ANSWERS.md, Session 28).
+const PDF_READING: (u32, &str) = (3, "f537486aaf839b77ecd62c4802c87bd1a55007763c29e245f13f030d94464511");
+
+#[test]
+fn a_change_in_what_a_pdf_s_chunks_say_comes_with_a_new_extraction_version() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q/2023 Q3 AAPL.pdf");
+    let doc = parse_one(&path).document.expect("parsed");
+    let chunks = minilm_chunker(ChunkerConfig::default()).chunk(&doc);
+    let mut hasher = blake3::Hasher::new();
+    for c in &chunks {
+        for part in [c.text.as_str(), &c.heading_path.join(" > "), &format!("{:?}-{:?}", c.page_start, c.page_end)] {
+            hasher.update(part.as_bytes());
+            hasher.update(b"\0");
+        }
+    }
+    let reading = (quarry_ingest::extraction_version("pdf"), hasher.finalize().to_hex().to_string());
+    assert_eq!(
+        (reading.0, reading.1.as_str()),
+        PDF_READING,
+        "the chunks of 2023 Q3 AAPL.pdf changed ({} chunks): if the change is meant, raise \
+         quarry_ingest::extraction_version(\"pdf\") so that `sync` reads existing libraries again, and \
+         record the new version and hash in PDF_READING",
+        chunks.len()
+    );
 }
