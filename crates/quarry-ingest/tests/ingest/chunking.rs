@@ -2,7 +2,6 @@
 
 use crate::common::*;
 use quarry_ingest::{ChunkSizer, Chunker, ChunkerConfig};
-use std::path::Path;
 
 fn minilm_chunker(config: ChunkerConfig) -> Chunker {
     let sizer = ChunkSizer::from_tokenizer_file(&models_dir().join("all-minilm-l6-v2/tokenizer.json")).unwrap();
@@ -147,8 +146,7 @@ const PDF_READING: (u32, &str) = (3, "f537486aaf839b77ecd62c4802c87bd1a55007763c
 
 #[test]
 fn a_change_in_what_a_pdf_s_chunks_say_comes_with_a_new_extraction_version() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q/2023 Q3 AAPL.pdf");
-    let doc = parse_one(&path).document.expect("parsed");
+    let doc = parse_one(&sample_filing("2023 Q3 AAPL.pdf")).document.expect("parsed");
     let chunks = minilm_chunker(ChunkerConfig::default()).chunk(&doc);
     let mut hasher = blake3::Hasher::new();
     for c in &chunks {
@@ -157,9 +155,9 @@ fn a_change_in_what_a_pdf_s_chunks_say_comes_with_a_new_extraction_version() {
             hasher.update(b"\0");
         }
     }
-    let reading = (quarry_ingest::extraction_version("pdf"), hasher.finalize().to_hex().to_string());
+    let hash = hasher.finalize().to_hex();
     assert_eq!(
-        (reading.0, reading.1.as_str()),
+        (quarry_ingest::extraction_version("pdf"), hash.as_str()),
         PDF_READING,
         "the chunks of 2023 Q3 AAPL.pdf changed ({} chunks): if the change is meant, raise \
          quarry_ingest::extraction_version(\"pdf\") so that `sync` reads existing libraries again, and \

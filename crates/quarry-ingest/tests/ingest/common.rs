@@ -26,6 +26,11 @@ pub fn c_docs(rel: &str) -> PathBuf {
     eval_dir().join("C_private_library/docs").join(rel)
 }
 
+/// A 10-Q of the quick start's sample library (`assets/sample-library/sec-10-q/`), by file name.
+pub fn sample_filing(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q").join(name)
+}
+
 /// Parses one file in-process and returns every outcome (one, or several for a ZIP).
 pub fn parse(path: &Path) -> Vec<FileOutcome> {
     parse_with(path, &ParseOptions::default())

@@ -2,7 +2,6 @@
 
 use crate::common::*;
 use quarry_ingest::{IngestError, Status};
-use std::path::Path;
 
 #[test]
 fn pdfs_encrypted_with_an_empty_password_open() {
@@ -162,7 +161,7 @@ const PDF_RECOVERY_FLOOR: f64 = 0.99;
 fn words_that_pdf_extract_splits_apart_are_read_whole_through_pdfium() {
     // NVIDIA's 10-Q kerns every few letters; pdf-extract read its first page as
     // "NVID IA C ORPORA TION … C o mmissio n file n umber", so "NVIDIA" matched no search.
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q/2023 Q2 NVDA.pdf");
+    let path = sample_filing("2023 Q2 NVDA.pdf");
     let outcome = parse_one(&path);
     let doc = outcome.document.as_ref().unwrap();
     let first_page = &doc.blocks.iter().find(|b| b.location.page == Some(1)).unwrap().text;
@@ -187,8 +186,7 @@ fn words_that_pdf_extract_splits_apart_are_read_whole_through_pdfium() {
 fn table_rows_carry_their_column_and_unit() {
     // The income-statement passage of NVIDIA's first-quarter 10-Q (p. 22) gave "Total revenue $ 7,192 $ 8,288"
     // under a header three lines up; the model took the wrong column or dropped "million".
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sample-library/sec-10-q");
-    let nvidia = parse_one(&dir.join("2023 Q1 NVDA.pdf"));
+    let nvidia = parse_one(&sample_filing("2023 Q1 NVDA.pdf"));
     let page_22 = &nvidia.document.as_ref().unwrap().blocks.iter().find(|b| b.location.page == Some(22)).unwrap().text;
     assert!(
         page_22.contains(
@@ -197,7 +195,7 @@ fn table_rows_carry_their_column_and_unit() {
         "{page_22}"
     );
     // Apple's header gives full dates and change columns between them; read through pdf-extract, not PDFium.
-    let apple = text_of(&parse_one(&dir.join("2023 Q3 AAPL.pdf")));
+    let apple = text_of(&parse_one(&sample_filing("2023 Q3 AAPL.pdf")));
     assert!(
         apple.contains(
             "iPhone: $39,669 million (three months ended July 1, 2023); $40,665 million (three months ended June 25, 2022); \
