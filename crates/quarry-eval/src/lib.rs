@@ -8,10 +8,13 @@
 //! - [`answers`]: what `quarry eval answers` scores in an answer a person reads — the reference's figures
 //!   stated, the answer-bearing passage's position, the question's language.
 //! - [`qrels`]: whether a library's document is the one a set's qrels name.
+//! - [`recorded`]: a chat model answering from a file of recorded calls, so an answers eval is scored
+//!   again without the model after a change that leaves the model's prompts as they were.
 
 pub mod answers;
 pub mod qa;
 pub mod qrels;
+pub mod recorded;
 pub mod retrieval;
 
 /// Errors of loading or running an evaluation. Messages name the file and line involved.

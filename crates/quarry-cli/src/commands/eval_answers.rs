@@ -96,6 +96,10 @@ pub struct AnswersArgs {
     pub context_chars: usize,
     #[command(flatten)]
     pub per_document: super::ask::PerDocumentArgs,
+    /// Most sentences or table rows quoted under an answer (each document's line), those whose figures
+    /// the answer leaves out (0: none).
+    #[arg(long, default_value_t = AgentConfig::default().quoted_pieces)]
+    pub quoted_pieces: usize,
     /// Write one JSON line per question and agent to this file: question, reference figures, answer,
     /// which figures it stated, the claim check, the sources' citations, the answer passage's position.
     #[arg(long)]
@@ -103,6 +107,15 @@ pub struct AnswersArgs {
     /// Print one JSON object per agent instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Record the model's calls to this file (JSON lines) and answer from it every call asked again
+    /// with the same prompt, so a run is scored again without the model after a change that leaves the
+    /// prompts as they were (the quote under an answer, the claim check, the scoring), and only changed
+    /// prompts go to the model (`quarry_eval::recorded`). Seconds then measure the replay, not the model.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub recording: Option<PathBuf>,
+    /// With --recording: never load the model; a call not in the recording fails its question.
+    #[arg(long, requires = "recording")]
+    pub replay_only: bool,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
@@ -297,6 +310,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         answer_max_tokens: args.answer_tokens.max(16),
         passage_chars: args.passage_chars.max(100),
         context_chars: args.context_chars.max(100),
+        quoted_pieces: args.quoted_pieces,
         ..AgentConfig::default()
     });
     if args.retrieval_only {
@@ -376,7 +390,18 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         return print_report(finish(report, &args, &set.name, &questions), args.json);
     }
 
-    let model = args.llm.load()?;
+    let recording = match &args.recording {
+        Some(path) => {
+            let inner = if args.replay_only { None } else { Some(args.llm.load()?) };
+            Some(std::sync::Arc::new(quarry_eval::recorded::RecordedModel::open(path, inner)?))
+        }
+        None => None,
+    };
+    let model: std::sync::Arc<dyn quarry_core::chat::ChatModel> = match &recording {
+        Some(recording) => recording.clone(),
+        None => args.llm.load()?,
+    };
+    let _said = SayReplayed(recording.clone(), args.recording.clone());
     if args.route_only {
         bar.set_message("router");
         let mut report = AnswersReport { agent: "auto".into(), model: model.describe(), ..AnswersReport::default() };
@@ -505,6 +530,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     "citation_repairs": answer.citation_repairs,
                     "answer_passage": answer_passage_position(&read, &q.relevant, &q.figures),
                     "sources": answer.sources.iter().map(|c| c.passage.citation()).collect::<Vec<_>>(),
+                    "read_text": read.iter().map(|p| &p.text).collect::<Vec<_>>(),
                     "seconds": answer.seconds, "first_token_seconds": first_token.get(), "llm_calls": answer.llm_calls,
                     "prompt_tokens": answer.usage.prompt_tokens, "cached_prompt_tokens": answer.usage.cached_prompt_tokens,
                 });
@@ -516,6 +542,19 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// On drop (the run's end, or its error), says on stderr how many calls the recording answered and how
+/// many went to the model.
+struct SayReplayed(Option<std::sync::Arc<quarry_eval::recorded::RecordedModel>>, Option<PathBuf>);
+
+impl Drop for SayReplayed {
+    fn drop(&mut self) {
+        if let (Some(recording), Some(path)) = (&self.0, &self.1) {
+            let (replayed, called) = recording.replayed_and_called();
+            eprintln!("quarry: {replayed} model calls answered from {}, {called} asked of the model", path.display());
+        }
+    }
 }
 
 /// Scores the passages an answer was (or would be) written from.

@@ -1,0 +1,223 @@
+//! A chat model whose answers are recorded to a file and answered from it when the same request comes
+//! again: an answers eval run once with the embedded model (≈ 80 min for the 98 sec-10-q questions on 2
+//! cores) can then be scored again, in seconds, after a change that does not alter what the model is asked
+//! — the quote under an answer, the claim check, citation repair, the scoring itself — and after a change
+//! that does, only the calls whose prompt changed go to the model. The model is deterministic for a
+//! request (greedy sampling, one model file), so a recorded response is the response.
+//!
+//! The file is JSON lines, one call each: `{"key": …, "model": …, "step": …, "text": …, "usage": {…}}`;
+//! `key` is the BLAKE3 hash (hex) of the model's description and the request (messages, token limit,
+//! temperature, JSON schema; not the `step` label). A call is appended as soon as it returns, so a run
+//! stopped part way keeps every finished call.
+
+use async_trait::async_trait;
+use quarry_core::chat::{ChatError, ChatModel, ChatRequest, ChatResponse, TokenSink, TokenUsage};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// One recorded call, as a line of the file.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Recorded {
+    key: String,
+    model: String,
+    step: String,
+    text: String,
+    usage: TokenUsage,
+}
+
+/// A [`ChatModel`] answering from a file of recorded calls, and recording the calls it passes on to the
+/// model behind it. Without a model behind it (`inner` None, replay only), a request not in the file
+/// fails with [`ChatError::Model`] naming its step.
+pub struct RecordedModel {
+    inner: Option<Arc<dyn ChatModel>>,
+    model: String,
+    path: PathBuf,
+    calls: Mutex<HashMap<String, Recorded>>,
+    counts: Mutex<(usize, usize)>,
+}
+
+/// Why a recording could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    /// The file could not be read or created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The recording's path.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// A line is not a recorded call.
+    #[error("{path}, line {line}: not a recorded call: {message}")]
+    Line {
+        /// The recording's path.
+        path: PathBuf,
+        /// The line number, from 1.
+        line: usize,
+        /// The JSON error.
+        message: String,
+    },
+    /// Replay only, and the file holds no call of a model.
+    #[error("{0}: no recorded call to replay")]
+    Empty(PathBuf),
+}
+
+impl RecordedModel {
+    /// Opens (or starts) the recording at `path` in front of `inner`. With `inner` None, every call must
+    /// be in the file; the model described is the one that recorded it. Errors: an unreadable file or a
+    /// line that is not a recorded call ([`RecordingError`]); replay only from an empty file.
+    pub fn open(path: &Path, inner: Option<Arc<dyn ChatModel>>) -> Result<RecordedModel, RecordingError> {
+        let io = |source| RecordingError::Io { path: path.to_path_buf(), source };
+        let mut calls = HashMap::new();
+        let mut described = None;
+        if path.exists() {
+            let file = std::fs::File::open(path).map_err(io)?;
+            for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+                let line = line.map_err(io)?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let call: Recorded = serde_json::from_str(&line).map_err(|e| RecordingError::Line {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    message: e.to_string(),
+                })?;
+                described.get_or_insert_with(|| call.model.clone());
+                calls.insert(call.key.clone(), call);
+            }
+        }
+        let model = match (&inner, described) {
+            (Some(inner), _) => inner.describe(),
+            (None, Some(model)) => model,
+            (None, None) => return Err(RecordingError::Empty(path.to_path_buf())),
+        };
+        Ok(RecordedModel {
+            inner,
+            model,
+            path: path.to_path_buf(),
+            calls: Mutex::new(calls),
+            counts: Mutex::new((0, 0)),
+        })
+    }
+
+    /// Calls answered from the recording and calls passed on to the model, so far.
+    pub fn replayed_and_called(&self) -> (usize, usize) {
+        *self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The key of `request` asked of `model`: BLAKE3 (hex) of both, the step label left out.
+    fn key(model: &str, request: &ChatRequest) -> String {
+        let asked = serde_json::json!({
+            "model": model,
+            "messages": request.messages,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "json_schema": request.json_schema,
+        });
+        blake3::hash(asked.to_string().as_bytes()).to_hex().to_string()
+    }
+
+    fn append(&self, call: &Recorded) -> Result<(), ChatError> {
+        let failed = |e: std::io::Error| ChatError::Model(format!("recording {}: {e}", self.path.display()));
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path).map_err(failed)?;
+        let line = serde_json::to_string(call).map_err(|e| ChatError::Model(e.to_string()))?;
+        writeln!(file, "{line}").map_err(failed)
+    }
+}
+
+#[async_trait]
+impl ChatModel for RecordedModel {
+    fn describe(&self) -> String {
+        self.model.clone()
+    }
+
+    async fn complete(&self, request: &ChatRequest, on_text: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
+        let key = Self::key(&self.model, request);
+        let recorded = self.calls.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        if let Some(call) = recorded {
+            self.counts.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
+            if let Some(on_text) = on_text {
+                on_text(&call.text);
+            }
+            return Ok(ChatResponse { text: call.text, usage: call.usage });
+        }
+        let Some(inner) = &self.inner else {
+            return Err(ChatError::Model(format!(
+                "a {} call not in the recording {} (replay only)",
+                request.step,
+                self.path.display()
+            )));
+        };
+        let response = inner.complete(request, on_text).await?;
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
+        let call = Recorded {
+            key: key.clone(),
+            model: self.model.clone(),
+            step: request.step.clone(),
+            text: response.text.clone(),
+            usage: response.usage,
+        };
+        self.append(&call)?;
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(key, call);
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers every request with its step and a counter, so a second answer shows a second call.
+    struct Counting(Mutex<usize>);
+
+    #[async_trait]
+    impl ChatModel for Counting {
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+        async fn complete(&self, request: &ChatRequest, _: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
+            let mut n = self.0.lock().unwrap();
+            *n += 1;
+            Ok(ChatResponse { text: format!("{} {n}", request.step), usage: TokenUsage::default() })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_recorded_call_is_answered_from_the_file_and_a_new_one_goes_to_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let question = ChatRequest::new("answer", "system", "What was revenue?", 100);
+        let other = ChatRequest::new("answer", "system", "What was net income?", 100);
+        let recording = RecordedModel::open(&path, Some(Arc::new(Counting(Mutex::new(0))))).unwrap();
+        assert_eq!(recording.complete(&question, None).await.unwrap().text, "answer 1");
+        assert_eq!(recording.complete(&question, None).await.unwrap().text, "answer 1", "answered from the file");
+        assert_eq!(recording.replayed_and_called(), (1, 1));
+
+        // Opened again without a model: the recorded call replays, streamed whole; another fails.
+        let replay = RecordedModel::open(&path, None).unwrap();
+        assert_eq!(replay.describe(), "counting");
+        let streamed = Mutex::new(String::new());
+        let sink = |text: &str| streamed.lock().unwrap().push_str(text);
+        assert_eq!(replay.complete(&question, Some(&sink)).await.unwrap().text, "answer 1");
+        assert_eq!(*streamed.lock().unwrap(), "answer 1");
+        let missing = replay.complete(&other, None).await.unwrap_err().to_string();
+        assert!(missing.contains("not in the recording"), "{missing}");
+
+        // The same words with another token limit are another request.
+        let longer = ChatRequest::new("answer", "system", "What was revenue?", 200);
+        assert!(replay.complete(&longer, None).await.is_err());
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_call_and_an_empty_replay_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let empty = RecordedModel::open(&path, None).err().unwrap().to_string();
+        assert!(empty.contains("no recorded call"), "{empty}");
+        std::fs::write(&path, "{\"key\": 1}\n").unwrap();
+        let bad = RecordedModel::open(&path, None).err().unwrap().to_string();
+        assert!(bad.contains("line 1") && bad.contains("calls.jsonl"), "{bad}");
+    }
+}
