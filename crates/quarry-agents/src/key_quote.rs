@@ -40,28 +40,31 @@ pub struct KeyQuote {
 impl KeyQuote {
     /// The quote as the answer shows it: `From the passages: “…” [n]` (Chinese: `段落原文：“…” [n]`).
     pub fn render(&self, chinese: bool) -> String {
-        if chinese {
-            format!("段落原文：“{}” [{}]", self.text, self.number)
-        } else {
-            format!("From the passages: “{}” [{}]", self.text, self.number)
-        }
+        render_quotes(std::slice::from_ref(self), chinese)
     }
 }
 
-/// The piece of `excerpts` to quote under `answer` to `question`, if any. `excerpts` are the passage
-/// texts as the answer prompt showed them, each with the number the answer cites it by, best-ranked
-/// first. The piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states an
-/// amount, a percentage or a number ([`crate::figures`]; a date alone does not count), sharing the most
-/// words with the question — at least [`MIN_SHARED_WORDS`] of the words that say what it asks for
-/// (not its subject, period or question words: [`asked_words`]); the better-ranked passage and the earlier
-/// piece win ties. None when `answer` declines ([`crate::claims::is_decline`]), when it already states
-/// half or more of that piece's amounts, percentages and numbers, or when `question` is mostly CJK text.
+/// The piece of `excerpts` to quote under `answer` to `question`, if any: [`key_quotes`] with one piece.
 pub fn key_quote(question: &str, answer: &str, excerpts: &[(usize, &str)]) -> Option<KeyQuote> {
-    if quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
-        return None;
+    key_quotes(question, answer, excerpts, 1).into_iter().next()
+}
+
+/// The pieces of `excerpts` to quote under `answer` to `question`: of the `most` pieces that share the
+/// most asked-for words with it, those whose figures the answer leaves out, best first. `excerpts` are
+/// the passage texts as the answer prompt showed them, each with the number the answer cites it by,
+/// best-ranked first. A piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states
+/// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
+/// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
+/// or question words: [`asked_words`]); more shared words rank first, then the better-ranked passage, then
+/// the earlier piece; a piece whose text repeats one ranked above it is passed over. Of those `most`
+/// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
+/// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
+pub fn key_quotes(question: &str, answer: &str, excerpts: &[(usize, &str)], most: usize) -> Vec<KeyQuote> {
+    if most == 0 || quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
+        return Vec::new();
     }
     let wanted = asked_words(question);
-    let mut best: Option<(usize, usize, &str)> = None;
+    let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     for &(number, text) in excerpts {
         for piece in sentence_pieces(text) {
             let piece = piece.trim().trim_start_matches('…').trim_end_matches('…').trim();
@@ -69,18 +72,38 @@ pub fn key_quote(question: &str, answer: &str, excerpts: &[(usize, &str)]) -> Op
                 continue;
             }
             let shared = stems(piece).intersection(&wanted).count();
-            if shared >= MIN_SHARED_WORDS && best.is_none_or(|(s, _, _)| shared > s) {
-                best = Some((shared, number, piece));
+            if shared >= MIN_SHARED_WORDS && !ranked.iter().any(|(_, _, p)| *p == piece) {
+                ranked.push((shared, number, piece));
             }
         }
     }
-    let (_, number, piece) = best?;
-    // The answer left the piece's figures out when it states fewer than half of them: a row the model
-    // copied (and its answer cut short) is not written twice.
+    // Stable: equal counts keep the passages' rank and the pieces' order.
+    ranked.sort_by(|a, b| b.0.cmp(&a.0));
     let stated = figures(answer);
-    let shown: Vec<_> = key_figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
-    let kept = shown.iter().filter(|f| states(&stated, f)).count();
-    (kept * 2 < shown.len()).then(|| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
+    ranked
+        .into_iter()
+        .take(most)
+        .filter(|(_, _, piece)| {
+            // The answer left the piece's figures out when it states fewer than half of them: a row the
+            // model copied (and its answer cut short) is not written twice.
+            let shown: Vec<_> =
+                key_figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
+            let kept = shown.iter().filter(|f| states(&stated, f)).count();
+            kept * 2 < shown.len()
+        })
+        .map(|(_, number, piece)| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
+        .collect()
+}
+
+/// `quotes` as the answer shows them: `From the passages: “…” [n]`, further quotes after `; `
+/// (Chinese: `段落原文：“…” [n]；“…” [m]`). Empty for no quote.
+pub fn render_quotes(quotes: &[KeyQuote], chinese: bool) -> String {
+    let each: Vec<String> = quotes.iter().map(|q| format!("“{}” [{}]", q.text, q.number)).collect();
+    match (each.is_empty(), chinese) {
+        (true, _) => String::new(),
+        (false, true) => format!("段落原文：{}", each.join("；")),
+        (false, false) => format!("From the passages: {}", each.join("; ")),
+    }
 }
 
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
@@ -177,6 +200,27 @@ mod tests {
                        years 2024 and 2023.\nTotal revenue: $7,192 million (three months ended April 30, 2023)";
         assert_eq!(key_quote(question, "NVIDIA's revenue was $7,192 million [1].", &[(1, passage)]), None);
         assert_eq!(asked_words(question), HashSet::from(["reven".to_string()]));
+    }
+
+    #[test]
+    fn with_two_pieces_the_next_row_is_quoted_too_unless_the_answer_states_it() {
+        let question = "What were Apple's research and development and total operating expenses?";
+        let answer = "Apple's operating expenses grew because of higher headcount [2].";
+        let quotes = key_quotes(question, answer, &[(2, ROWS)], 2);
+        assert_eq!(quotes.len(), 2, "{quotes:?}");
+        // Three asked-for words shared ("total", "operating", "expenses") before two.
+        assert!(quotes[0].text.starts_with("Total operating expenses: $14,316 million"), "{quotes:?}");
+        assert!(quotes[1].text.starts_with("Research and development: $7,709 million"), "{quotes:?}");
+        assert_eq!(
+            render_quotes(&quotes, false),
+            format!("From the passages: “{}” [2]; “{}” [2]", quotes[0].text, quotes[1].text)
+        );
+        assert_eq!(key_quotes(question, answer, &[(2, ROWS)], 1), quotes[..1].to_vec(), "one piece: the best");
+        let stated = "Research and development was $7.7 billion and $6.3 billion a year earlier [2].";
+        let rest = key_quotes(question, stated, &[(2, ROWS)], 2);
+        assert_eq!(rest.len(), 1, "the stated row is not written twice: {rest:?}");
+        assert!(rest[0].text.starts_with("Total operating expenses"), "{rest:?}");
+        assert!(key_quotes(question, answer, &[(2, ROWS)], 0).is_empty(), "0 quotes nothing");
     }
 
     #[test]

@@ -63,11 +63,12 @@ pub struct AgentConfig {
     /// answer end within the 90 s a person is asked to wait; a served model's calls take a second or two
     /// and rarely reach it (docs/ANSWERS.md, "Session 20").
     pub search_seconds: Option<f64>,
-    /// Quote, under the model's answer, the sentence or table row of the passages read that answers the
-    /// question, when the answer leaves its figures out ([`crate::key_quote`]). Default true: over the 98
-    /// sec-10-q questions with Qwen2.5-Coder-1.5B it raised the key-fact score from 0.453 to 0.498, the
+    /// Most sentences or table rows of the passages read quoted under the model's answer (under each
+    /// document's line of a per-document answer), those that answer the question and whose figures the
+    /// answer leaves out ([`crate::key_quote`]); 0 quotes nothing. Default 1: over the 98 sec-10-q
+    /// questions with Qwen2.5-Coder-1.5B one quote raised the key-fact score from 0.453 to 0.498, the
     /// model's words unchanged (docs/ANSWERS.md, "Session 27").
-    pub quote_key_piece: bool,
+    pub quoted_pieces: usize,
 }
 
 impl Default for AgentConfig {
@@ -89,7 +90,7 @@ impl Default for AgentConfig {
             web_queries: crate::web_gate::WebQueryPolicy::Question,
             web_query_approver: None,
             search_seconds: Some(DEFAULT_SEARCH_SECONDS),
-            quote_key_piece: true,
+            quoted_pieces: 1,
         }
     }
 }
@@ -363,36 +364,35 @@ impl Run {
                         format!("The model wrote no answer from the passages found. The passage closest to the question says: “{piece}” [{number}]")
                     }
                 }
-                None => match self.key_quote(question, &text, &excerpts, 1) {
+                None => {
                     // The model's words first, then the filing's own, quoted and cited.
-                    Some(quote) => {
-                        let line = format!("\n\n{}", quote.render(chinese));
+                    let quotes = self.key_quotes(question, &text, &excerpts, 1);
+                    if quotes.is_empty() {
+                        text
+                    } else {
+                        let line = format!("\n\n{}", crate::key_quote::render_quotes(&quotes, chinese));
                         self.emit(AgentEvent::AnswerDelta { text: line.clone() });
                         format!("{text}{line}")
                     }
-                    None => text,
-                },
+                }
             }
         };
         Ok(self.finish_answer(agent, question, markdown, passages, queries, retrieved, nothing_found))
     }
 
-    /// The piece to quote under `answer` ([`crate::key_quote::key_quote`]), when
-    /// [`AgentConfig::quote_key_piece`] is on: `excerpts` are what the answer prompt showed of its
-    /// passages ([`crate::answer::passage_excerpts`]), numbered from `first`.
-    pub fn key_quote(
+    /// The pieces to quote under `answer` ([`crate::key_quote::key_quotes`], at most
+    /// [`AgentConfig::quoted_pieces`]): `excerpts` are what the answer prompt showed of its passages
+    /// ([`crate::answer::passage_excerpts`]), numbered from `first`.
+    pub fn key_quotes(
         &self,
         question: &str,
         answer: &str,
         excerpts: &[String],
         first: usize,
-    ) -> Option<crate::key_quote::KeyQuote> {
-        if !self.config.quote_key_piece {
-            return None;
-        }
+    ) -> Vec<crate::key_quote::KeyQuote> {
         let numbered: Vec<(usize, &str)> =
             excerpts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
-        crate::key_quote::key_quote(question, answer, &numbered)
+        crate::key_quote::key_quotes(question, answer, &numbered, self.config.quoted_pieces)
     }
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered

@@ -247,7 +247,7 @@ async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_
     let question = "What were Acme's total operating expenses in the quarter ended December 31, 2022?";
     for quote in [true, false] {
         let model = Arc::new(ScriptedModel::new().on("answer", text("Operating expenses grew with headcount [1].")));
-        let config = AgentConfig { quote_key_piece: quote, ..AgentConfig::default() };
+        let config = AgentConfig { quoted_pieces: usize::from(quote), ..AgentConfig::default() };
         let (answer, events) =
             run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
         let answer = answer.unwrap();
