@@ -8,8 +8,11 @@
 //! words, the piece of those passages that shares most of the words the question asks for and states a
 //! figure — marked as a quote, cited to its passage — puts the figure in front of the person without
 //! asking the model again, and the claim check finds it in the passage it cites: 150 of the 351 stated
-//! (key facts 0.453 → 0.498), no figure lost (docs/ANSWERS.md, "Session 27"). Nothing is quoted when the
-//! model's answer already states half or more of that piece's figures (a row the model copied is not
+//! (key facts 0.453 → 0.498), no figure lost (docs/ANSWERS.md, "Session 27"). Since Session 29 the
+//! pieces come from the passages the answer was written from whole ([`quotable_texts`]), not only from
+//! the excerpts its prompt showed, and up to two are quoted (the second side the model left out: the
+//! statutory rate beside the effective one, the nine months beside the quarter). Nothing is quoted when
+//! the model's answer already states half or more of a piece's figures (a row the model copied is not
 //! written twice), when the answer declines (an abstention stays one), or when no piece shares at least
 //! [`MIN_SHARED_WORDS`] of the words that say what the question asks for.
 //!
@@ -44,28 +47,28 @@ impl KeyQuote {
     }
 }
 
-/// The piece of `excerpts` to quote under `answer` to `question`, if any: [`key_quotes`] with one piece.
-pub fn key_quote(question: &str, answer: &str, excerpts: &[(usize, &str)]) -> Option<KeyQuote> {
-    key_quotes(question, answer, excerpts, 1).into_iter().next()
+/// The piece of `texts` to quote under `answer` to `question`, if any: [`key_quotes`] with one piece.
+pub fn key_quote(question: &str, answer: &str, texts: &[(usize, &str)]) -> Option<KeyQuote> {
+    key_quotes(question, answer, texts, 1).into_iter().next()
 }
 
-/// The pieces of `excerpts` to quote under `answer` to `question`: of the `most` pieces that share the
-/// most asked-for words with it, those whose figures the answer leaves out, best first. `excerpts` are
-/// the passage texts as the answer prompt showed them, each with the number the answer cites it by,
-/// best-ranked first. A piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states
+/// The pieces of `texts` to quote under `answer` to `question`: of the `most` pieces that share the
+/// most asked-for words with it, those whose figures the answer leaves out, best first. `texts` are
+/// the passages the answer was written from ([`quotable_texts`]), each with the number the answer cites
+/// it by, best-ranked first. A piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
 /// or question words: [`asked_words`]); more shared words rank first, then the better-ranked passage, then
 /// the earlier piece; a piece whose text repeats one ranked above it is passed over. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
 /// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
-pub fn key_quotes(question: &str, answer: &str, excerpts: &[(usize, &str)], most: usize) -> Vec<KeyQuote> {
+pub fn key_quotes(question: &str, answer: &str, texts: &[(usize, &str)], most: usize) -> Vec<KeyQuote> {
     if most == 0 || quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
         return Vec::new();
     }
     let wanted = asked_words(question);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
-    for &(number, text) in excerpts {
+    for &(number, text) in texts {
         for piece in sentence_pieces(text) {
             let piece = piece.trim().trim_start_matches('…').trim_end_matches('…').trim();
             if !figures(piece).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. })) {
@@ -93,6 +96,17 @@ pub fn key_quotes(question: &str, answer: &str, excerpts: &[(usize, &str)], most
         })
         .map(|(_, number, piece)| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
         .collect()
+}
+
+/// The texts the quote under an answer is chosen from: each of `passages` whole, its table rows naming
+/// the section they sit under where the prompt's excerpts name it ([`crate::table_section`]), every
+/// period's columns kept — not only the excerpts the answer prompt showed. The quote asks no model, so it
+/// need not fit the prompt's budget. Over the 63 single-document sec-10-q questions with
+/// Qwen2.5-Coder-1.5B's recorded answers, quoting two pieces of the whole passages stated 70 reference
+/// figures of 164, against 64 for one piece of the excerpts and 68 for two pieces of the whole passages
+/// kept to the question's periods (docs/ANSWERS.md, "Session 29"). Same length and order as `passages`.
+pub fn quotable_texts(passages: &[quarry_core::Passage]) -> Vec<String> {
+    passages.iter().map(crate::table_section::label_rows_by_section).collect()
 }
 
 /// `quotes` as the answer shows them: `From the passages: “…” [n]`, further quotes after `; `

@@ -13,7 +13,7 @@
 //! A document whose passages do not state it says so in its line; when none does, the model reads all
 //! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list.
 
-use crate::answer::{number_excerpts_from, passage_excerpts, Answer, Citation};
+use crate::answer::{number_excerpts_from, number_passages_from, passage_excerpts, Answer, Citation};
 use crate::claims::is_decline;
 use crate::document_match::TiedDocuments;
 use crate::events::AgentEvent;
@@ -92,7 +92,8 @@ pub async fn answer_per_document(
             answered += 1;
         }
         // The document's own row or sentence that answers, when the model's words leave its figures out.
-        let quotes = run.key_quotes(question, &said, &excerpts, first);
+        let quotable = crate::key_quote::quotable_texts(&document[..used]);
+        let quotes = run.key_quotes(question, &said, &quotable, first);
         if !quotes.is_empty() {
             let quoted = format!(" {}", crate::key_quote::render_quotes(&quotes, chinese));
             run.emit(AgentEvent::AnswerDelta { text: quoted.clone() });
@@ -127,8 +128,8 @@ pub async fn answer_per_document(
         };
         run.emit(AgentEvent::AnswerDelta { text: transition.to_string() });
         markdown.push_str(transition);
-        let excerpts = passage_excerpts(&passages, question, run.config.passage_chars, run.config.context_chars);
-        let text = number_excerpts_from(1, &passages, &excerpts);
+        let (text, _) =
+            number_passages_from(1, &passages, question, run.config.passage_chars, run.config.context_chars);
         let mut request = prompts::ANSWER.request(
             &[("passages", &text), ("question", question), ("in_question_language", &language)],
             run.config.answer_max_tokens,
@@ -137,7 +138,7 @@ pub async fn answer_per_document(
         let together = run.call(&request, true).await?.text.trim().to_string();
         markdown.push_str(&together);
         // As under NaiveRAG's answer: the row that answers, when these words leave its figures out.
-        let quotes = run.key_quotes(question, &together, &excerpts, 1);
+        let quotes = run.key_quotes(question, &together, &crate::key_quote::quotable_texts(&passages), 1);
         if !quotes.is_empty() {
             let quoted = format!("\n\n{}", crate::key_quote::render_quotes(&quotes, chinese));
             run.emit(AgentEvent::AnswerDelta { text: quoted.clone() });

@@ -270,6 +270,42 @@ async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_
 }
 
 #[tokio::test]
+async fn a_second_row_the_prompt_s_excerpt_left_out_is_quoted_from_the_whole_passage() {
+    // The prompt shows 100 characters of the passage: the total's row. The model states the total; the
+    // research and development row it was not shown is the second piece the question names, quoted from
+    // the whole passage and supported there. With one piece, nothing is quoted (the total is stated).
+    let retriever = Arc::new(MemoryRetriever::new(
+        "filings",
+        &[(
+            "q1.pdf",
+            20,
+            "Operating expenses grew due to higher headcount-related expenses.\n\
+             Research and development: $7,709 million (three months ended December 31, 2022)\n\
+             Total operating expenses: $14,316 million (three months ended December 31, 2022)",
+        )],
+    ));
+    let question = "What were Acme's research and development and total operating expenses?";
+    for pieces in [2, 1] {
+        let model =
+            Arc::new(ScriptedModel::new().on("answer", text("Total operating expenses were $14,316 million [1].")));
+        let config =
+            AgentConfig { quoted_pieces: pieces, passage_chars: 100, context_chars: 100, ..AgentConfig::default() };
+        let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+        let answer = answer.unwrap();
+        let prompt = model.prompts_of("answer").join("\n");
+        assert!(!prompt.contains("7,709"), "the excerpt leaves the row out: {prompt}");
+        if pieces == 2 {
+            let quoted = "From the passages: “Research and development: $7,709 million (three months ended December 31, 2022)” [1]";
+            assert!(answer.markdown.ends_with(quoted), "{}", answer.markdown);
+            let check = answer.claims.iter().find(|c| c.sentence.contains("7,709")).expect("the quote is checked");
+            assert!(check.supported, "{check:?}");
+        } else {
+            assert!(!answer.markdown.contains("From the passages"), "{}", answer.markdown);
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declined_one_does_not() {
     let model = Arc::new(
         ScriptedModel::new()
@@ -352,11 +388,17 @@ async fn when_no_document_states_it_alone_their_passages_are_read_together_and_a
     assert_eq!(model.steps(), ["document_answer", "document_answer", "document_answer", "answer"]);
     let together = &model.prompts_of("answer")[0];
     assert!(together.contains("[1] q1.pdf, p. 20") && together.contains("[4] q3.pdf, p. 20"), "{together}");
-    assert!(answer
-        .markdown
-        .ends_with("read together:\n\nSales fell from 117,154 million dollars [1] to 81,797 million dollars [4]."));
+    // Under the answer read together, as under NaiveRAG's: the row it leaves out, quoted (q2's total).
+    let (together_answer, quote) = answer.markdown.rsplit_once("\n\nFrom the passages: ").expect("a quote");
+    assert!(
+        together_answer
+            .ends_with("read together:\n\nSales fell from 117,154 million dollars [1] to 81,797 million dollars [4]."),
+        "{}",
+        answer.markdown
+    );
+    assert!(quote.starts_with("“Total net sales were 94,836 million dollars for the quarter.” ["), "{quote}");
     let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
-    assert_eq!(cited, ["q1.pdf, p. 20", "q3.pdf, p. 20"], "the list's numbers");
+    assert_eq!(cited, ["q1.pdf, p. 20", "q2.pdf, p. 20", "q3.pdf, p. 20"], "the list's numbers, and the quote's");
     let (answer, _) = run_agent(
         "What were Acme total net sales for the quarterly period ended July 1, 2023?",
         Some(AgentKind::Naive),
