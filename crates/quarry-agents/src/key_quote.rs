@@ -81,7 +81,7 @@ pub fn key_quotes(question: &str, answer: &str, texts: &[(usize, &str)], most: u
         }
     }
     // Stable: equal counts keep the passages' rank and the pieces' order.
-    ranked.sort_by(|a, b| b.0.cmp(&a.0));
+    ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
     let stated = figures(answer);
     ranked
         .into_iter()
