@@ -40,18 +40,6 @@ pub struct KeyQuote {
     pub text: String,
 }
 
-impl KeyQuote {
-    /// The quote as the answer shows it: `From the passages: “…” [n]` (Chinese: `段落原文：“…” [n]`).
-    pub fn render(&self, chinese: bool) -> String {
-        render_quotes(std::slice::from_ref(self), chinese)
-    }
-}
-
-/// The piece of `texts` to quote under `answer` to `question`, if any: [`key_quotes`] with one piece.
-pub fn key_quote(question: &str, answer: &str, texts: &[(usize, &str)]) -> Option<KeyQuote> {
-    key_quotes(question, answer, texts, 1).into_iter().next()
-}
-
 /// The pieces of `texts` to quote under `answer` to `question`: of the `most` pieces that share the
 /// most asked-for words with it, those whose figures the answer leaves out, best first. `texts` are
 /// the passages the answer was written from ([`quotable_texts`]), each with the number the answer cites
@@ -172,6 +160,11 @@ mod tests {
                         $12,755 million (three months ended December 25, 2021)\n\
                         The Company’s operating expenses grew due to headcount.";
 
+    /// The one piece [`key_quotes`] quotes, if any.
+    fn key_quote(question: &str, answer: &str, texts: &[(usize, &str)]) -> Option<KeyQuote> {
+        key_quotes(question, answer, texts, 1).into_iter().next()
+    }
+
     #[test]
     fn the_row_the_question_names_is_quoted_when_the_answer_leaves_its_figures_out() {
         let question = "What were Apple's total operating expenses in the first quarter of 2023?";
@@ -180,7 +173,7 @@ mod tests {
         assert_eq!(quote.number, 2);
         assert!(quote.text.starts_with("Total operating expenses: $14,316 million"), "{}", quote.text);
         assert_eq!(
-            quote.render(false),
+            render_quotes(std::slice::from_ref(&quote), false),
             format!("From the passages: “{}” [2]", quote.text),
             "marked as a quote and cited to its passage"
         );

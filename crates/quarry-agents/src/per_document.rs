@@ -92,11 +92,7 @@ pub async fn answer_per_document(
             answered += 1;
         }
         // The document's own row or sentence that answers, when the model's words leave its figures out.
-        let quotable = crate::key_quote::quotable_texts(&document[..used]);
-        let quotes = run.key_quotes(question, &said, &quotable, first);
-        if !quotes.is_empty() {
-            let quoted = format!(" {}", crate::key_quote::render_quotes(&quotes, chinese));
-            run.emit(AgentEvent::AnswerDelta { text: quoted.clone() });
+        if let Some(quoted) = run.quote_under(question, &said, &document[..used], first, " ") {
             said.push_str(&quoted);
         }
         run.emit(AgentEvent::AnswerDelta { text: "\n".into() });
@@ -138,10 +134,7 @@ pub async fn answer_per_document(
         let together = run.call(&request, true).await?.text.trim().to_string();
         markdown.push_str(&together);
         // As under NaiveRAG's answer: the row that answers, when these words leave its figures out.
-        let quotes = run.key_quotes(question, &together, &crate::key_quote::quotable_texts(&passages), 1);
-        if !quotes.is_empty() {
-            let quoted = format!("\n\n{}", crate::key_quote::render_quotes(&quotes, chinese));
-            run.emit(AgentEvent::AnswerDelta { text: quoted.clone() });
+        if let Some(quoted) = run.quote_under(question, &together, &passages, 1, "\n\n") {
             markdown.push_str(&quoted);
         }
     }

@@ -368,14 +368,9 @@ impl Run {
                 }
                 None => {
                     // The model's words first, then the filing's own, quoted and cited.
-                    let quotable = crate::key_quote::quotable_texts(&passages);
-                    let quotes = self.key_quotes(question, &text, &quotable, 1);
-                    if quotes.is_empty() {
-                        text
-                    } else {
-                        let line = format!("\n\n{}", crate::key_quote::render_quotes(&quotes, chinese));
-                        self.emit(AgentEvent::AnswerDelta { text: line.clone() });
-                        format!("{text}{line}")
+                    match self.quote_under(question, &text, &passages, 1, "\n\n") {
+                        Some(line) => format!("{text}{line}"),
+                        None => text,
                     }
                 }
             }
@@ -383,19 +378,31 @@ impl Run {
         Ok(self.finish_answer(agent, question, markdown, passages, queries, retrieved, nothing_found))
     }
 
-    /// The pieces to quote under `answer` ([`crate::key_quote::key_quotes`], at most
-    /// [`AgentConfig::quoted_pieces`]): `texts` are the passages the answer was written from, as
-    /// [`crate::key_quote::quotable_texts`] gives them, numbered from `first`.
-    pub fn key_quotes(
+    /// The quote under `answer` to `question`, streamed and returned: `separator` then
+    /// `From the passages: “…” [n]` ([`crate::key_quote::render_quotes`]) with at most
+    /// [`AgentConfig::quoted_pieces`] pieces ([`crate::key_quote::key_quotes`]) of `passages` — those the
+    /// answer was written from, whole ([`crate::key_quote::quotable_texts`]), numbered from `first` as the
+    /// answer cites them. `None` (nothing emitted) when no piece is to be quoted. The one place NaiveRAG's
+    /// answer, each per-document line and the per-document fallback get their quote.
+    pub fn quote_under(
         &self,
         question: &str,
         answer: &str,
-        texts: &[String],
+        passages: &[Passage],
         first: usize,
-    ) -> Vec<crate::key_quote::KeyQuote> {
+        separator: &str,
+    ) -> Option<String> {
+        let texts = crate::key_quote::quotable_texts(passages);
         let numbered: Vec<(usize, &str)> =
             texts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
-        crate::key_quote::key_quotes(question, answer, &numbered, self.config.quoted_pieces)
+        let quotes = crate::key_quote::key_quotes(question, answer, &numbered, self.config.quoted_pieces);
+        if quotes.is_empty() {
+            return None;
+        }
+        let chinese = quarry_core::is_mostly_cjk(question);
+        let line = format!("{separator}{}", crate::key_quote::render_quotes(&quotes, chinese));
+        self.emit(AgentEvent::AnswerDelta { text: line.clone() });
+        Some(line)
     }
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
