@@ -149,6 +149,10 @@ fn names_document(question: &str, context: &str) -> bool {
 pub struct TiedDocuments {
     /// Each document's passages (search order), the documents in order of the period they cover.
     pub documents: Vec<Vec<Passage>>,
+    /// Each document's other passages among the search's candidates, after those in `documents`
+    /// (search order; same order of documents): the quote under its line may come from them
+    /// ([`crate::per_document`]), though its model call does not read them.
+    pub further: Vec<Vec<Passage>>,
     /// How many more documents matched as well but were left out (beyond `max_documents`).
     pub left_out: usize,
 }
@@ -187,10 +191,8 @@ pub fn tied_documents(
         (end.is_none(), end)
     });
     let per_document = (passages_total / documents.len()).max(min_per_document).max(1);
-    for document in &mut documents {
-        document.truncate(per_document);
-    }
-    Some(TiedDocuments { documents, left_out })
+    let further = documents.iter_mut().map(|d| d.split_off(per_document.min(d.len()))).collect();
+    Some(TiedDocuments { documents, further, left_out })
 }
 
 /// Capitalised words that do not name an issuer, a product or a person: question words, months, period

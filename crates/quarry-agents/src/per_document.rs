@@ -12,13 +12,21 @@
 //!
 //! A document whose passages do not state it says so in its line; when none does, the model reads all
 //! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list.
+//!
+//! Under each line, the document's own row or sentence that answers is quoted when the model's words
+//! leave its figures out ([`crate::key_quote`]) — from the passages its call read or, failing those,
+//! from the document's further passages among the search's candidates, which no call reads (a call
+//! reads two passages of at most 500 characters). A passage only a quote cites is numbered after every
+//! passage read, so the prompts stay as they are, and joins the answer's sources. Replaying Session 29's
+//! recorded sec-10-q answers, that raised the 26 multi-document questions' key-fact score from 0.416 to
+//! 0.456 (83 → 91 of 184 figures) and all 98's from 0.508 to 0.522 (docs/ANSWERS.md, "Session 30").
 
 use crate::answer::{number_excerpts_from, number_passages_from, passage_excerpts, Answer, Citation};
 use crate::claims::is_decline;
 use crate::document_match::TiedDocuments;
 use crate::events::AgentEvent;
 use crate::prompts;
-use crate::run::{AgentError, Run};
+use crate::run::{AgentError, QuoteSources, Run};
 use quarry_core::Passage;
 
 /// Most tokens of one document's answer.
@@ -49,11 +57,30 @@ pub async fn answer_per_document(
     let mut passages: Vec<Passage> = Vec::new();
     let mut answered = 0;
     let mut citation_repairs = Vec::new();
-    for document in &tied.documents {
+    // What each document's call reads, chosen before the first call: a passage quoted but not read is
+    // numbered after every passage read, so each call's prompt is what it would be without quotes.
+    let excerpts: Vec<Vec<String>> = tied
+        .documents
+        .iter()
+        .map(|document| {
+            passage_excerpts(document, question, run.config.document_passage_chars, run.config.context_chars)
+        })
+        .collect();
+    let read_total: usize = excerpts.iter().map(Vec::len).sum();
+    // The passages quoted under a line that its call did not read, in order of their numbers.
+    let mut quoted_further: Vec<Passage> = Vec::new();
+    // Each document's passages its call does not read: those cut for the prompt's budget, then its
+    // further ones among the search's candidates.
+    let unread: Vec<Vec<Passage>> = tied
+        .documents
+        .iter()
+        .zip(&excerpts)
+        .zip(&tied.further)
+        .map(|((document, excerpts), further)| document[excerpts.len()..].iter().chain(further).cloned().collect())
+        .collect();
+    for ((document, excerpts), unread) in tied.documents.iter().zip(&excerpts).zip(&unread) {
         let first = passages.len() + 1;
-        let excerpts =
-            passage_excerpts(document, question, run.config.document_passage_chars, run.config.context_chars);
-        let text = number_excerpts_from(first, document, &excerpts);
+        let text = number_excerpts_from(first, document, excerpts);
         let used = excerpts.len();
         let file = document[0].file_name();
         let label = match crate::document_match::period_phrase(&document[0].context) {
@@ -91,9 +118,17 @@ pub async fn answer_per_document(
         if !is_decline(&said) {
             answered += 1;
         }
-        // The document's own row or sentence that answers, when the model's words leave its figures out.
-        if let Some(quoted) = run.quote_under(question, &said, &document[..used], first, " ") {
-            said.push_str(&quoted);
+        // The document's own row or sentence that answers, when the model's words leave its figures out:
+        // from the passages its call read or, failing those, from the document's further passages.
+        let sources = QuoteSources {
+            read: &document[..used],
+            first,
+            further: unread,
+            further_first: read_total + quoted_further.len() + 1,
+        };
+        if let Some(quote) = run.quote_under(question, &said, sources, " ") {
+            said.push_str(&quote.text);
+            quoted_further.extend(quote.further_quoted);
         }
         run.emit(AgentEvent::AnswerDelta { text: "\n".into() });
         markdown.push_str(&head);
@@ -134,10 +169,21 @@ pub async fn answer_per_document(
         let together = run.call(&request, true).await?.text.trim().to_string();
         markdown.push_str(&together);
         // As under NaiveRAG's answer: the row that answers, when these words leave its figures out.
-        if let Some(quoted) = run.quote_under(question, &together, &passages, 1, "\n\n") {
-            markdown.push_str(&quoted);
+        let not_quoted: Vec<Passage> =
+            unread.concat().into_iter().filter(|p| !quoted_further.iter().any(|q| q.key() == p.key())).collect();
+        let sources = QuoteSources {
+            read: &passages,
+            first: 1,
+            further: &not_quoted,
+            further_first: read_total + quoted_further.len() + 1,
+        };
+        if let Some(quote) = run.quote_under(question, &together, sources, "\n\n") {
+            markdown.push_str(&quote.text);
+            quoted_further.extend(quote.further_quoted);
         }
     }
+    // The passages only a quote cites, numbered after those read.
+    passages.extend(quoted_further);
     let mut answer =
         run.finish_answer(agent, question, markdown.trim_end().to_string(), passages, queries, retrieved, false);
     citation_repairs.append(&mut answer.citation_repairs);

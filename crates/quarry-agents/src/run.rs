@@ -169,6 +169,39 @@ pub struct Run {
     started: Instant,
 }
 
+/// Where [`Run::quote_under`] may quote from.
+#[derive(Debug, Clone, Copy)]
+pub struct QuoteSources<'a> {
+    /// The passages the answer was written from, numbered from `first` as the answer cites them.
+    pub read: &'a [Passage],
+    /// The number of `read[0]`.
+    pub first: usize,
+    /// Further passages of the same documents that the model did not read (search order); a quote
+    /// from one of them cites it by a number from `further_first` on, which the caller then adds to the
+    /// answer's passages ([`QuoteLine::further_quoted`]).
+    pub further: &'a [Passage],
+    /// The number the first further passage quoted gets: after every passage the answer's prompts
+    /// numbered, so no prompt changes.
+    pub further_first: usize,
+}
+
+impl<'a> QuoteSources<'a> {
+    /// Only the passages read, numbered from `first`.
+    pub fn read(read: &'a [Passage], first: usize) -> Self {
+        QuoteSources { read, first, further: &[], further_first: first + read.len() }
+    }
+}
+
+/// A quote [`Run::quote_under`] wrote under an answer.
+#[derive(Debug, Clone)]
+pub struct QuoteLine {
+    /// The text streamed: the separator, then `From the passages: “…” [n]`.
+    pub text: String,
+    /// The further passages it quotes, in order of the numbers it cites them by (from
+    /// [`QuoteSources::further_first`]); the caller appends them to the answer's passages in this order.
+    pub further_quoted: Vec<Passage>,
+}
+
 impl Run {
     /// A run starting now, reporting to `events`, stopped by `cancel`.
     pub fn new(
@@ -368,8 +401,8 @@ impl Run {
                 }
                 None => {
                     // The model's words first, then the filing's own, quoted and cited.
-                    match self.quote_under(question, &text, &passages, 1, "\n\n") {
-                        Some(line) => format!("{text}{line}"),
+                    match self.quote_under(question, &text, QuoteSources::read(&passages, 1), "\n\n") {
+                        Some(quote) => format!("{text}{}", quote.text),
                         None => text,
                     }
                 }
@@ -380,29 +413,52 @@ impl Run {
 
     /// The quote under `answer` to `question`, streamed and returned: `separator` then
     /// `From the passages: “…” [n]` ([`crate::key_quote::render_quotes`]) with at most
-    /// [`AgentConfig::quoted_pieces`] pieces ([`crate::key_quote::key_quotes`]) of `passages` — those the
-    /// answer was written from, whole ([`crate::key_quote::quotable_texts`]), numbered from `first` as the
-    /// answer cites them. `None` (nothing emitted) when no piece is to be quoted. The one place NaiveRAG's
+    /// [`AgentConfig::quoted_pieces`] pieces ([`crate::key_quote::key_quotes`]) of `sources` — the passages
+    /// the answer was written from, then any further ones of the same documents, each whole
+    /// ([`crate::key_quote::quotable_texts`]); a piece of a passage read ranks before an equal one of a
+    /// further passage. `None` (nothing emitted) when no piece is to be quoted. The one place NaiveRAG's
     /// answer, each per-document line and the per-document fallback get their quote.
     pub fn quote_under(
         &self,
         question: &str,
         answer: &str,
-        passages: &[Passage],
-        first: usize,
+        sources: QuoteSources<'_>,
         separator: &str,
-    ) -> Option<String> {
-        let texts = crate::key_quote::quotable_texts(passages);
-        let numbered: Vec<(usize, &str)> =
-            texts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
-        let quotes = crate::key_quote::key_quotes(question, answer, &numbered, self.config.quoted_pieces);
+    ) -> Option<QuoteLine> {
+        let QuoteSources { read, first, further, further_first } = sources;
+        let texts = crate::key_quote::quotable_texts(read);
+        let further_texts = crate::key_quote::quotable_texts(further);
+        // A further passage is numbered `further_first + its index` while the quotes are chosen, then
+        // renumbered in the order the quotes cite them, so the numbers the answer gains have no gaps.
+        let numbered: Vec<(usize, &str)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| (first + i, text.as_str()))
+            .chain(further_texts.iter().enumerate().map(|(j, text)| (further_first + j, text.as_str())))
+            .collect();
+        let mut quotes = crate::key_quote::key_quotes(question, answer, &numbered, self.config.quoted_pieces);
         if quotes.is_empty() {
             return None;
         }
+        let mut further_quoted: Vec<(usize, Passage)> = Vec::new();
+        for quote in &mut quotes {
+            if quote.number < further_first || further.is_empty() {
+                continue;
+            }
+            let index = quote.number - further_first;
+            let place = match further_quoted.iter().position(|(j, _)| *j == index) {
+                Some(place) => place,
+                None => {
+                    further_quoted.push((index, further[index].clone()));
+                    further_quoted.len() - 1
+                }
+            };
+            quote.number = further_first + place;
+        }
         let chinese = quarry_core::is_mostly_cjk(question);
-        let line = format!("{separator}{}", crate::key_quote::render_quotes(&quotes, chinese));
-        self.emit(AgentEvent::AnswerDelta { text: line.clone() });
-        Some(line)
+        let text = format!("{separator}{}", crate::key_quote::render_quotes(&quotes, chinese));
+        self.emit(AgentEvent::AnswerDelta { text: text.clone() });
+        Some(QuoteLine { text, further_quoted: further_quoted.into_iter().map(|(_, p)| p).collect() })
     }
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered

@@ -324,6 +324,57 @@ async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declin
 }
 
 #[tokio::test]
+async fn a_document_line_quotes_its_row_from_a_passage_its_call_did_not_read_numbered_after_those_read() {
+    // Two filings of two passages each; each call reads one (top 2 shared between them). The passage
+    // each call reads talks about operating expenses in words; the row with the figures is the
+    // filing's second passage, which only the search's wider candidate list holds. Each line is quoted
+    // from it, numbered after the two passages read ([3], [4]); those passages join the answer's
+    // sources, so each quote is cited and supported, and no prompt shows them.
+    let retriever = Arc::new(
+        MemoryRetriever::new(
+            "filings",
+            &[
+                ("q1.pdf", 19, "Acme operating expenses changed over time with headcount."),
+                ("q1.pdf", 22, "Total operating expenses: $14,316 million (three months ended December 31, 2022)"),
+                ("q2.pdf", 19, "Acme operating expenses changed over time with engineering costs."),
+                ("q2.pdf", 22, "Total operating expenses: $13,658 million (three months ended April 1, 2023)"),
+            ],
+        )
+        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
+        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023"),
+    );
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Operating expenses grew with headcount [1]."))
+            .on("document_answer", text("Operating expenses grew with engineering costs [2].")),
+    );
+    let config = AgentConfig { top_k: 2, passages_per_document: 1, ..AgentConfig::default() };
+    let question = "How have Acme total operating expenses changed over time?";
+    let (answer, events) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    let prompts = model.prompts_of("document_answer").join("\n");
+    assert!(!prompts.contains("14,316") && !prompts.contains("13,658"), "no call reads the rows: {prompts}");
+    let lines: Vec<&str> = answer.markdown.lines().collect();
+    assert!(
+        lines[1].ends_with("Operating expenses grew with headcount [1]. From the passages: “Total operating expenses: $14,316 million (three months ended December 31, 2022)” [3]"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].ends_with("Operating expenses grew with engineering costs [2]. From the passages: “Total operating expenses: $13,658 million (three months ended April 1, 2023)” [4]"),
+        "{}",
+        lines[2]
+    );
+    let sources: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(sources, ["q1.pdf, p. 19", "q2.pdf, p. 19", "q1.pdf, p. 22", "q2.pdf, p. 22"]);
+    for figure in ["14,316", "13,658"] {
+        let check = answer.claims.iter().find(|c| c.sentence.contains(figure)).expect("the quote is checked");
+        assert!(check.supported, "quoted from the passage it cites: {check:?}");
+    }
+    assert!(streamed(&events).contains("[4]"), "the quotes stream with their lines");
+}
+
+#[tokio::test]
 async fn each_document_reads_at_least_its_passage_count_each_passage_cut_to_its_own_limit() {
     // Two filings of three passages each. NaiveRAG reads 2 passages, one a document as a share; three a
     // document are asked for, so every passage is read, and each is cut to `document_passage_chars`
