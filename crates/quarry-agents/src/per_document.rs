@@ -17,9 +17,11 @@
 //! leave its figures out ([`crate::key_quote`]) — from the passages its call read or, failing those,
 //! from the document's further passages among the search's candidates, which no call reads (a call
 //! reads two passages of at most 500 characters). A passage only a quote cites is numbered after every
-//! passage read, so the prompts stay as they are, and joins the answer's sources. Replaying Session 29's
-//! recorded sec-10-q answers, that raised the 26 multi-document questions' key-fact score from 0.416 to
-//! 0.456 (83 → 91 of 184 figures) and all 98's from 0.508 to 0.522 (docs/ANSWERS.md, "Session 30").
+//! passage read, so the prompts stay as they are, and joins the answer's sources. A line that only
+//! declines is replaced by the quote when one answers. Replaying Session 29's recorded sec-10-q answers,
+//! the further passages raised the 26 multi-document questions' key-fact score from 0.416 to 0.456 (83 →
+//! 91 of 184 figures) and the replaced declines to 0.476 (96); all 98: 0.508 → 0.529 (docs/ANSWERS.md,
+//! "Session 30").
 
 use crate::answer::{number_excerpts_from, number_passages_from, passage_excerpts, Answer, Citation};
 use crate::claims::is_decline;
@@ -115,19 +117,28 @@ pub async fn answer_per_document(
             said = cited;
             citation_repairs.extend(repairs);
         }
-        if !is_decline(&said) {
+        let declined = is_decline(&said);
+        if !declined {
             answered += 1;
         }
         // The document's own row or sentence that answers, when the model's words leave its figures out:
         // from the passages its call read or, failing those, from the document's further passages.
+        // A line that only declines (no figure of its own) is replaced by the quote: the filing states
+        // what its call's few passages did not (or what the model missed in them), in its own words,
+        // cited and checked. (The decline has streamed by then; the answer's markdown holds the quote.)
         let sources = QuoteSources {
             read: &document[..used],
             first,
             further: unread,
             further_first: read_total + quoted_further.len() + 1,
         };
-        if let Some(quote) = run.quote_under(question, &said, sources, " ") {
-            said.push_str(&quote.text);
+        let only_declines = declined && crate::figures::figures(&said).is_empty();
+        if let Some(quote) = run.quote_under(question, if only_declines { "" } else { &said }, sources, " ") {
+            if only_declines {
+                said = quote.text.trim_start().to_string();
+            } else {
+                said.push_str(&quote.text);
+            }
             quoted_further.extend(quote.further_quoted);
         }
         run.emit(AgentEvent::AnswerDelta { text: "\n".into() });

@@ -182,7 +182,7 @@ async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
     // The prompts number the passages across documents (q1: [1], q2: [2][3], q3: [4]; q1's second page
     // shares no word with the question); the q1 reply cites nothing and is cited to [1], the passage
     // stating its figure; the q2 reply cites [1] (q1's passage) for q2's figure and is re-cited to [2];
-    // q3's passages do not state it.
+    // q3's line declines. (Quotes are off here: the tests below cover them.)
     let model = Arc::new(
         ScriptedModel::new()
             .on("document_answer", text("Total net sales were 117,154 million dollars."))
@@ -190,7 +190,7 @@ async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
             .on("document_answer", text("This document's passages do not state it.")),
     );
     let retriever = Arc::new(quarterly_filings());
-    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
+    let config = AgentConfig { top_k: 6, passages_per_document: 2, quoted_pieces: 0, ..AgentConfig::default() };
     let question = "How have Acme total net sales changed over time?";
     let (answer, events) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
@@ -306,7 +306,9 @@ async fn a_second_row_the_prompt_s_excerpt_left_out_is_quoted_from_the_whole_pas
 }
 
 #[tokio::test]
-async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declined_one_does_not() {
+async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_decline_gives_way_to_one() {
+    // q1's line leaves the figure out: its row is quoted after it. q2's states it: nothing quoted. q3's
+    // declines though its passage states the total: the row replaces the decline, cited.
     let model = Arc::new(
         ScriptedModel::new()
             .on("document_answer", text("Total net sales were reported in the quarter."))
@@ -317,10 +319,39 @@ async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declin
     let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
     let question = "How have Acme total net sales changed over time?";
     let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
-    let lines: Vec<String> = answer.unwrap().markdown.lines().map(str::to_string).collect();
+    let answer = answer.unwrap();
+    let lines: Vec<&str> = answer.markdown.lines().collect();
     assert!(lines[1].ends_with("Total net sales were reported in the quarter. From the passages: “Total net sales were 117,154 million dollars for the quarter.” [1]"), "{}", lines[1]);
     assert!(!lines[2].contains("From the passages"), "its figure is stated: {}", lines[2]);
-    assert!(lines[3].ends_with("This document's passages do not state it."), "a decline stays one: {}", lines[3]);
+    assert_eq!(
+        lines[3],
+        "- **q3.pdf** (quarterly period ended July 1, 2023): From the passages: “Total net sales were 81,797 million dollars for the quarter.” [4]"
+    );
+    let check = answer.claims.iter().find(|c| c.sentence.contains("81,797")).expect("the quote is checked");
+    assert!(check.supported, "{check:?}");
+
+    // A filing none of whose passages states a figure the question asks for keeps its decline.
+    let retriever = Arc::new(
+        MemoryRetriever::new(
+            "filings",
+            &[
+                ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
+                ("q3.pdf", 20, "Total net sales were discussed with the board in the quarter."),
+            ],
+        )
+        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
+        .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023"),
+    );
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
+            .on("document_answer", text("This document's passages do not state it.")),
+    );
+    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
+    let markdown = answer.unwrap().markdown;
+    let lines: Vec<&str> = markdown.lines().collect();
+    assert!(lines[2].ends_with("This document's passages do not state it."), "a decline stays one: {markdown}");
 }
 
 #[tokio::test]
