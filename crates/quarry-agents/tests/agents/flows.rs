@@ -358,14 +358,16 @@ async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declin
 async fn a_document_line_quotes_its_row_from_a_passage_its_call_did_not_read_numbered_after_those_read() {
     // Two filings of two passages each; each call reads one (top 2 shared between them). The passage
     // each call reads talks about operating expenses in words; the row with the figures is the
-    // filing's second passage, which only the search's wider candidate list holds. Each line is quoted
-    // from it, numbered after the two passages read ([3], [4]); those passages join the answer's
-    // sources, so each quote is cited and supported, and no prompt shows them.
+    // filing's last passage, which only the search's wider candidate list holds (q1's p. 20, ranked
+    // before it, has no figure). Each line is quoted from it, numbered after the two passages read and
+    // without gaps ([3], [4]: p. 20 is not quoted, so it takes no number); those passages join the
+    // answer's sources, so each quote is cited and supported, and no prompt shows them.
     let retriever = Arc::new(
         MemoryRetriever::new(
             "filings",
             &[
                 ("q1.pdf", 19, "Acme operating expenses changed over time with headcount."),
+                ("q1.pdf", 20, "Acme operating expenses over time were discussed by the board."),
                 ("q1.pdf", 22, "Total operating expenses: $14,316 million (three months ended December 31, 2022)"),
                 ("q2.pdf", 19, "Acme operating expenses changed over time with engineering costs."),
                 ("q2.pdf", 22, "Total operating expenses: $13,658 million (three months ended April 1, 2023)"),
