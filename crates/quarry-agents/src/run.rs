@@ -35,7 +35,8 @@ pub struct AgentConfig {
     /// 700 a passage and no shared limit, the sec-10-q single-document slice with Qwen2.5-Coder-1.5B on 2
     /// cores took 40.5 s a question instead of 56.4 s (1,517 tokens instead of 2,027) and stated no fewer
     /// reference figures (0.424 vs 0.354), while NaiveRAG's reading of the whole set kept the answer
-    /// passage for the same 38 of 45 questions (docs/ANSWERS.md, "Session 6").
+    /// passage for the same 38 of 45 questions (docs/ANSWERS.md, "Session 6"). 4,000 stated 6 more of 164
+    /// single-document figures, all six in one question, for 12 % more prompt tokens (Session 30).
     pub context_chars: usize,
     /// When several documents match a question alike (the same company's filings, no period named),
     /// NaiveRAG answers from each of at most this many of them in turn ([`crate::per_document`]); 1 turns
