@@ -158,22 +158,25 @@ async fn an_answer_of_citation_markers_alone_becomes_the_closest_passage_quoted(
     ));
 }
 
+/// A library named "filings" of `passages`, each of Acme's quarterly filings among them (`q1.pdf`,
+/// `q2.pdf`, `q3.pdf`) with its context line: Acme Inc., Form 10-Q, the quarter it ended.
+fn acme_filings(passages: &[(&str, u32, &str)]) -> MemoryRetriever {
+    MemoryRetriever::new("filings", passages)
+        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
+        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023")
+        .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023")
+}
+
 /// Four filings of one company, for questions that name the company and no period.
 fn quarterly_filings() -> MemoryRetriever {
-    MemoryRetriever::new(
-        "filings",
-        &[
-            ("q2.pdf", 20, "Total net sales were 94,836 million dollars for the quarter."),
-            ("q2.pdf", 21, "Services net sales rose in the quarter."),
-            ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
-            ("q1.pdf", 21, "Operating expenses rose for the quarter."),
-            ("q3.pdf", 20, "Total net sales were 81,797 million dollars for the quarter."),
-            ("other.pdf", 1, "Globex total net sales were 5 million dollars."),
-        ],
-    )
-    .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
-    .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023")
-    .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023")
+    acme_filings(&[
+        ("q2.pdf", 20, "Total net sales were 94,836 million dollars for the quarter."),
+        ("q2.pdf", 21, "Services net sales rose in the quarter."),
+        ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
+        ("q1.pdf", 21, "Operating expenses rose for the quarter."),
+        ("q3.pdf", 20, "Total net sales were 81,797 million dollars for the quarter."),
+        ("other.pdf", 1, "Globex total net sales were 5 million dollars."),
+    ])
     .with_context("other.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023")
 }
 
@@ -229,21 +232,15 @@ async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_
     // One filing: the model writes about operating expenses without a figure; the row the question names
     // is quoted under its words, cited, streamed, and supported by the claim check. Turned off, the
     // answer is the model's words alone.
-    let retriever = Arc::new(
-        MemoryRetriever::new(
-            "filings",
-            &[
-                ("q1.pdf", 19, "Operating expenses grew due to higher headcount-related expenses."),
-                (
-                    "q1.pdf",
-                    20,
-                    "Research and development: $7,709 million (three months ended December 31, 2022)\n\
+    let retriever = Arc::new(acme_filings(&[
+        ("q1.pdf", 19, "Operating expenses grew due to higher headcount-related expenses."),
+        (
+            "q1.pdf",
+            20,
+            "Research and development: $7,709 million (three months ended December 31, 2022)\n\
                      Total operating expenses: $14,316 million (three months ended December 31, 2022)",
-                ),
-            ],
-        )
-        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022"),
-    );
+        ),
+    ]));
     let question = "What were Acme's total operating expenses in the quarter ended December 31, 2022?";
     for quote in [true, false] {
         let model = Arc::new(ScriptedModel::new().on("answer", text("Operating expenses grew with headcount [1].")));
@@ -331,17 +328,10 @@ async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declin
     assert!(check.supported, "{check:?}");
 
     // A filing none of whose passages states a figure the question asks for keeps its decline.
-    let retriever = Arc::new(
-        MemoryRetriever::new(
-            "filings",
-            &[
-                ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
-                ("q3.pdf", 20, "Total net sales were discussed with the board in the quarter."),
-            ],
-        )
-        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
-        .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023"),
-    );
+    let retriever = Arc::new(acme_filings(&[
+        ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
+        ("q3.pdf", 20, "Total net sales were discussed with the board in the quarter."),
+    ]));
     let model = Arc::new(
         ScriptedModel::new()
             .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
@@ -362,20 +352,13 @@ async fn a_document_line_quotes_its_row_from_a_passage_its_call_did_not_read_num
     // before it, has no figure). Each line is quoted from it, numbered after the two passages read and
     // without gaps ([3], [4]: p. 20 is not quoted, so it takes no number); those passages join the
     // answer's sources, so each quote is cited and supported, and no prompt shows them.
-    let retriever = Arc::new(
-        MemoryRetriever::new(
-            "filings",
-            &[
-                ("q1.pdf", 19, "Acme operating expenses changed over time with headcount."),
-                ("q1.pdf", 20, "Acme operating expenses over time were discussed by the board."),
-                ("q1.pdf", 22, "Total operating expenses: $14,316 million (three months ended December 31, 2022)"),
-                ("q2.pdf", 19, "Acme operating expenses changed over time with engineering costs."),
-                ("q2.pdf", 22, "Total operating expenses: $13,658 million (three months ended April 1, 2023)"),
-            ],
-        )
-        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
-        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023"),
-    );
+    let retriever = Arc::new(acme_filings(&[
+        ("q1.pdf", 19, "Acme operating expenses changed over time with headcount."),
+        ("q1.pdf", 20, "Acme operating expenses over time were discussed by the board."),
+        ("q1.pdf", 22, "Total operating expenses: $14,316 million (three months ended December 31, 2022)"),
+        ("q2.pdf", 19, "Acme operating expenses changed over time with engineering costs."),
+        ("q2.pdf", 22, "Total operating expenses: $13,658 million (three months ended April 1, 2023)"),
+    ]));
     let model = Arc::new(
         ScriptedModel::new()
             .on("document_answer", text("Operating expenses grew with headcount [1]."))
@@ -412,21 +395,14 @@ async fn each_document_reads_at_least_its_passage_count_each_passage_cut_to_its_
     // Two filings of three passages each. NaiveRAG reads 2 passages, one a document as a share; three a
     // document are asked for, so every passage is read, and each is cut to `document_passage_chars`
     // (its sentence about net sales kept, the rest left out), not to NaiveRAG's `passage_chars`.
-    let retriever = Arc::new(
-        MemoryRetriever::new(
-            "filings",
-            &[
-                ("q1.pdf", 20, "Total net sales were 117,154 million dollars. Services net sales rose in the quarter."),
-                ("q1.pdf", 21, "Products net sales were 96,388 million dollars. Sales of iPhone rose in the quarter."),
-                ("q1.pdf", 22, "Net sales by region: the Americas 49,278 million dollars. Europe was flat."),
-                ("q2.pdf", 20, "Total net sales were 94,836 million dollars. Services net sales rose in the quarter."),
-                ("q2.pdf", 21, "Products net sales were 73,929 million dollars. Sales of Mac fell in the quarter."),
-                ("q2.pdf", 22, "Net sales by region: the Americas 37,784 million dollars. Europe grew."),
-            ],
-        )
-        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
-        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023"),
-    );
+    let retriever = Arc::new(acme_filings(&[
+        ("q1.pdf", 20, "Total net sales were 117,154 million dollars. Services net sales rose in the quarter."),
+        ("q1.pdf", 21, "Products net sales were 96,388 million dollars. Sales of iPhone rose in the quarter."),
+        ("q1.pdf", 22, "Net sales by region: the Americas 49,278 million dollars. Europe was flat."),
+        ("q2.pdf", 20, "Total net sales were 94,836 million dollars. Services net sales rose in the quarter."),
+        ("q2.pdf", 21, "Products net sales were 73,929 million dollars. Sales of Mac fell in the quarter."),
+        ("q2.pdf", 22, "Net sales by region: the Americas 37,784 million dollars. Europe grew."),
+    ]));
     let model = Arc::new(
         ScriptedModel::new()
             .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
@@ -880,20 +856,14 @@ async fn sub_queries_that_name_no_document_read_the_documents_the_question_names
     use quarry_core::Retriever;
     // Four filings state operating expenses in the same words; only Globex's context line names Globex.
     let retriever = Arc::new(
-        MemoryRetriever::new(
-            "filings",
-            &[
-                ("q1.pdf", 30, "Operating expenses were 10 million dollars for the quarter."),
-                ("q2.pdf", 30, "Operating expenses were 12 million dollars for the quarter."),
-                ("q3.pdf", 30, "Operating expenses were 14 million dollars for the quarter."),
-                ("globex.pdf", 1, "Operating expenses were 7 million dollars for the quarter."),
-                ("globex.pdf", 2, "Globex revenue was 50 million dollars for the quarter."),
-                ("globex.pdf", 3, "Operating expenses rose for the quarter."),
-            ],
-        )
-        .with_context("q1.pdf", "Acme Inc. · Form 10-Q · quarterly period ended December 31, 2022")
-        .with_context("q2.pdf", "Acme Inc. · Form 10-Q · quarterly period ended April 1, 2023")
-        .with_context("q3.pdf", "Acme Inc. · Form 10-Q · quarterly period ended July 1, 2023")
+        acme_filings(&[
+            ("q1.pdf", 30, "Operating expenses were 10 million dollars for the quarter."),
+            ("q2.pdf", 30, "Operating expenses were 12 million dollars for the quarter."),
+            ("q3.pdf", 30, "Operating expenses were 14 million dollars for the quarter."),
+            ("globex.pdf", 1, "Operating expenses were 7 million dollars for the quarter."),
+            ("globex.pdf", 2, "Globex revenue was 50 million dollars for the quarter."),
+            ("globex.pdf", 3, "Operating expenses rose for the quarter."),
+        ])
         .with_context("globex.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023"),
     );
     let question = "What were Globex operating expenses and revenue?";
