@@ -45,4 +45,15 @@ impl Retriever for FusedRetriever {
             })
             .collect())
     }
+
+    /// The passages of the part that holds `library`'s document (the first that lists any).
+    async fn document_passages(&self, library: &str, document_id: &str) -> Result<Vec<Passage>, RetrievalError> {
+        for part in &self.parts {
+            let passages = part.document_passages(library, document_id).await?;
+            if !passages.is_empty() {
+                return Ok(passages);
+            }
+        }
+        Ok(Vec::new())
+    }
 }

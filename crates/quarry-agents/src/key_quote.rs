@@ -16,6 +16,14 @@
 //! written twice), when the answer declines (an abstention stays one), or when no piece shares at least
 //! [`MIN_SHARED_WORDS`] of the words that say what the question asks for.
 //!
+//! Since Session 31 a table row whose label names only what the question asks for ("Inventories" for an
+//! "inventory levels … supply chain efficiency" question) is quotable with that one word, and under a
+//! NaiveRAG answer such rows are also looked for in the rest of the filing the question names, beyond the
+//! search's candidates (`rows_only`: the balance-sheet line no search for the question's wording ranks);
+//! a piece whose amounts repeat one ranked above it is passed over. Over the 63 single-document sec-10-q
+//! questions, replayed on recorded answers, 70 → 77 of 164 reference figures (docs/ANSWERS.md,
+//! "Session 31").
+//!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
 use crate::answer::{sentence_pieces, stems};
@@ -46,32 +54,55 @@ pub struct KeyQuote {
 /// it by, best-ranked first. A piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
-/// or question words: [`asked_words`]); more shared words rank first, then the better-ranked passage, then
-/// the earlier piece; a piece whose text repeats one ranked above it is passed over. Of those `most`
+/// or question words: [`asked_words`]), or is a table row whose label names only what is asked for
+/// ([`label_is_asked_for`]); of `rows_only` (the rest of a document, numbered as `texts` are, after them)
+/// only such a row; more shared words rank first, then the better-ranked passage, then
+/// the earlier piece; a piece whose text, or every amount, repeats one ranked above it is passed over. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
 /// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
-pub fn key_quotes(question: &str, answer: &str, texts: &[(usize, &str)], most: usize) -> Vec<KeyQuote> {
+pub fn key_quotes(
+    question: &str,
+    answer: &str,
+    texts: &[(usize, &str)],
+    rows_only: &[(usize, &str)],
+    most: usize,
+) -> Vec<KeyQuote> {
     if most == 0 || quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
         return Vec::new();
     }
     let wanted = asked_words(question);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
-    for &(number, text) in texts {
+    let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
+    for (&(number, text), only_rows) in all {
         for piece in sentence_pieces(text) {
             let piece = piece.trim().trim_start_matches('…').trim_end_matches('…').trim();
             if !figures(piece).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. })) {
                 continue;
             }
             let shared = stems(piece).intersection(&wanted).count();
-            if shared >= MIN_SHARED_WORDS && !ranked.iter().any(|(_, _, p)| *p == piece) {
+            let named_by_label = label_is_asked_for(piece, &wanted);
+            let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
+            if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
             }
         }
     }
     // Stable: equal counts keep the passages' rank and the pieces' order.
     ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
+    // A piece whose amounts a piece ranked above it states already (the same row read with and without
+    // its change column) is passed over.
+    let amounts = |piece: &str| -> Vec<_> {
+        figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect()
+    };
+    let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
+    for piece in ranked {
+        let own = amounts(piece.2);
+        if !distinct.iter().any(|above| own.iter().all(|f| states(&amounts(above.2), f))) {
+            distinct.push(piece);
+        }
+    }
     let stated = figures(answer);
-    ranked
+    distinct
         .into_iter()
         .take(most)
         .filter(|(_, _, piece)| {
@@ -135,6 +166,41 @@ fn asked_words(question: &str) -> HashSet<String> {
         .collect()
 }
 
+/// Words a row label may hold besides the asked-for ones and still be what the question asks for
+/// ("Total inventories", "Net sales"), as [`crate::answer::stems`] cuts them.
+const LABEL_QUALIFIERS: &[&str] = &["total", "net"];
+
+/// Whether `piece` is a table row whose label says only what the question asks for: every word of the
+/// label ([`crate::answer::stems`], less [`LABEL_QUALIFIERS`]) is one of `wanted`, and it has one. Such a
+/// row is quotable with a single asked-for word: "Inventories: 5,433 million (June 25, 2022); …" answers
+/// "How did Apple's inventory levels reflect on its supply chain efficiency?", whose other asked-for
+/// words no row states — while "Segment operating income" does not answer a question about operating
+/// expenses (its label says more than was asked), and neither does a prose sentence that shares one word.
+fn label_is_asked_for(piece: &str, wanted: &HashSet<String>) -> bool {
+    row_label(piece).is_some_and(|label| {
+        let words: HashSet<String> =
+            stems(label).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect();
+        !words.is_empty() && words.is_subset(wanted)
+    })
+}
+
+/// The label of a table row as [`quarry_core::table_row::write_row`] writes it — `Inventories: 5,433
+/// million (June 25, 2022); …` gives `Inventories` — with one cell or more; `None` for any other text.
+fn row_label(piece: &str) -> Option<&str> {
+    if let Some((label, _)) = quarry_core::table_row::parse_row(piece) {
+        return Some(label);
+    }
+    // One cell: `label: value (column)`, the value starting as an amount does.
+    let piece = piece.trim_end();
+    let open = piece.find(" (")?;
+    let value_start = piece[..open].rfind(": ")?;
+    let amount = piece[value_start + 2..open]
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '$' | '(' | '-' | '€' | '£' | '¥'));
+    (piece.ends_with(')') && amount).then(|| &piece[..value_start])
+}
+
 /// `piece` cut to at most `max_chars` characters (plus ` …`): after its last `; ` before the limit when
 /// there is one, else at the limit.
 fn cut(piece: &str, max_chars: usize) -> String {
@@ -162,7 +228,7 @@ mod tests {
 
     /// The one piece [`key_quotes`] quotes, if any.
     fn key_quote(question: &str, answer: &str, texts: &[(usize, &str)]) -> Option<KeyQuote> {
-        key_quotes(question, answer, texts, 1).into_iter().next()
+        key_quotes(question, answer, texts, &[], 1).into_iter().next()
     }
 
     #[test]
@@ -213,7 +279,7 @@ mod tests {
     fn with_two_pieces_the_next_row_is_quoted_too_unless_the_answer_states_it() {
         let question = "What were Apple's research and development and total operating expenses?";
         let answer = "Apple's operating expenses grew because of higher headcount [2].";
-        let quotes = key_quotes(question, answer, &[(2, ROWS)], 2);
+        let quotes = key_quotes(question, answer, &[(2, ROWS)], &[], 2);
         assert_eq!(quotes.len(), 2, "{quotes:?}");
         // Three asked-for words shared ("total", "operating", "expenses") before two.
         assert!(quotes[0].text.starts_with("Total operating expenses: $14,316 million"), "{quotes:?}");
@@ -222,12 +288,79 @@ mod tests {
             render_quotes(&quotes, false),
             format!("From the passages: “{}” [2]; “{}” [2]", quotes[0].text, quotes[1].text)
         );
-        assert_eq!(key_quotes(question, answer, &[(2, ROWS)], 1), quotes[..1].to_vec(), "one piece: the best");
+        assert_eq!(key_quotes(question, answer, &[(2, ROWS)], &[], 1), quotes[..1].to_vec(), "one piece: the best");
         let stated = "Research and development was $7.7 billion and $6.3 billion a year earlier [2].";
-        let rest = key_quotes(question, stated, &[(2, ROWS)], 2);
+        let rest = key_quotes(question, stated, &[(2, ROWS)], &[], 2);
         assert_eq!(rest.len(), 1, "the stated row is not written twice: {rest:?}");
         assert!(rest[0].text.starts_with("Total operating expenses"), "{rest:?}");
-        assert!(key_quotes(question, answer, &[(2, ROWS)], 0).is_empty(), "0 quotes nothing");
+        assert!(key_quotes(question, answer, &[(2, ROWS)], &[], 0).is_empty(), "0 quotes nothing");
+    }
+
+    #[test]
+    fn a_row_whose_label_is_what_was_asked_is_quoted_with_one_shared_word() {
+        // The real 2022 Q3 AAPL balance-sheet row; the question's other asked-for words no row states.
+        let question =
+            "How did Apple's inventory levels in the Q3 2022 report reflect on their supply chain efficiency?";
+        let answer = "Apple managed its supply chain efficiently [1].";
+        let row = "Inventories: 5,433 million (June 25, 2022); 6,580 million (September 25, 2021)";
+        let quote = key_quote(question, answer, &[(1, row)]).expect("the inventories row");
+        assert_eq!(quote.text, row);
+        let total = "Total inventories: $12,831 million (Oct 1, 2022); $10,776 million (Dec 25, 2021)";
+        assert!(key_quote(question, answer, &[(1, total)]).is_some(), "\"Total\" only qualifies the label");
+        let one_cell = "Inventories: 5,433 million (June 25, 2022)";
+        assert!(key_quote(question, answer, &[(1, one_cell)]).is_some(), "a one-column row");
+        // A label saying more than was asked, or a sentence sharing one word, is not quoted.
+        let expenses = "How did Apple's operating expenses change in Q1 2023?";
+        let income = "Segment operating income: $45,405 million (three months ended December 31, 2022)";
+        assert_eq!(key_quote(expenses, "They rose [1].", &[(1, income)]), None);
+        let sentence = "Inventory purchase obligations were $5.4 billion.";
+        assert_eq!(key_quote(question, answer, &[(1, sentence)]), None);
+    }
+
+    #[test]
+    fn from_the_rest_of_a_document_only_a_row_named_by_what_was_asked_is_quoted() {
+        let question = "What do Microsoft's inventory levels in Q3 2022 suggest about product demand?";
+        let answer = "Demand was strong [1].";
+        let read = [(1, "Microsoft sells Surface devices and Xbox consoles.")];
+        // The exhibit list shares two asked-for words ("product", "demand") but is not a row named by them.
+        let rest = [
+            (2, "Product demand schedule 31.2 of the 2022 exhibits, 13a-14(a)."),
+            (3, "Inventories: 4,268 million (September 30, 2022); 3,742 million (June 30, 2022)"),
+        ];
+        let quotes = key_quotes(question, answer, &read, &rest, 2);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert_eq!(quotes[0].number, 3);
+        assert!(quotes[0].text.starts_with("Inventories: 4,268 million"), "{quotes:?}");
+        // The same sentence among the passages read or the search's candidates is quotable, as before.
+        let quotes = key_quotes(question, answer, &[read[0], rest[0]], &[], 2);
+        assert_eq!(quotes.iter().map(|q| q.number).collect::<Vec<_>>(), [2], "{quotes:?}");
+    }
+
+    #[test]
+    fn a_row_read_twice_is_quoted_once() {
+        let question = "What were Apple's Services net sales in Q1 2023?";
+        let with_change = "Services: 20,766 million (three months ended December 31, 2022); 19,516 million \
+                           (three months ended December 25, 2021); 6% (change, three months ended)";
+        let plain = "Services: 20,766 million (three months ended December 31, 2022); 19,516 million (three \
+                     months ended December 25, 2021)";
+        let quotes = key_quotes(question, "Services grew [1].", &[(1, with_change), (2, plain)], &[], 2);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert_eq!(quotes[0].number, 1);
+    }
+
+    #[test]
+    fn row_labels_are_read_from_rows_with_one_cell_or_more() {
+        assert_eq!(
+            row_label("Inventories: 5,433 million (June 25, 2022); 6,580 million (September 25, 2021)"),
+            Some("Inventories")
+        );
+        assert_eq!(
+            row_label("Cost of sales: Products: 41,485 million (three months ended June 25, 2022)"),
+            Some("Cost of sales: Products")
+        );
+        assert_eq!(row_label("Other income: $(7,139) million (nine months ended Oct 1, 2022)"), Some("Other income"));
+        assert_eq!(row_label("The Company: see Note 4 (below)"), None, "no amount");
+        assert_eq!(row_label("Revenue grew 19% (quarter over quarter)."), None, "a sentence");
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub async fn answer_per_document(
             first,
             further: unread,
             further_first: read_total + quoted_further.len() + 1,
+            rows_only: &[],
         };
         let only_declines = declined && crate::figures::figures(&said).is_empty();
         if let Some(quote) = run.quote_under(question, if only_declines { "" } else { &said }, sources, " ") {
@@ -187,6 +188,7 @@ pub async fn answer_per_document(
             first: 1,
             further: &not_quoted,
             further_first: read_total + quoted_further.len() + 1,
+            rows_only: &[],
         };
         if let Some(quote) = run.quote_under(question, &together, sources, "\n\n") {
             markdown.push_str(&quote.text);

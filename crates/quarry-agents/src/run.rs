@@ -184,12 +184,16 @@ pub struct QuoteSources<'a> {
     /// The number the first further passage quoted gets: after every passage the answer's prompts
     /// numbered, so no prompt changes.
     pub further_first: usize,
+    /// The rest of a document, beyond the search's candidates (its order), taken after `further` and
+    /// numbered after it: only a table row whose label names what the question asks for is quoted from
+    /// these ([`crate::key_quote::key_quotes`]'s `rows_only`), not a sentence that shares words with it.
+    pub rows_only: &'a [Passage],
 }
 
 impl<'a> QuoteSources<'a> {
     /// Only the passages read, numbered from `first`.
     pub fn read(read: &'a [Passage], first: usize) -> Self {
-        QuoteSources { read, first, further: &[], further_first: first + read.len() }
+        QuoteSources { read, first, further: &[], further_first: first + read.len(), rows_only: &[] }
     }
 }
 
@@ -345,6 +349,17 @@ impl Run {
         }
     }
 
+    /// Every passage of `passage`'s document, in the document's order ([`Retriever::document_passages`]);
+    /// empty when the retriever cannot list it. Cancellation interrupts the read.
+    pub async fn document_passages(&self, passage: &Passage) -> Result<Vec<Passage>, AgentError> {
+        self.check_cancelled()?;
+        tokio::select! {
+            _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
+            result = self.retriever.document_passages(&passage.library, &passage.document_id) =>
+                result.map_err(|e| AgentError::Retrieval(e.to_string())),
+        }
+    }
+
     /// Writes the final answer from `passages` with `prompt` (placeholders `passages`, `question` and
     /// `extra`), streaming it. With no passages, no model is asked: the answer says the library holds
     /// nothing on the question.
@@ -359,6 +374,27 @@ impl Run {
         queries: Vec<Vec<String>>,
         retrieved: usize,
     ) -> Result<Answer, AgentError> {
+        self.write_answer_quoting(agent, prompt, question, passages, (&[], &[]), extra, queries, retrieved).await
+    }
+
+    /// [`Run::write_answer`], with the quote under the model's words chosen from `further` passages too:
+    /// passages of the same documents the model did not read — the search's other candidates
+    /// ([`QuoteSources::further`]), then the rest of the document ([`QuoteSources::rows_only`]). A further
+    /// passage quoted is numbered after the passages read and joins the answer's sources, so its marker
+    /// opens it and the claim check reads it.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn write_answer_quoting(
+        &self,
+        agent: &str,
+        prompt: Prompt,
+        question: &str,
+        passages: Vec<Passage>,
+        further: (&[Passage], &[Passage]),
+        extra: &[(&str, &str)],
+        queries: Vec<Vec<String>>,
+        retrieved: usize,
+    ) -> Result<Answer, AgentError> {
+        let mut further_quoted: Vec<Passage> = Vec::new();
         let nothing_found = passages.is_empty();
         // The excerpts the prompt shows.
         let excerpts = passage_excerpts(&passages, question, self.config.passage_chars, self.config.context_chars);
@@ -402,13 +438,25 @@ impl Run {
                 }
                 None => {
                     // The model's words first, then the filing's own, quoted and cited.
-                    match self.quote_under(question, &text, QuoteSources::read(&passages, 1), "\n\n") {
-                        Some(quote) => format!("{text}{}", quote.text),
+                    let sources = QuoteSources {
+                        read: &passages,
+                        first: 1,
+                        further: further.0,
+                        further_first: passages.len() + 1,
+                        rows_only: further.1,
+                    };
+                    match self.quote_under(question, &text, sources, "\n\n") {
+                        Some(quote) => {
+                            further_quoted = quote.further_quoted;
+                            format!("{text}{}", quote.text)
+                        }
                         None => text,
                     }
                 }
             }
         };
+        let mut passages = passages;
+        passages.extend(further_quoted);
         Ok(self.finish_answer(agent, question, markdown, passages, queries, retrieved, nothing_found))
     }
 
@@ -426,31 +474,38 @@ impl Run {
         sources: QuoteSources<'_>,
         separator: &str,
     ) -> Option<QuoteLine> {
-        let QuoteSources { read, first, further, further_first } = sources;
+        let QuoteSources { read, first, further, further_first, rows_only } = sources;
         let texts = crate::key_quote::quotable_texts(read);
-        let further_texts = crate::key_quote::quotable_texts(further);
-        // A further passage is numbered `further_first + its index` while the quotes are chosen, then
-        // renumbered in the order the quotes cite them, so the numbers the answer gains have no gaps.
-        let numbered: Vec<(usize, &str)> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| (first + i, text.as_str()))
-            .chain(further_texts.iter().enumerate().map(|(j, text)| (further_first + j, text.as_str())))
-            .collect();
-        let mut quotes = crate::key_quote::key_quotes(question, answer, &numbered, self.config.quoted_pieces);
+        let unread: Vec<Passage> = further.iter().chain(rows_only).cloned().collect();
+        let further_texts = crate::key_quote::quotable_texts(&unread);
+        // A further passage is numbered `further_first + its index` (the rest of the document after the
+        // candidates) while the quotes are chosen, then renumbered in the order the quotes cite them, so
+        // the numbers the answer gains have no gaps.
+        let numbered = |from: usize, to: usize| -> Vec<(usize, &str)> {
+            further_texts[from..to]
+                .iter()
+                .enumerate()
+                .map(|(j, text)| (further_first + from + j, text.as_str()))
+                .collect()
+        };
+        let mut candidates: Vec<(usize, &str)> =
+            texts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
+        candidates.extend(numbered(0, further.len()));
+        let rows = numbered(further.len(), unread.len());
+        let mut quotes = crate::key_quote::key_quotes(question, answer, &candidates, &rows, self.config.quoted_pieces);
         if quotes.is_empty() {
             return None;
         }
         let mut further_quoted: Vec<(usize, Passage)> = Vec::new();
         for quote in &mut quotes {
-            if quote.number < further_first || further.is_empty() {
+            if quote.number < further_first || unread.is_empty() {
                 continue;
             }
             let index = quote.number - further_first;
             let place = match further_quoted.iter().position(|(j, _)| *j == index) {
                 Some(place) => place,
                 None => {
-                    further_quoted.push((index, further[index].clone()));
+                    further_quoted.push((index, unread[index].clone()));
                     further_quoted.len() - 1
                 }
             };

@@ -117,6 +117,15 @@ pub trait Retriever: Send + Sync {
     async fn passage_count(&self) -> Option<u64> {
         None
     }
+
+    /// Every passage of document `document_id` of library `library` that search can return, in the
+    /// document's order (chunk index), each with score 0: what an agent looks through for a table row
+    /// search did not rank among its candidates (a filing's balance-sheet line). Empty — the default —
+    /// when this retriever does not hold that library or document, or cannot list one, as for the web.
+    async fn document_passages(&self, library: &str, document_id: &str) -> Result<Vec<Passage>, RetrievalError> {
+        let _ = (library, document_id);
+        Ok(Vec::new())
+    }
 }
 
 #[cfg(test)]

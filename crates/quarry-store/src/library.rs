@@ -602,6 +602,21 @@ impl Library {
         Ok(Some((before, chunk, after)))
     }
 
+    /// Every chunk of document `document_id` as a passage of this library, in the document's order (chunk
+    /// index), each with score 0 and the document's path and context line; empty when the library holds
+    /// no searchable (`indexed` or `keyword_only`) document with that id.
+    ///
+    /// Errors: LanceDB I/O.
+    pub async fn document_passages(&self, document_id: &str) -> Result<Vec<quarry_core::Passage>, StoreError> {
+        let Some(document) = self.documents.get(document_id).filter(|d| d.state.searchable()) else {
+            return Ok(Vec::new());
+        };
+        let filter = format!("document_id = '{}'", document_id.replace('\'', "''"));
+        let mut chunks = self.store.chunks_where(Some(filter)).await?;
+        chunks.sort_by_key(|c| c.chunk_index);
+        Ok(chunks.iter().map(|c| c.passage(self.name(), &document.path, document.context.as_deref(), 0.0)).collect())
+    }
+
     /// Counts and failures for `quarry status`.
     pub async fn status(&mut self) -> Result<LibraryStatus, StoreError> {
         self.refresh_documents().await?;
@@ -746,6 +761,67 @@ fn with_document_prior(
 mod tests {
     use super::*;
     use crate::store::chunk_id;
+
+    #[tokio::test]
+    async fn a_document_s_passages_are_its_chunks_in_order_with_its_path_and_context() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = DataDir::at(tmp.path());
+        let embedding = EmbeddingInfo { model_id: "m".into(), dimension: 3, automatic: false, chunks_per_second: None };
+        Library::create(&data, "filings", embedding, ChunkingInfo::default()).await.unwrap();
+        let dir = data.existing("filings").unwrap();
+        let document = |id: &str, state: DocumentState| DocumentRecord {
+            document_id: id.into(),
+            origin_id: id.into(),
+            path: format!("/docs/{id}.pdf"),
+            file_path: format!("/docs/{id}.pdf"),
+            format: "pdf".into(),
+            byte_len: 10,
+            page_count: Some(2),
+            chunk_count: 2,
+            char_count: 10,
+            state,
+            error: None,
+            warnings: None,
+            added_ms: 1,
+            modified_ms: 1,
+            context: Some(format!("{id} Inc. · Form 10-Q")),
+            extraction_version: None,
+        };
+        let chunk = |id: &str, index: u32, text: &str| ChunkRecord {
+            chunk_id: chunk_id(id, index),
+            document_id: id.into(),
+            chunk_index: index,
+            text: text.into(),
+            page_start: Some(index + 1),
+            page_end: Some(index + 1),
+            sheet: None,
+            heading_path: Vec::new(),
+            char_start: 0,
+            char_end: text.len() as u64,
+            token_count: 3,
+            ocr: false,
+        };
+        {
+            let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();
+            store
+                .add_documents(&[document("acme", DocumentState::Indexed), document("gone", DocumentState::Failed)])
+                .await
+                .unwrap();
+            // Written out of order, and another document's chunk between them.
+            let chunks =
+                [chunk("acme", 1, "Inventories: 5,433 million"), chunk("gone", 0, "x"), chunk("acme", 0, "Cover")];
+            store.add_chunks(&chunks, &vec![vec![1.0, 0.0, 0.0]; 3]).await.unwrap();
+        }
+        let library = Library::open_read(&data, "filings").await.unwrap();
+        let passages = library.document_passages("acme").await.unwrap();
+        let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, ["Cover", "Inventories: 5,433 million"], "the document's order");
+        assert!(passages.iter().all(|p| p.path == "/docs/acme.pdf" && p.context == "acme Inc. · Form 10-Q"));
+        assert!(passages.iter().all(|p| p.library == "filings" && p.document_id == "acme"));
+        assert_eq!(passages[1].citation(), "acme.pdf, p. 2");
+        assert!(library.document_passages("gone").await.unwrap().is_empty(), "a failed document is not searchable");
+        assert!(library.document_passages("nobody's").await.unwrap().is_empty(), "no such document (quote escaped)");
+    }
 
     #[tokio::test]
     async fn a_keyword_index_from_before_ascii_folding_is_searched_as_built_then_rebuilt_by_a_writer() {

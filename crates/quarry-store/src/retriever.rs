@@ -71,6 +71,15 @@ impl Retriever for LibraryRetriever {
         Ok(hits.iter().map(|h| h.passage(&self.name)).collect())
     }
 
+    /// The chunks of document `document_id` when `library` is this library ([`Library::document_passages`]).
+    async fn document_passages(&self, library: &str, document_id: &str) -> Result<Vec<Passage>, RetrievalError> {
+        if library != self.name {
+            return Ok(Vec::new());
+        }
+        let opened = self.library.lock().await;
+        opened.document_passages(document_id).await.map_err(|e| RetrievalError(format!("library {:?}: {e}", self.name)))
+    }
+
     /// The chunks of its searchable documents (fully indexed or keyword-only), from the document list
     /// the library read last: when it was opened, or at its last search.
     async fn passage_count(&self) -> Option<u64> {

@@ -163,6 +163,14 @@ impl Retriever for MemoryRetriever {
     async fn passage_count(&self) -> Option<u64> {
         Some(self.passages.len() as u64)
     }
+
+    /// The document's passages in the order they were given.
+    async fn document_passages(&self, library: &str, document_id: &str) -> Result<Vec<Passage>, RetrievalError> {
+        if library != self.library {
+            return Ok(Vec::new());
+        }
+        Ok(self.passages.iter().filter(|p| p.document_id == document_id).cloned().collect())
+    }
 }
 
 /// A small corpus about two companies, for multi-hop questions.

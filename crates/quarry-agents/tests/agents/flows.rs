@@ -267,6 +267,39 @@ async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_
 }
 
 #[tokio::test]
+async fn a_row_named_by_the_question_is_quoted_from_the_named_filing_where_search_did_not_find_it() {
+    // Search finds the supply-chain sentence only (the fake matches whole words: "Inventories" is not
+    // "inventory", "end" is not "ended"). The quote comes from the rest of the filing the question names: its inventories row,
+    // numbered after the passage read, added to the sources and supported there. Not the other filing's
+    // row, and not the filing's sentence that shares three asked-for stems but is no row.
+    let retriever = Arc::new(acme_filings(&[
+        ("q1.pdf", 3, "Inventories: 5,433 million (Q1 end); 6,580 million (FY end)"),
+        ("q1.pdf", 10, "Acme improved its supply chain efficiency in the quarter ended December 31, 2022."),
+        ("q1.pdf", 30, "Suppliers' chains: efficiencies of 12 million were targeted."),
+        ("q2.pdf", 3, "Inventories: 4,946 million (Q2 end); 6,580 million (FY end)"),
+    ]));
+    let question =
+        "How did Acme's inventory levels in the quarter ended December 31, 2022 reflect on supply chain efficiency?";
+    let model = Arc::new(ScriptedModel::new().on("answer", text("Supply chain efficiency improved [1].")));
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    let prompt = model.prompts_of("answer").join("\n");
+    assert!(!prompt.contains("5,433"), "the model did not read the row: {prompt}");
+    let quoted = "From the passages: “Inventories: 5,433 million (Q1 end); 6,580 million (FY end)” [2]";
+    assert!(
+        answer.markdown.starts_with(&format!("Supply chain efficiency improved [1].\n\n{quoted}")),
+        "{}",
+        answer.markdown
+    );
+    assert!(!answer.markdown.contains("12 million"), "{}", answer.markdown);
+    let cited: Vec<String> = answer.sources.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(cited[1], "q1.pdf, p. 3", "{cited:?}");
+    let check = answer.claims.iter().find(|c| c.sentence.contains("5,433")).expect("the quote is checked");
+    assert!(check.supported, "{check:?}");
+}
+
+#[tokio::test]
 async fn a_second_row_the_prompt_s_excerpt_left_out_is_quoted_from_the_whole_passage() {
     // The prompt shows 100 characters of the passage: the total's row. The model states the total; the
     // research and development row it was not shown is the second piece the question names, quoted from
