@@ -54,9 +54,9 @@ pub struct KeyQuote {
 /// it by, best-ranked first. A piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
-/// or question words: [`asked_words`]), or is a table row whose label names only what is asked for
-/// ([`label_is_asked_for`]); of `rows_only` (the rest of a document, numbered as `texts` are, after them)
-/// only such a row; more shared words rank first, then the better-ranked passage, then
+/// or question words: [`asked_words`]), or — when `answer` states no amount or percentage of its own —
+/// is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
+/// rest of a document, numbered as `texts` are, after them) only such a row; more shared words rank first, then the better-ranked passage, then
 /// the earlier piece; a piece whose text, or every amount, repeats one ranked above it is passed over. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
 /// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
@@ -72,6 +72,12 @@ pub fn key_quotes(
     }
     let wanted = asked_words(question);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
+    // A row is quoted for its label alone — and the rest of a document looked through — only under an
+    // answer that states no amount of its own: one that does has found its row, and a like-labelled row
+    // elsewhere in the filing (the percentage-of-revenue table's "Revenue: 100.0%" under the quick
+    // start's "$7,192 million") adds nothing.
+    let answered_with_amount = figures(answer).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. }));
+    let rows_only = if answered_with_amount { &[] } else { rows_only };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
         for piece in sentence_pieces(text) {
@@ -80,7 +86,7 @@ pub fn key_quotes(
                 continue;
             }
             let shared = stems(piece).intersection(&wanted).count();
-            let named_by_label = label_is_asked_for(piece, &wanted);
+            let named_by_label = !answered_with_amount && label_is_asked_for(piece, &wanted);
             let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
             if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
@@ -334,6 +340,17 @@ mod tests {
         // The same sentence among the passages read or the search's candidates is quotable, as before.
         let quotes = key_quotes(question, answer, &[read[0], rest[0]], &[], 2);
         assert_eq!(quotes.iter().map(|q| q.number).collect::<Vec<_>>(), [2], "{quotes:?}");
+        // An answer that states an amount has found its row: the rest of the document is not looked through.
+        let stated = "Inventories rose to $4.3 billion as demand was strong [1].";
+        assert!(key_quotes(question, stated, &read, &rest, 2).is_empty());
+        let quick_start = "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million [1].";
+        let percent_of_revenue =
+            [(9, "Revenue: 100.0% (three months ended April 30, 2023); 100.0% (three months ended May 1, 2022)")];
+        let read = [(1, "Revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)")];
+        let revenue = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
+        assert!(key_quotes(revenue, quick_start, &read, &percent_of_revenue, 2).is_empty());
+        // Nor a row named by one asked-for word among the passages read or the candidates.
+        assert!(key_quotes(revenue, quick_start, &[read[0], percent_of_revenue[0]], &[], 2).is_empty());
     }
 
     #[test]
