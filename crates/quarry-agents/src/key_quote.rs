@@ -20,7 +20,7 @@
 //! "inventory levels … supply chain efficiency" question) is quotable with that one word, and under a
 //! NaiveRAG answer such rows are also looked for in the rest of the filing the question names, beyond the
 //! search's candidates (`rows_only`: the balance-sheet line no search for the question's wording ranks);
-//! a piece whose amounts repeat one ranked above it is passed over. Over the 63 single-document sec-10-q
+//! a row whose label and amounts repeat one ranked above it is passed over. Over the 63 single-document sec-10-q
 //! questions, replayed on recorded answers, 70 → 77 of 164 reference figures (docs/ANSWERS.md,
 //! "Session 31").
 //!
@@ -57,7 +57,8 @@ pub struct KeyQuote {
 /// or question words: [`asked_words`]), or — when `answer` states no amount or percentage of its own —
 /// is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
 /// rest of a document, numbered as `texts` are, after them) only such a row; more shared words rank first, then the better-ranked passage, then
-/// the earlier piece; a piece whose text, or every amount, repeats one ranked above it is passed over. Of those `most`
+/// the earlier piece; a piece whose text repeats one ranked above it, or a row whose label and amounts
+/// do, is passed over. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
 /// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
 pub fn key_quotes(
@@ -95,15 +96,19 @@ pub fn key_quotes(
     }
     // Stable: equal counts keep the passages' rank and the pieces' order.
     ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
-    // A piece whose amounts a piece ranked above it states already (the same row read with and without
-    // its change column) is passed over.
+    // A row whose label and amounts a row ranked above it has already (the same row read with and
+    // without its change column) is passed over.
     let amounts = |piece: &str| -> Vec<_> {
         figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect()
     };
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
-        if !distinct.iter().any(|above| own.iter().all(|f| states(&amounts(above.2), f))) {
+        let repeats = |above: &(usize, usize, &str)| {
+            row_label(piece.2).is_some_and(|label| row_label(above.2) == Some(label))
+                && own.iter().all(|f| states(&amounts(above.2), f))
+        };
+        if !distinct.iter().any(repeats) {
             distinct.push(piece);
         }
     }
