@@ -77,13 +77,13 @@ pub fn key_quotes(
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
     // elsewhere in the filing (the percentage-of-revenue table's "Revenue: 100.0%" under the quick
     // start's "$7,192 million") adds nothing.
-    let answered_with_amount = figures(answer).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. }));
+    let answered_with_amount = states_amount(answer);
     let rows_only = if answered_with_amount { &[] } else { rows_only };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
         for piece in sentence_pieces(text) {
             let piece = piece.trim().trim_start_matches('…').trim_end_matches('…').trim();
-            if !figures(piece).iter().any(|f| !matches!(f.kind, FigureKind::Date { .. })) {
+            if !states_amount(piece) {
                 continue;
             }
             let shared = stems(piece).intersection(&wanted).count();
@@ -98,9 +98,6 @@ pub fn key_quotes(
     ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
     // A row whose label and amounts a row ranked above it has already (the same row read with and
     // without its change column) is passed over.
-    let amounts = |piece: &str| -> Vec<_> {
-        figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect()
-    };
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
@@ -175,6 +172,18 @@ fn asked_words(question: &str) -> HashSet<String> {
                 && !w.chars().next().is_some_and(|c| c.is_ascii_digit())
         })
         .collect()
+}
+
+/// The amounts, percentages and numbers `text` states ([`crate::figures`]): its figures less dates.
+fn amounts(text: &str) -> Vec<crate::figures::Figure> {
+    figures(text).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect()
+}
+
+/// Whether `text` states an amount, a percentage or a number (a date alone does not count). An answer
+/// that does has found its row: [`key_quotes`] then quotes no row for its label alone and looks through
+/// no rest of a document, so a caller need not read one.
+pub(crate) fn states_amount(text: &str) -> bool {
+    !amounts(text).is_empty()
 }
 
 /// Words a row label may hold besides the asked-for ones and still be what the question asks for

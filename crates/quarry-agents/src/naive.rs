@@ -38,39 +38,40 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     let passages = crate::document_match::select(question, found.clone(), run.config.top_k);
     run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: passages.len(), new: passages.len() });
     let retrieved = passages.len();
-    let (candidates, rest) = named_document_unread(run, question, &passages, found).await?;
+    let named = named_document(question, &passages);
+    // The named filing's other candidates, search order: the quote may come from them, and from the rest
+    // of that filing when the answer states no amount ([`Run::write_answer_quoting`]).
+    let candidates: Vec<quarry_core::Passage> = match named {
+        Some(named) => found
+            .into_iter()
+            .filter(|p| {
+                p.library == named.library
+                    && p.document_id == named.document_id
+                    && !passages.iter().any(|r| r.key() == p.key())
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let named = named.cloned();
     let queries = vec![vec![question.to_string()]];
-    let further = (candidates.as_slice(), rest.as_slice());
-    run.write_answer_quoting("naive", prompts::ANSWER, question, passages, further, &[], queries, retrieved).await
+    run.write_answer_quoting(
+        "naive",
+        prompts::ANSWER,
+        question,
+        passages,
+        &candidates,
+        named.as_ref(),
+        &[],
+        queries,
+        retrieved,
+    )
+    .await
 }
 
-/// The passages of the document `question` names that the answer does not read: its other search
-/// candidates (`found`, search order), and the rest of the document in its own order
-/// ([`Run::document_passages`]) — where the quote under the answer may find the table row the search did
-/// not rank (an "inventory levels" question's balance-sheet line: [`crate::key_quote`]). The named
-/// document is the first passage's when its context line shares a word with the question
-/// ([`crate::document_match::context_overlap`]); none named, nothing.
-async fn named_document_unread(
-    run: &Run,
-    question: &str,
-    read: &[quarry_core::Passage],
-    found: Vec<quarry_core::Passage>,
-) -> Result<(Vec<quarry_core::Passage>, Vec<quarry_core::Passage>), AgentError> {
-    let Some(named) = read.first().filter(|p| crate::document_match::context_overlap(question, p) > 0) else {
-        return Ok(Default::default());
-    };
-    let same = |p: &quarry_core::Passage| p.library == named.library && p.document_id == named.document_id;
-    let unread: Vec<quarry_core::Passage> =
-        found.into_iter().filter(|p| same(p) && !read.iter().any(|r| r.key() == p.key())).collect();
-    let whole = match run.document_passages(named).await {
-        Ok(whole) => whole,
-        Err(AgentError::Cancelled) => return Err(AgentError::Cancelled),
-        // A quote is a help, not the answer: the answer goes on without the document's other passages.
-        Err(e) => {
-            run.degraded("quote", &e.to_string(), "the search's candidates only");
-            Vec::new()
-        }
-    };
-    let rest = whole.into_iter().filter(|p| !read.iter().chain(unread.iter()).any(|r| r.key() == p.key())).collect();
-    Ok((unread, rest))
+/// The passage whose document `question` names among those read (`read`, best first): the first, when
+/// its context line shares a word with the question ([`crate::document_match::context_overlap`]); none
+/// named, `None`. Its document's unread passages are where the quote under the answer may find the table
+/// row the search did not rank (an "inventory levels" question's balance-sheet line: [`crate::key_quote`]).
+fn named_document<'a>(question: &str, read: &'a [quarry_core::Passage]) -> Option<&'a quarry_core::Passage> {
+    read.first().filter(|p| crate::document_match::context_overlap(question, p) > 0)
 }

@@ -349,15 +349,26 @@ impl Run {
         }
     }
 
-    /// Every passage of `passage`'s document, in the document's order ([`Retriever::document_passages`]);
-    /// empty when the retriever cannot list it. Cancellation interrupts the read.
-    pub async fn document_passages(&self, passage: &Passage) -> Result<Vec<Passage>, AgentError> {
+    /// The passages of `passage`'s document, in the document's order ([`Retriever::document_passages`]),
+    /// less those in `read` or `further`; empty when the retriever cannot list it. A quote is a help, not
+    /// the answer: a failed read is reported as a degraded step and the answer goes on without it.
+    /// Errors: [`AgentError::Cancelled`] only (cancellation interrupts the read).
+    pub async fn rest_of_document(
+        &self,
+        passage: &Passage,
+        read: &[Passage],
+        further: &[Passage],
+    ) -> Result<Vec<Passage>, AgentError> {
         self.check_cancelled()?;
-        tokio::select! {
-            _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
-            result = self.retriever.document_passages(&passage.library, &passage.document_id) =>
-                result.map_err(|e| AgentError::Retrieval(e.to_string())),
-        }
+        let whole = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(AgentError::Cancelled),
+            result = self.retriever.document_passages(&passage.library, &passage.document_id) => result,
+        };
+        let whole = whole.unwrap_or_else(|e| {
+            self.degraded("quote", &e.to_string(), "the search's candidates only");
+            Vec::new()
+        });
+        Ok(whole.into_iter().filter(|p| !read.iter().chain(further).any(|r| r.key() == p.key())).collect())
     }
 
     /// Writes the final answer from `passages` with `prompt` (placeholders `passages`, `question` and
@@ -374,14 +385,15 @@ impl Run {
         queries: Vec<Vec<String>>,
         retrieved: usize,
     ) -> Result<Answer, AgentError> {
-        self.write_answer_quoting(agent, prompt, question, passages, (&[], &[]), extra, queries, retrieved).await
+        self.write_answer_quoting(agent, prompt, question, passages, &[], None, extra, queries, retrieved).await
     }
 
-    /// [`Run::write_answer`], with the quote under the model's words chosen from `further` passages too:
-    /// passages of the same documents the model did not read — the search's other candidates
-    /// ([`QuoteSources::further`]), then the rest of the document ([`QuoteSources::rows_only`]). A further
-    /// passage quoted is numbered after the passages read and joins the answer's sources, so its marker
-    /// opens it and the claim check reads it.
+    /// [`Run::write_answer`], with the quote under the model's words chosen from `further` passages too
+    /// (passages of the same documents the model did not read, [`QuoteSources::further`]) and, when
+    /// `rest_of` names a passage and the model's answer states no amount of its own, from the rest of
+    /// that passage's document ([`QuoteSources::rows_only`], read then: [`Run::rest_of_document`]). A
+    /// further passage quoted is numbered after the passages read and joins the answer's sources, so its
+    /// marker opens it and the claim check reads it.
     #[allow(clippy::too_many_arguments)]
     pub async fn write_answer_quoting(
         &self,
@@ -389,7 +401,8 @@ impl Run {
         prompt: Prompt,
         question: &str,
         passages: Vec<Passage>,
-        further: (&[Passage], &[Passage]),
+        further: &[Passage],
+        rest_of: Option<&Passage>,
         extra: &[(&str, &str)],
         queries: Vec<Vec<String>>,
         retrieved: usize,
@@ -437,13 +450,20 @@ impl Run {
                     }
                 }
                 None => {
-                    // The model's words first, then the filing's own, quoted and cited.
+                    // The model's words first, then the filing's own, quoted and cited. The rest of the
+                    // document is read only for an answer that states no amount: only then is it quoted from.
+                    let rest = match rest_of {
+                        Some(named) if !crate::key_quote::states_amount(&text) => {
+                            self.rest_of_document(named, &passages, further).await?
+                        }
+                        _ => Vec::new(),
+                    };
                     let sources = QuoteSources {
                         read: &passages,
                         first: 1,
-                        further: further.0,
+                        further,
                         further_first: passages.len() + 1,
-                        rows_only: further.1,
+                        rows_only: &rest,
                     };
                     match self.quote_under(question, &text, sources, "\n\n") {
                         Some(quote) => {
