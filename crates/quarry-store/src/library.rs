@@ -762,6 +762,46 @@ mod tests {
     use super::*;
     use crate::store::chunk_id;
 
+    /// A document row as an ingest writes it (10 bytes and characters, one chunk).
+    fn document_row(id: &str, path: &str, format: &str, context: &str, state: DocumentState) -> DocumentRecord {
+        DocumentRecord {
+            document_id: id.into(),
+            origin_id: id.into(),
+            path: path.into(),
+            file_path: path.into(),
+            format: format.into(),
+            byte_len: 10,
+            page_count: None,
+            chunk_count: 1,
+            char_count: 10,
+            state,
+            error: None,
+            warnings: None,
+            added_ms: 1,
+            modified_ms: 1,
+            context: Some(context.into()),
+            extraction_version: None,
+        }
+    }
+
+    /// Chunk `index` of document `id`, on page `page` when it has one.
+    fn chunk_row(id: &str, index: u32, text: &str, page: Option<u32>) -> ChunkRecord {
+        ChunkRecord {
+            chunk_id: chunk_id(id, index),
+            document_id: id.into(),
+            chunk_index: index,
+            text: text.into(),
+            page_start: page,
+            page_end: page,
+            sheet: None,
+            heading_path: Vec::new(),
+            char_start: 0,
+            char_end: text.len() as u64,
+            token_count: 3,
+            ocr: false,
+        }
+    }
+
     #[tokio::test]
     async fn a_document_s_passages_are_its_chunks_in_order_with_its_path_and_context() {
         let tmp = tempfile::tempdir().unwrap();
@@ -769,38 +809,10 @@ mod tests {
         let embedding = EmbeddingInfo { model_id: "m".into(), dimension: 3, automatic: false, chunks_per_second: None };
         Library::create(&data, "filings", embedding, ChunkingInfo::default()).await.unwrap();
         let dir = data.existing("filings").unwrap();
-        let document = |id: &str, state: DocumentState| DocumentRecord {
-            document_id: id.into(),
-            origin_id: id.into(),
-            path: format!("/docs/{id}.pdf"),
-            file_path: format!("/docs/{id}.pdf"),
-            format: "pdf".into(),
-            byte_len: 10,
-            page_count: Some(2),
-            chunk_count: 2,
-            char_count: 10,
-            state,
-            error: None,
-            warnings: None,
-            added_ms: 1,
-            modified_ms: 1,
-            context: Some(format!("{id} Inc. · Form 10-Q")),
-            extraction_version: None,
+        let document = |id: &str, state: DocumentState| {
+            document_row(id, &format!("/docs/{id}.pdf"), "pdf", &format!("{id} Inc. · Form 10-Q"), state)
         };
-        let chunk = |id: &str, index: u32, text: &str| ChunkRecord {
-            chunk_id: chunk_id(id, index),
-            document_id: id.into(),
-            chunk_index: index,
-            text: text.into(),
-            page_start: Some(index + 1),
-            page_end: Some(index + 1),
-            sheet: None,
-            heading_path: Vec::new(),
-            char_start: 0,
-            char_end: text.len() as u64,
-            token_count: 3,
-            ocr: false,
-        };
+        let chunk = |id: &str, index: u32, text: &str| chunk_row(id, index, text, Some(index + 1));
         {
             let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();
             store
@@ -832,38 +844,9 @@ mod tests {
         let dir = data.existing("old").unwrap();
         // Rows as an ingest writes them, and a tantivy index as Quarry built it before folding.
         let text = "Aschenbrödel is a ballet written by Johann Strauss II";
-        let document = DocumentRecord {
-            document_id: "d1".into(),
-            origin_id: "d1".into(),
-            path: "/docs/ballets.txt".into(),
-            file_path: "/docs/ballets.txt".into(),
-            format: "text".into(),
-            byte_len: text.len() as u64,
-            page_count: None,
-            chunk_count: 1,
-            char_count: text.len() as u64,
-            state: DocumentState::Indexed,
-            error: None,
-            warnings: None,
-            added_ms: 1,
-            modified_ms: 1,
-            context: Some("Vienna Court Opera · programme".into()),
-            extraction_version: None,
-        };
-        let chunk = ChunkRecord {
-            chunk_id: chunk_id("d1", 0),
-            document_id: "d1".into(),
-            chunk_index: 0,
-            text: text.into(),
-            page_start: None,
-            page_end: None,
-            sheet: None,
-            heading_path: Vec::new(),
-            char_start: 0,
-            char_end: text.len() as u64,
-            token_count: 9,
-            ocr: false,
-        };
+        let document =
+            document_row("d1", "/docs/ballets.txt", "text", "Vienna Court Opera · programme", DocumentState::Indexed);
+        let chunk = chunk_row("d1", 0, text, None);
         {
             let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();
             store.add_documents(&[document]).await.unwrap();
