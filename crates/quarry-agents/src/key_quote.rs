@@ -190,17 +190,30 @@ pub(crate) fn states_amount(text: &str) -> bool {
 /// ("Total inventories", "Net sales"), as [`crate::answer::stems`] cuts them.
 const LABEL_QUALIFIERS: &[&str] = &["total", "net"];
 
+/// Words of a balance sheet's sections ("Current assets", "Non-current liabilities"), as
+/// [`crate::answer::stems`] cuts them: they say where a row stands on the sheet, not what it measures.
+/// Apple's balance sheet repeats "Marketable securities" under current and non-current assets, so each
+/// of its rows is read with its section ([`crate::table_section`]): "Current assets: Inventories".
+const BALANCE_SHEET_SECTIONS: &[&str] = &["curre", "non", "noncu", "asset", "liabi"];
+
 /// Whether `piece` is a table row whose label says only what the question asks for: every word of the
 /// label ([`crate::answer::stems`], less [`LABEL_QUALIFIERS`]) is one of `wanted`, and it has one. Such a
 /// row is quotable with a single asked-for word: "Inventories: 5,433 million (June 25, 2022); …" answers
 /// "How did Apple's inventory levels reflect on its supply chain efficiency?", whose other asked-for
 /// words no row states — while "Segment operating income" does not answer a question about operating
 /// expenses (its label says more than was asked), and neither does a prose sentence that shares one word.
+/// A label naming its table section ("Current assets: Inventories") counts its section's words as asked
+/// for when they only place the row on a balance sheet ([`BALANCE_SHEET_SECTIONS`]); any other section
+/// says what the row measures ("Cost of sales: Products" is no answer to a question on product sales).
 fn label_is_asked_for(piece: &str, wanted: &HashSet<String>) -> bool {
     row_label(piece).is_some_and(|label| {
-        let words: HashSet<String> =
-            stems(label).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect();
-        !words.is_empty() && words.is_subset(wanted)
+        let words_of = |text: &str| -> HashSet<String> {
+            stems(text).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect()
+        };
+        let (section, own) = label.rsplit_once(": ").unwrap_or(("", label));
+        let own = words_of(own);
+        let places_the_row = |w: &String| wanted.contains(w) || BALANCE_SHEET_SECTIONS.contains(&w.as_str());
+        !own.is_empty() && own.is_subset(wanted) && words_of(section).iter().all(places_the_row)
     })
 }
 
@@ -335,6 +348,23 @@ mod tests {
         assert_eq!(key_quote(expenses, "They rose [1].", &[(1, income)]), None);
         let sentence = "Inventory purchase obligations were $5.4 billion.";
         assert_eq!(key_quote(question, answer, &[(1, sentence)]), None);
+    }
+
+    #[test]
+    fn a_balance_sheet_section_in_the_label_does_not_hide_the_row_asked_for() {
+        // As Apple's 2022 Q3 balance sheet reads once its rows name their sections.
+        let question =
+            "How did Apple's inventory levels in the Q3 2022 report reflect on their supply chain efficiency?";
+        let answer = "Apple managed its supply chain efficiently [1].";
+        let row = "Current assets: Inventories: 5,433 million (June 25, 2022); 6,580 million (September 25, 2021)";
+        assert_eq!(key_quote(question, answer, &[(1, row)]).map(|q| q.text), Some(row.to_string()));
+        let deferred = "Non-current liabilities: Deferred revenue: 2,984 million (June 25, 2022)";
+        assert!(key_quote("What was Apple's deferred revenue?", "It grew [1].", &[(1, deferred)]).is_some());
+        // A section that says what the row measures is part of what the label says.
+        let cost = "Cost of sales: Products: 41,485 million (three months ended June 25, 2022)";
+        assert_eq!(key_quote("How did Apple's products do in Q3 2022?", "Well [1].", &[(1, cost)]), None);
+        let sales = "Net sales: Products: 63,355 million (three months ended June 25, 2022)";
+        assert!(key_quote("What were Apple's product sales in Q3 2022?", "Well [1].", &[(1, sales)]).is_some());
     }
 
     #[test]
