@@ -72,6 +72,7 @@ pub fn key_quotes(
         return Vec::new();
     }
     let wanted = asked_words(question);
+    let asked = asked_whole_words(question, &wanted);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
@@ -87,7 +88,7 @@ pub fn key_quotes(
                 continue;
             }
             let shared = stems(piece).intersection(&wanted).count();
-            let named_by_label = !answered_with_amount && label_is_asked_for(piece, &wanted);
+            let named_by_label = !answered_with_amount && label_is_asked_for(piece, &asked);
             let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
             if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
@@ -187,33 +188,61 @@ pub(crate) fn states_amount(text: &str) -> bool {
 }
 
 /// Words a row label may hold besides the asked-for ones and still be what the question asks for
-/// ("Total inventories", "Net sales"), as [`crate::answer::stems`] cuts them.
+/// ("Total inventories", "Net sales").
 const LABEL_QUALIFIERS: &[&str] = &["total", "net"];
 
-/// Words of a balance sheet's sections ("Current assets", "Non-current liabilities"), as
-/// [`crate::answer::stems`] cuts them: they say where a row stands on the sheet, not what it measures.
-/// Apple's balance sheet repeats "Marketable securities" under current and non-current assets, so each
-/// of its rows is read with its section ([`crate::table_section`]): "Current assets: Inventories".
-const BALANCE_SHEET_SECTIONS: &[&str] = &["curre", "non", "noncu", "asset", "liabi"];
+/// Words of a balance sheet's sections ("Current assets", "Non-current liabilities"), as [`whole_words`]
+/// writes them: they say where a row stands on the sheet, not what it measures. Apple's balance sheet
+/// repeats "Marketable securities" under current and non-current assets, so each of its rows is read
+/// with its section ([`crate::table_section`]): "Current assets: Inventories".
+const BALANCE_SHEET_SECTIONS: &[&str] = &["current", "non", "noncurrent", "asset", "liability"];
+
+/// The words of `text` that are not stop words, lower case, in the singular ("Inventories" →
+/// "inventory", "expenses" → "expense"; a word ending in "ss", "us" or "is" keeps its "s"). A label is
+/// matched to the question word by word, not by [`crate::answer::stems`]' first five letters, under
+/// which "International" would answer a question on interest expense.
+fn whole_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !stems(w).is_empty())
+        .map(|w| {
+            let w = w.to_lowercase();
+            let n = w.chars().count();
+            if n > 4 && w.ends_with("ies") {
+                format!("{}y", &w[..w.len() - 3])
+            } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+                w[..w.len() - 1].to_string()
+            } else {
+                w
+            }
+        })
+        .collect()
+}
+
+/// The words of `question` ([`whole_words`]) whose stem is one of `wanted` (what it asks for,
+/// [`asked_words`]).
+fn asked_whole_words(question: &str, wanted: &HashSet<String>) -> HashSet<String> {
+    whole_words(question).into_iter().filter(|w| stems(w).iter().any(|s| wanted.contains(s))).collect()
+}
 
 /// Whether `piece` is a table row whose label says only what the question asks for: every word of the
-/// label ([`crate::answer::stems`], less [`LABEL_QUALIFIERS`]) is one of `wanted`, and it has one. Such a
-/// row is quotable with a single asked-for word: "Inventories: 5,433 million (June 25, 2022); …" answers
-/// "How did Apple's inventory levels reflect on its supply chain efficiency?", whose other asked-for
-/// words no row states — while "Segment operating income" does not answer a question about operating
-/// expenses (its label says more than was asked), and neither does a prose sentence that shares one word.
-/// A label naming its table section ("Current assets: Inventories") counts its section's words as asked
-/// for when they only place the row on a balance sheet ([`BALANCE_SHEET_SECTIONS`]); any other section
-/// says what the row measures ("Cost of sales: Products" is no answer to a question on product sales).
-fn label_is_asked_for(piece: &str, wanted: &HashSet<String>) -> bool {
+/// label ([`whole_words`], less [`LABEL_QUALIFIERS`]) is one of the question's `asked` words
+/// ([`asked_whole_words`]), and it has one. Such a row is quotable with a single asked-for word:
+/// "Inventories: 5,433 million (June 25, 2022); …" answers "How did Apple's inventory levels reflect on
+/// its supply chain efficiency?", whose other asked-for words no row states — while "Segment operating
+/// income" does not answer a question about operating expenses (its label says more than was asked),
+/// and neither does a prose sentence that shares one word. A label naming its table section ("Current
+/// assets: Inventories") counts its section's words as asked for when they only place the row on a
+/// balance sheet ([`BALANCE_SHEET_SECTIONS`]); any other section says what the row measures ("Cost of
+/// sales: Products" is no answer to a question on product sales).
+fn label_is_asked_for(piece: &str, asked: &HashSet<String>) -> bool {
     row_label(piece).is_some_and(|label| {
-        let words_of = |text: &str| -> HashSet<String> {
-            stems(text).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect()
+        let words_of = |text: &str| -> Vec<String> {
+            whole_words(text).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect()
         };
         let (section, own) = label.rsplit_once(": ").unwrap_or(("", label));
         let own = words_of(own);
-        let places_the_row = |w: &String| wanted.contains(w) || BALANCE_SHEET_SECTIONS.contains(&w.as_str());
-        !own.is_empty() && own.is_subset(wanted) && words_of(section).iter().all(places_the_row)
+        let places_the_row = |w: &String| asked.contains(w) || BALANCE_SHEET_SECTIONS.contains(&w.as_str());
+        !own.is_empty() && own.iter().all(|w| asked.contains(w)) && words_of(section).iter().all(places_the_row)
     })
 }
 
@@ -363,6 +392,12 @@ mod tests {
         // A section that says what the row measures is part of what the label says.
         let cost = "Cost of sales: Products: 41,485 million (three months ended June 25, 2022)";
         assert_eq!(key_quote("How did Apple's products do in Q3 2022?", "Well [1].", &[(1, cost)]), None);
+        // Word by word, not by the first five letters: "International" is no answer on interest expense.
+        let interest = "How did Amazon's interest expense change in Q1 2023?";
+        let international = "International: 29,145 million (three months ended March 31, 2023)";
+        assert_eq!(key_quote(interest, "It rose [1].", &[(1, international)]), None);
+        let expense = "Interest expense: 823 million (three months ended March 31, 2023)";
+        assert!(key_quote(interest, "It rose [1].", &[(1, expense)]).is_some());
         let sales = "Net sales: Products: 63,355 million (three months ended June 25, 2022)";
         assert!(key_quote("What were Apple's product sales in Q3 2022?", "Well [1].", &[(1, sales)]).is_some());
     }
