@@ -70,8 +70,10 @@ fn patterns() -> &'static [Regex; 4] {
             Regex::new(&format!(r"\b{month}\s+(\d{{1,2}}),?\s+(\d{{4}})\b|\b(\d{{1,2}})\s+{month}\s+(\d{{4}})\b|\b{month}\s+(\d{{4}})\b")).expect("the pattern is valid"),
             // Percentages.
             Regex::new(r"(?i)(-?\d+(?:\.\d+)?)\s*(%|percent\b|per cent\b|percentage points?\b|pp\b)").expect("the pattern is valid"),
-            // Amounts: a currency sign and/or a scale word (English, or Chinese 万 10^4, 亿 10^8, 万亿 10^12).
-            Regex::new(r"(?i)(?:(?:US)?\$|USD|€|£|¥|EUR|RMB|CNY)\s?(\d[\d,]*(?:\.\d+)?)(?:\s*(thousand|million|billion|trillion|bn|mn|m|b|k)\b)?|\b(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn)\b|(\d[\d,]*(?:\.\d+)?)\s*(万亿|亿|万)").expect("the pattern is valid"),
+            // Amounts: a currency sign and/or a scale word (English, or Chinese 万 10^4, 亿 10^8, 万亿 10^12);
+            // an accounting table's negative in parentheses, "$(842) million", "(823) million", counts as
+            // its magnitude, as a written-out "a decrease of $842 million" does.
+            Regex::new(r"(?i)(?:(?:US)?\$|USD|€|£|¥|EUR|RMB|CNY)\s?\(?(\d[\d,]*(?:\.\d+)?)\)?(?:\s*(thousand|million|billion|trillion|bn|mn|m|b|k)\b)?|\b(\d[\d,]*(?:\.\d+)?)\)?\s*(thousand|million|billion|trillion|bn)\b|(\d[\d,]*(?:\.\d+)?)\s*(万亿|亿|万)").expect("the pattern is valid"),
             // Plain numbers.
             Regex::new(r"\d[\d,]*(?:\.\d+)?").expect("the pattern is valid"),
         ]
@@ -298,6 +300,19 @@ mod tests {
         assert_eq!(figures("30 April 2023")[0].kind, FigureKind::Date { year: 2023, month: 4, day: 30 });
         assert_eq!(figures("in August 2022")[0].kind, FigureKind::Date { year: 2022, month: 8, day: 0 });
         assert!(figures("1. First item\n2. FY2023 and Q3 and 2024 and [3] and 42").is_empty());
+    }
+
+    #[test]
+    fn an_accounting_negative_in_parentheses_is_an_amount_of_its_magnitude() {
+        // As Quarry writes NVIDIA's cash-flow row and Amazon's interest expense from their tables.
+        for (text, value) in [("$(842) million", 842e6), ("(823) million", 823e6), ("$ (1,576)", 1576.0)] {
+            let f = figures(text);
+            assert_eq!(f.len(), 1, "{text}: {f:?}");
+            assert_eq!(f[0].kind, FigureKind::Amount, "{text}");
+            assert!((f[0].value - value).abs() < 1.0, "{text}: {}", f[0].value);
+        }
+        assert!(states(&figures("Stock-based compensation expense: $(842) million"), &figures("$842 million")[0]));
+        assert!(figures("see Note (3) of the statements").is_empty(), "a note number is no amount");
     }
 
     #[test]
