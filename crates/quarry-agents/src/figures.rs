@@ -66,8 +66,9 @@ fn patterns() -> &'static [Regex; 4] {
     PATTERNS.get_or_init(|| {
         let month = r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?";
         [
-            // Dates: "April 30, 2023", "30 April 2023", "April 2023".
-            Regex::new(&format!(r"\b{month}\s+(\d{{1,2}}),?\s+(\d{{4}})\b|\b(\d{{1,2}})\s+{month}\s+(\d{{4}})\b|\b{month}\s+(\d{{4}})\b")).expect("the pattern is valid"),
+            // Dates: "April 30, 2023", "30 April 2023", "April 2023"; the comma's spaces as a small model
+            // or a text layer leaves them ("June 25,2022", "June 26 , 2021").
+            Regex::new(&format!(r"\b{month}\s+(\d{{1,2}})(?:\s*,\s*|\s+)(\d{{4}})\b|\b(\d{{1,2}})\s+{month}\s+(\d{{4}})\b|\b{month}\s+(\d{{4}})\b")).expect("the pattern is valid"),
             // Percentages.
             Regex::new(r"(?i)(-?\d+(?:\.\d+)?)\s*(%|percent\b|per cent\b|percentage points?\b|pp\b)").expect("the pattern is valid"),
             // Amounts: a currency sign and/or a scale word (English, or Chinese 万 10^4, 亿 10^8, 万亿 10^12);
@@ -300,6 +301,17 @@ mod tests {
         assert_eq!(figures("30 April 2023")[0].kind, FigureKind::Date { year: 2023, month: 4, day: 30 });
         assert_eq!(figures("in August 2022")[0].kind, FigureKind::Date { year: 2022, month: 8, day: 0 });
         assert!(figures("1. First item\n2. FY2023 and Q3 and 2024 and [3] and 42").is_empty());
+    }
+
+    #[test]
+    fn a_date_is_read_whatever_the_spaces_around_its_comma() {
+        for text in ["June 25,2022", "June 25 , 2022", "June 25, 2022", "June 25 2022"] {
+            let f = figures(text);
+            assert_eq!(f.len(), 1, "{text}: {f:?}");
+            assert_eq!(f[0].kind, FigureKind::Date { year: 2022, month: 6, day: 25 }, "{text}");
+        }
+        // Not a thousands-separated number "25,2022" that no passage states.
+        assert!(states(&figures("three months ended June 25, 2022"), &figures("June 25,2022")[0]));
     }
 
     #[test]
