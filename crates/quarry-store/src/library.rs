@@ -611,7 +611,7 @@ impl Library {
         let Some(document) = self.documents.get(document_id).filter(|d| d.state.searchable()) else {
             return Ok(Vec::new());
         };
-        let filter = format!("document_id = '{}'", document_id.replace('\'', "''"));
+        let filter = format!("document_id = {}", crate::store::sql_string(document_id));
         let mut chunks = self.store.chunks_where(Some(filter)).await?;
         chunks.sort_by_key(|c| c.chunk_index);
         Ok(chunks.iter().map(|c| c.passage(self.name(), &document.path, document.context.as_deref(), 0.0)).collect())
