@@ -400,7 +400,9 @@ pub struct CitationRepair {
 /// from 1) holding every figure of that text — a figure either is or is not in a passage's text, so a
 /// repair cannot cite a passage that does not state it. A line without markers whose figures no single
 /// passage holds, or that states none, is cited sentence by sentence ([`cite_uncited_sentences`]: by
-/// figures, or by the passage it is copied from). Other text keeps its markers (the claim check then
+/// figures, or by the passage it is copied from), and so are the sentences after a line's last marker,
+/// which the claim check would find citing nothing (a small model cites its first sentence and copies
+/// the next ones from a passage without a marker). Other text keeps its markers (the claim check then
 /// reports it). Returns the corrected Markdown and what was changed.
 pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<CitationRepair>) {
     let read = SourcesRead::of(sources);
@@ -416,30 +418,43 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
     let mut since_marker = String::new();
     let mut paragraph = String::new();
     let mut paragraph_cited = false;
-    let close_paragraph =
-        |out: &mut String, paragraph: &mut String, cited: &mut bool, repairs: &mut Vec<CitationRepair>| {
-            if !*cited {
-                // A line that declines is cited sentence by sentence, which leaves the decline uncited.
-                if let Some(to) = holder(paragraph).filter(|_| !is_decline(paragraph)) {
-                    let trimmed = out.trim_end_matches([' ', '\t']).len();
-                    out.truncate(trimmed);
-                    out.push_str(&format!(" [{to}]"));
-                    repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
-                } else {
-                    // No one passage holds all its figures: each sentence cites the passage stating most
-                    // of its own, or the one it is copied from (an uncited line is exactly the text last
-                    // pushed to `out`).
-                    let (by_sentence, mut sentence_repairs) = cite_sentences(paragraph, sources, &read);
-                    if !sentence_repairs.is_empty() {
-                        out.truncate(out.len() - paragraph.len());
-                        out.push_str(&by_sentence);
-                        repairs.append(&mut sentence_repairs);
-                    }
+    let close_paragraph = |out: &mut String,
+                           paragraph: &mut String,
+                           since_marker: &str,
+                           cited: &mut bool,
+                           repairs: &mut Vec<CitationRepair>| {
+        if *cited && !since_marker.trim().is_empty() {
+            // The sentences after a cited line's last marker borrow no marker in the claim check:
+            // each cites the passage stating most of its figures, or the one it is copied from.
+            let (by_sentence, mut sentence_repairs) = cite_sentences(since_marker, sources, &read);
+            if !sentence_repairs.is_empty() && out.ends_with(since_marker) {
+                out.truncate(out.len() - since_marker.len());
+                out.push_str(&by_sentence);
+                repairs.append(&mut sentence_repairs);
+            }
+        }
+        if !*cited {
+            // A line that declines is cited sentence by sentence, which leaves the decline uncited.
+            if let Some(to) = holder(paragraph).filter(|_| !is_decline(paragraph)) {
+                let trimmed = out.trim_end_matches([' ', '\t']).len();
+                out.truncate(trimmed);
+                out.push_str(&format!(" [{to}]"));
+                repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
+            } else {
+                // No one passage holds all its figures: each sentence cites the passage stating most
+                // of its own, or the one it is copied from (an uncited line is exactly the text last
+                // pushed to `out`).
+                let (by_sentence, mut sentence_repairs) = cite_sentences(paragraph, sources, &read);
+                if !sentence_repairs.is_empty() {
+                    out.truncate(out.len() - paragraph.len());
+                    out.push_str(&by_sentence);
+                    repairs.append(&mut sentence_repairs);
                 }
             }
-            paragraph.clear();
-            *cited = false;
-        };
+        }
+        paragraph.clear();
+        *cited = false;
+    };
     for piece in pieces(markdown) {
         match piece {
             Piece::Marker { raw, numbers } => {
@@ -462,7 +477,7 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                     out.push_str(head);
                     since_marker.push_str(head);
                     paragraph.push_str(head);
-                    close_paragraph(&mut out, &mut paragraph, &mut paragraph_cited, &mut repairs);
+                    close_paragraph(&mut out, &mut paragraph, &since_marker, &mut paragraph_cited, &mut repairs);
                     since_marker.clear();
                     out.push('\n');
                     rest = &tail[1..];
@@ -473,7 +488,7 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
             }
         }
     }
-    close_paragraph(&mut out, &mut paragraph, &mut paragraph_cited, &mut repairs);
+    close_paragraph(&mut out, &mut paragraph, &since_marker, &mut paragraph_cited, &mut repairs);
     (out, repairs)
 }
 
@@ -710,6 +725,40 @@ mod tests {
         let (same, repairs) = repair_citations(paraphrase, &sources);
         assert!(repairs.is_empty() && same == paraphrase);
         assert!(!check_claims(&same, &sources)[0].supported);
+    }
+
+    #[test]
+    fn sentences_after_a_lines_last_marker_cite_the_passage_they_copy_or_whose_figures_they_state() {
+        // Amazon's legal-proceedings passage and its cash-flow sentence, as a 1.5B model wove them into one line.
+        let sources = [
+            source(1, "Claims, litigation, government investigations, and other proceedings may adversely affect our business and results of operations."),
+            source(
+                2,
+                "Any of these types of proceedings can have an adverse effect on us because of legal costs, \
+                 disruption to our operations, and diversion of management resources. Cash provided by \
+                 operating activities was $54.3 billion.",
+            ),
+        ];
+        let md = "Amazon faces several proceedings [1]. Any of these types of proceedings can have an adverse effect \
+                  on us because of legal costs, disruption to our operations, and diversion of management resources. \
+                  Operating cash flow was $54.3 billion. This may weigh on the company's future growth.";
+        let before = check_claims(md, &sources);
+        assert_eq!(before.iter().filter(|c| c.problem == "cites no passage").count(), 3, "{before:?}");
+        let (fixed, repairs) = repair_citations(md, &sources);
+        assert_eq!(repairs.iter().map(|r| r.to).collect::<Vec<_>>(), [2, 2], "{fixed}");
+        assert!(
+            fixed.contains("management resources [2]. Operating cash flow was $54.3 billion [2]. This may"),
+            "{fixed}"
+        );
+        let after = check_claims(&fixed, &sources);
+        // The model's own reading of it cites nothing still, and the check says so.
+        assert_eq!(
+            after.iter().filter(|c| !c.supported).map(|c| c.problem.as_str()).collect::<Vec<_>>(),
+            ["cites no passage"]
+        );
+        // A line whose last marker ends it is left as it was.
+        let cited = "Amazon faces several proceedings [1].";
+        assert_eq!(repair_citations(cited, &sources), (cited.to_string(), vec![]));
     }
 
     #[test]
