@@ -24,6 +24,9 @@
 //! questions, replayed on recorded answers, 70 → 77 of 164 reference figures (docs/ANSWERS.md,
 //! "Session 31").
 //!
+//! A quote is shown as its whole sentence when a PDF's text layer wrapped it over several lines: the
+//! lines are chosen among as they are, then joined ([`whole_sentence`]; docs/ANSWERS.md, "Session 32").
+//!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
 use crate::answer::{sentence_pieces, stems};
@@ -122,8 +125,65 @@ pub fn key_quotes(
             let kept = shown.iter().filter(|f| states(&stated, f)).count();
             kept * 2 < shown.len()
         })
-        .map(|(_, number, piece)| KeyQuote { number, text: cut(piece, QUOTE_CHARS) })
-        .collect()
+        .map(|(_, number, piece)| {
+            // Shown whole: the sentence a wrapped line of prose belongs to ([`whole_sentence`]).
+            let text = texts.iter().chain(rows_only).find(|(n, _)| *n == number).map(|(_, t)| *t);
+            (number, text.map_or(piece, |text| whole_sentence(text, piece)))
+        })
+        .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, piece)| {
+            let text = cut(&piece.replace('\n', " "), QUOTE_CHARS);
+            // Two lines of one sentence, quoted once.
+            if !quotes.iter().any(|q| q.number == number && q.text == text) {
+                quotes.push(KeyQuote { number, text });
+            }
+            quotes
+        })
+}
+
+/// The sentence of `text` that `piece` (a slice of it) is part of, when a PDF's text layer wrapped that
+/// sentence over several lines: the lines joined ([`quote_pieces`]); `piece` itself otherwise. A quote
+/// is chosen among the lines as they are (joined, longer pieces share more of the question's words by
+/// their length alone, and off-topic sentences were quoted: docs/ANSWERS.md, "Session 32"), then shown
+/// whole, so it does not stop at "… which" and start again at "replaced the previous …".
+fn whole_sentence<'a>(text: &'a str, piece: &'a str) -> &'a str {
+    let offset = |part: &str| (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    let (start, end) = (offset(piece), offset(piece) + piece.len());
+    if end > text.len() {
+        return piece;
+    }
+    quote_pieces(text)
+        .into_iter()
+        .find(|joined| offset(joined) <= start && end <= offset(joined) + joined.len())
+        .map(|joined| joined.trim().trim_start_matches('…').trim_end_matches('…').trim())
+        .unwrap_or(piece)
+}
+
+/// `text` in sentences and lines ([`sentence_pieces`]), with a line of prose that a PDF's text layer
+/// wrapped mid-sentence joined to the line it runs on into: the line ends without a full stop, colon or
+/// semicolon, the next starts in lower case, and neither is a table row. Each piece is a slice of `text`.
+fn quote_pieces(text: &str) -> Vec<&str> {
+    let pieces = sentence_pieces(text);
+    let wraps = |line: &str, next: &str| {
+        let body = line.trim_end();
+        line.ends_with('\n')
+            && !body.is_empty()
+            && !body.ends_with(['.', '!', '?', ':', ';'])
+            && next.trim_start().chars().next().is_some_and(char::is_lowercase)
+            && row_label(body.trim()).is_none()
+            && row_label(next.trim()).is_none()
+    };
+    let offset = |piece: &str| piece.as_ptr() as usize - text.as_ptr() as usize;
+    let mut out = Vec::with_capacity(pieces.len());
+    let mut i = 0;
+    while i < pieces.len() {
+        let mut j = i;
+        while j + 1 < pieces.len() && wraps(pieces[j], pieces[j + 1]) {
+            j += 1;
+        }
+        out.push(&text[offset(pieces[i])..offset(pieces[j]) + pieces[j].len()]);
+        i = j + 1;
+    }
+    out
 }
 
 /// The texts the quote under an answer is chosen from: each of `passages` whole, its table rows naming
@@ -430,6 +490,34 @@ mod tests {
         assert!(key_quotes(revenue, quick_start, &read, &percent_of_revenue, 2).is_empty());
         // Nor a row named by one asked-for word among the passages read or the candidates.
         assert!(key_quotes(revenue, quick_start, &[read[0], percent_of_revenue[0]], &[], 2).is_empty());
+    }
+
+    #[test]
+    fn a_sentence_the_text_layer_wrapped_is_quoted_whole_and_once() {
+        // Amazon's Q3 2023 tax note as its text layer wraps it, and the repurchase sentence in two lines.
+        let tax = "Our income tax provision for the nine months ended September 30, 2023 was $4.1 billion, which\n\
+                   included $175 million of net discrete tax expense, primarily consisting of discrete tax expense\n\
+                   related to shortfalls from stock-based compensation and approximately $600 million of tax benefit.\n\
+                   Total net sales: $143,083 million (three months ended September 30, 2023)";
+        let question = "What did Amazon report about its income tax and discrete tax expense?";
+        let quotes = key_quotes(question, "It is favourable [1].", &[(1, tax)], &[], 2);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert!(quotes[0].text.starts_with("Our income tax provision for the nine months"), "{quotes:?}");
+        assert!(quotes[0].text.ends_with("approximately $600 million of tax benefit."), "{quotes:?}");
+        assert!(!quotes[0].text.contains('\n'), "one line");
+        // Two lines of one sentence, each sharing the question's words: one quote.
+        let buyback =
+            "In March 2022, the Board of Directors authorized a program to repurchase up to $10.0 billion of our\n\
+                       common stock, which replaced the previous $5.0 billion stock repurchase authorization.";
+        let quotes =
+            key_quotes("What stock repurchase program did Amazon authorize?", "One [1].", &[(1, buyback)], &[], 2);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert_eq!(quotes[0].text, buyback.replace('\n', " "));
+        // A table row stays a row: the line after it is not its continuation.
+        assert_eq!(
+            quote_pieces("Inventories: 5,433 million (June 25, 2022)\nwere lower"),
+            ["Inventories: 5,433 million (June 25, 2022)\n", "were lower"]
+        );
     }
 
     #[test]
