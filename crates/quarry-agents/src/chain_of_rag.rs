@@ -25,7 +25,7 @@ use crate::answer::{cited_numbers, number_passages, passage_ref, strip_citations
 use crate::deep_search::{excerpt, interleave_by_rank, order_by_facts};
 use crate::events::AgentEvent;
 use crate::prompts;
-use crate::run::{AgentError, Run};
+use crate::run::{AgentError, AnswerInputs, Run};
 use crate::structured::{boolean_schema, clean, single_line, yes_no};
 use quarry_core::Passage;
 use std::collections::HashSet;
@@ -135,8 +135,17 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
     let found: Vec<String> =
         steps.iter().map(|(_, answer)| answer.clone()).filter(|a| !a.starts_with(NO_INFORMATION_START)).collect();
     order_by_facts(run, question, &found, &mut passages, &protected).await?;
-    run.write_answer("chain", prompts::CHAIN_ANSWER, question, passages, &[("steps", &history)], asked, seen.len())
-        .await
+    let extra = [("steps", history.as_str())];
+    run.write_answer(AnswerInputs {
+        agent: "chain",
+        prompt: prompts::CHAIN_ANSWER,
+        question,
+        passages,
+        extra: &extra,
+        queries: asked,
+        retrieved: seen.len(),
+    })
+    .await
 }
 
 /// Searches for `query` as part of `round` of the search for `question` (as DeepSearch searches,

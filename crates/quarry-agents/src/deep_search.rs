@@ -50,7 +50,7 @@
 use crate::answer::{number_passages, passage_ref, Answer};
 use crate::events::AgentEvent;
 use crate::prompts;
-use crate::run::{AgentError, Run};
+use crate::run::{AgentError, AnswerInputs, Run};
 use crate::structured::{
     number_list, numbers_schema, reflection_reply, reflection_schema, string_list, strings_schema,
 };
@@ -68,7 +68,16 @@ pub const MAX_REFLECTION_FACTS: usize = 4;
 pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError> {
     run.emit(AgentEvent::Started { agent: "deep".into(), question: question.into() });
     let evidence = deep_search_evidence(run, question).await?;
-    run.write_answer("deep", prompts::ANSWER, question, evidence.kept, &[], evidence.queries, evidence.retrieved).await
+    run.write_answer(AnswerInputs {
+        agent: "deep",
+        prompt: prompts::ANSWER,
+        question,
+        passages: evidence.kept,
+        extra: &[],
+        queries: evidence.queries,
+        retrieved: evidence.retrieved,
+    })
+    .await
 }
 
 /// What DeepSearch found for a question, before any answer is written.

@@ -44,7 +44,7 @@ pub use quarry_core::rank_fusion::RankFusion;
 pub use report::{render_report, ReportOptions};
 pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};
 pub use router::{route, LibraryInfo, Route};
-pub use run::{search_budget, AgentConfig, AgentError, Run, DEFAULT_SEARCH_SECONDS};
+pub use run::{search_budget, AgentConfig, AgentError, AnswerInputs, Run, DEFAULT_SEARCH_SECONDS};
 pub use tokio_util::sync::CancellationToken;
 
 use quarry_core::{ChatModel, Retriever};

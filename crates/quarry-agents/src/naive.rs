@@ -6,7 +6,7 @@
 use crate::answer::Answer;
 use crate::events::AgentEvent;
 use crate::prompts;
-use crate::run::{AgentError, Run};
+use crate::run::{AgentError, AnswerInputs, Run};
 
 /// Retrieves `top_k` passages for `question` and answers from them (one model call).
 pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> {
@@ -54,18 +54,9 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     };
     let named = named.cloned();
     let queries = vec![vec![question.to_string()]];
-    run.write_answer_quoting(
-        "naive",
-        prompts::ANSWER,
-        question,
-        passages,
-        &candidates,
-        named.as_ref(),
-        &[],
-        queries,
-        retrieved,
-    )
-    .await
+    let inputs =
+        AnswerInputs { agent: "naive", prompt: prompts::ANSWER, question, passages, extra: &[], queries, retrieved };
+    run.write_answer_quoting(inputs, &candidates, named.as_ref()).await
 }
 
 /// The passage whose document `question` names among those read (`read`, best first): the first, when

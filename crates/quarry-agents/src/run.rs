@@ -170,6 +170,24 @@ pub struct Run {
     started: Instant,
 }
 
+/// What the final answer is written from ([`Run::write_answer`]).
+pub struct AnswerInputs<'a> {
+    /// The agent's name, as the answer and traces record it ("naive", "deep", "chain").
+    pub agent: &'a str,
+    /// The answer prompt: placeholders `passages`, `question` and those of `extra`.
+    pub prompt: Prompt,
+    /// The person's question.
+    pub question: &'a str,
+    /// The passages the answer is written from, best first (numbered from 1 in the prompt).
+    pub passages: Vec<Passage>,
+    /// Further placeholders of `prompt`, as (name, value).
+    pub extra: &'a [(&'a str, &'a str)],
+    /// The searches run, one list per round, as the answer records them.
+    pub queries: Vec<Vec<String>>,
+    /// How many passages the searches returned, as the answer records it.
+    pub retrieved: usize,
+}
+
 /// Where [`Run::quote_under`] may quote from.
 #[derive(Debug, Clone, Copy)]
 pub struct QuoteSources<'a> {
@@ -371,21 +389,11 @@ impl Run {
         Ok(whole.into_iter().filter(|p| !read.iter().chain(further).any(|r| r.key() == p.key())).collect())
     }
 
-    /// Writes the final answer from `passages` with `prompt` (placeholders `passages`, `question` and
-    /// `extra`), streaming it. With no passages, no model is asked: the answer says the library holds
-    /// nothing on the question.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn write_answer(
-        &self,
-        agent: &str,
-        prompt: Prompt,
-        question: &str,
-        passages: Vec<Passage>,
-        extra: &[(&str, &str)],
-        queries: Vec<Vec<String>>,
-        retrieved: usize,
-    ) -> Result<Answer, AgentError> {
-        self.write_answer_quoting(agent, prompt, question, passages, &[], None, extra, queries, retrieved).await
+    /// Writes the final answer from `inputs.passages` with `inputs.prompt` (placeholders `passages`,
+    /// `question` and `inputs.extra`), streaming it. With no passages, no model is asked: the answer says
+    /// the library holds nothing on the question.
+    pub async fn write_answer(&self, inputs: AnswerInputs<'_>) -> Result<Answer, AgentError> {
+        self.write_answer_quoting(inputs, &[], None).await
     }
 
     /// [`Run::write_answer`], with the quote under the model's words chosen from `further` passages too
@@ -394,19 +402,13 @@ impl Run {
     /// that passage's document ([`QuoteSources::rows_only`], read then: [`Run::rest_of_document`]). A
     /// further passage quoted is numbered after the passages read and joins the answer's sources, so its
     /// marker opens it and the claim check reads it.
-    #[allow(clippy::too_many_arguments)]
     pub async fn write_answer_quoting(
         &self,
-        agent: &str,
-        prompt: Prompt,
-        question: &str,
-        passages: Vec<Passage>,
+        inputs: AnswerInputs<'_>,
         further: &[Passage],
         rest_of: Option<&Passage>,
-        extra: &[(&str, &str)],
-        queries: Vec<Vec<String>>,
-        retrieved: usize,
     ) -> Result<Answer, AgentError> {
+        let AnswerInputs { agent, prompt, question, passages, extra, queries, retrieved } = inputs;
         let mut further_quoted: Vec<Passage> = Vec::new();
         let nothing_found = passages.is_empty();
         // The excerpts the prompt shows.
