@@ -76,7 +76,7 @@ pub struct CitationMarker {
 
 /// The distinct citation markers of `markdown` (as [`pieces`] reads them) whose numbers all name one of
 /// `numbers` — an answer's cited and source passages — in order of first appearance. A bracket of other
-/// numbers ("in [2023]") is not one.
+/// numbers ("in `[2023]`") is not one.
 pub fn citation_markers(markdown: &str, numbers: &[usize]) -> Vec<CitationMarker> {
     let mut out: Vec<CitationMarker> = Vec::new();
     for piece in pieces(markdown) {
@@ -333,7 +333,7 @@ pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
 }
 
 /// Length of `rest`'s leading ` (…)` when it is the parenthesis of a passage header (a context line with
-/// ` · `, or "same document as [n]") on one line; `None` otherwise.
+/// ` · `, or "`same document as [n]`") on one line; `None` otherwise.
 fn header_parenthesis_end(rest: &str) -> Option<usize> {
     let open = rest.len() - rest.trim_start_matches(' ').len();
     let inner = rest[open..].strip_prefix('(')?;
@@ -346,7 +346,7 @@ fn header_parenthesis_end(rest: &str) -> Option<usize> {
 }
 
 /// Whether a model's answer says nothing: once its citation markers are removed, no word of two letters
-/// or more is left (Qwen2.5-Coder-1.5B sometimes answers "[1] [2] [3] [4] [5] [6] [7] [8]").
+/// or more is left (Qwen2.5-Coder-1.5B sometimes answers `[1] [2] [3] [4] [5] [6] [7] [8]`).
 pub fn says_nothing(markdown: &str) -> bool {
     !strip_citations(markdown)
         .split(|c: char| !c.is_alphanumeric())
@@ -553,9 +553,9 @@ pub fn cited_numbers(markdown: &str, count: usize) -> Vec<usize> {
 }
 
 /// `markdown` with every citation marker whose numbers are all passages (1..=`count`) written in one
-/// form, `[1, 2, 3]` — "[1-3]", "[1 3]", "[1,3]" and "[1–3]" included — and every other bracket left as
-/// it was. Markers next to each other (nothing but spaces between) become one, each number once: "[2][2]"
-/// → "[2]", "[1] [3]" → "[1, 3]". Answers are stored and shown in this form, so the app links exactly
+/// form, `[1, 2, 3]` — `[1-3]`, `[1 3]`, `[1,3]` and `[1–3]` included — and every other bracket left as
+/// it was. Markers next to each other (nothing but spaces between) become one, each number once: `[2][2]`
+/// → `[2]`, `[1] [3]` → `[1, 3]`. Answers are stored and shown in this form, so the app links exactly
 /// the markers this parser reads ([`marker_numbers`]) instead of parsing them a second way.
 pub fn canonical_markers(markdown: &str, count: usize) -> String {
     enum Out<'a> {

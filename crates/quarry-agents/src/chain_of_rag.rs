@@ -15,7 +15,7 @@
 //!   extra model call.
 //! - They are ordered as DeepSearch orders its kept passages: the question's first hits
 //!   (`AgentConfig::protected_question_hits`), then by one more search for the question followed by the
-//!   intermediate answers ([`crate::deep_search`]'s ordering search), then the rest merged rank by rank.
+//!   intermediate answers ([`crate::deep_search()`]'s ordering search), then the rest merged rank by rank.
 //!
 //! Like DeepSearch it keeps to [`crate::run::AgentConfig::search_seconds`]: a step that leaves no time
 //! for the next (the enough-check, a follow-up query and an intermediate answer, at the mean length of

@@ -251,7 +251,7 @@ fn plain(sentence: &str) -> String {
 }
 
 /// What the model read of each source — its document's context line (issuer, period) and its text — as
-/// the figures and quarters stated there; index 0 is passage [1].
+/// the figures and quarters stated there; index 0 is passage `[1]`.
 struct SourcesRead {
     figures: Vec<Vec<Figure>>,
     quarters: Vec<Vec<(u8, u16)>>,
@@ -393,8 +393,8 @@ pub struct CitationRepair {
 }
 
 /// Corrects citations by figures (see [`CitationRepair`]): small models copy a figure from one passage
-/// and cite its neighbour (the quick start's answer stated $7,192 million from passage [2] and cited
-/// [1]). Each marker is judged by the text since the previous marker or the start of its line; a line
+/// and cite its neighbour (the quick start's answer stated $7,192 million from passage `[2]` and cited
+/// `[1]`). Each marker is judged by the text since the previous marker or the start of its line; a line
 /// (a paragraph or a list item — the claim check does not borrow markers across lines either) without
 /// any marker gets one at its end. The new marker is the lowest-numbered passage of `sources` (numbered
 /// from 1) holding every figure of that text — a figure either is or is not in a passage's text, so a

@@ -6,7 +6,7 @@
 //! words move ahead of the others, each group keeping the search's order. A question that names no
 //! document (no context word shared, or every passage sharing as many) leaves the order as it was. A
 //! question asking for the "latest" or "most recent" document puts the latest period among the
-//! best-matching documents first (the context line's "… ended <date>").
+//! best-matching documents first (the context line's "… ended `<date>`").
 //!
 //! This is metadata matching, not a model call: microseconds, and it cannot invent a match. It only
 //! reorders what search returned, so the search should return more than the answer will read
@@ -38,7 +38,7 @@ pub(crate) fn match_terms(text: &str) -> std::collections::HashSet<String> {
     terms
 }
 
-/// The quarters `text` names — "Q3 2023", "2023 Q3", "Q3 FY2023", "third quarter of [fiscal] [year]
+/// The quarters `text` names — "Q3 2023", "2023 Q3", "Q3 FY2023", "third quarter of `[fiscal] [year]`
 /// 2023" — each as the term `q3·2023` (quarter and year as written: a fiscal year is not turned into a
 /// calendar one).
 pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
@@ -161,7 +161,7 @@ pub struct TiedDocuments {
 /// several documents alike — four quarterly filings of the company a question names without naming a
 /// period, "How have Apple's net sales changed over time?" — those documents: at most `max_documents` of
 /// them (those whose passages search ranks first), ordered by the period they cover (the context line's
-/// "ended <date>"; undated ones last, in search order), each with its first passages: `passages_total`
+/// "ended `<date>`"; undated ones last, in search order), each with its first passages: `passages_total`
 /// shared out evenly, at least `min_per_document` each (and at least one). `None` when one document (or
 /// none) matches best — the question names its document — or when the match is on words for the kind of document only (an Apple question
 /// asked of a library of NVIDIA filings matches them all on "10-Q"; [`names_document`]), or when
@@ -408,7 +408,7 @@ pub fn asks_for_latest(question: &str) -> bool {
     ["latest", "most recent", "newest", "most current"].iter().any(|w| q.contains(w))
 }
 
-/// The period a context line names: its "… ended <date>" part ("quarterly period ended July 1, 2023"),
+/// The period a context line names: its "… ended `<date>`" part ("quarterly period ended July 1, 2023"),
 /// or `None`.
 pub(crate) fn period_phrase(context: &str) -> Option<&str> {
     context.split(" · ").find(|part| part.contains(" ended ")).map(str::trim)
@@ -433,7 +433,7 @@ pub(crate) fn period_end(context: &str) -> Option<(u16, u8, u8)> {
 /// `passages` (in search order) with those whose document context shares the most words with
 /// `question` first; ties and the rest keep their order. Unchanged when no context shares a word or all
 /// share the same number. When the question asks for the latest document, the passages of the latest
-/// period among the best-matching documents (by the context line's "ended <date>") come first of all.
+/// period among the best-matching documents (by the context line's "ended `<date>`") come first of all.
 pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<Passage> {
     match_order(question, passages).0
 }

@@ -1,5 +1,5 @@
-//! Quarry's research agents, after Zilliz's deep-searcher: [`naive_rag`], [`deep_search`],
-//! [`chain_of_rag`] and a [`route`]r that picks one, all written against the [`ChatModel`] and
+//! Quarry's research agents, after Zilliz's deep-searcher: [`naive_rag`], [`deep_search()`],
+//! [`chain_of_rag()`] and a [`route`]r that picks one, all written against the [`ChatModel`] and
 //! [`Retriever`] traits of `quarry-core` — no LanceDB, no llama.cpp — so their control flow is tested with
 //! a scripted model in seconds.
 //!

@@ -7,8 +7,8 @@
 //!
 //! Rules, all read from the text (no model): the organisation is the first line of the first page ending
 //! in a company form (Inc., Corporation, Ltd., plc, …); the document type a `Form X` mention; the period
-//! a "for the … ended <date>" phrase; the fiscal quarter the most frequent "<first…fourth> quarter of
-//! [fiscal] <year>" phrase of the whole document, when it occurs at least twice; the title the first
+//! a "for the … ended `<date>`" phrase; the fiscal quarter the most frequent "`<first…fourth>` quarter of
+//! `[fiscal]` `<year>`" phrase of the whole document, when it occurs at least twice; the title the first
 //! heading, else the document's first short lines. Anything not stated is left out; a document that
 //! states nothing gets its file name alone.
 
@@ -85,7 +85,7 @@ pub fn document_context(doc: &ParsedDocument) -> String {
     line
 }
 
-/// The "<ordinal> quarter of [fiscal] <year>" phrase the document uses most (at least twice), normalised
+/// The "`<ordinal>` quarter of `[fiscal]` `<year>`" phrase the document uses most (at least twice), normalised
 /// to lower case ("first quarter of fiscal 2024"). When the document states its period's end
 /// (`period_end`, month and year), only phrases that can name that quarter count
 /// ([`quarter_fits_period`]): a filing also speaks of other quarters — Microsoft's 10-Q for the quarter
@@ -122,7 +122,7 @@ fn most_frequent_fiscal_quarter(
         .map(|(k, _)| k)
 }
 
-/// Whether "the `quarter`th quarter of [fiscal] `year`" can be the quarter that ends in `period_end`
+/// Whether "the `quarter`th quarter of `[fiscal]` `year`" can be the quarter that ends in `period_end`
 /// (month 1–12, year): a fiscal year is named by the calendar year it ends in (NVIDIA's fiscal 2024
 /// ends in January 2024, Microsoft's fiscal 2023 in June 2023), and its `quarter`th quarter ends
 /// 3 × (4 − `quarter`) months before it does, so that many months after the period's end must fall in

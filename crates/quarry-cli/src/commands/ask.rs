@@ -24,8 +24,8 @@ pub struct LlmArgs {
     /// conflicts with --llm-url.
     #[arg(long, conflicts_with = "llm_url")]
     pub model: Option<PathBuf>,
-    /// Base URL of an OpenAI-compatible server, with its API prefix: http://127.0.0.1:11434/v1 (Ollama),
-    /// http://127.0.0.1:8080/v1 (llama.cpp server), https://api.openai.com/v1 … `auto`: a server running
+    /// Base URL of an OpenAI-compatible server, with its API prefix: `http://127.0.0.1:11434/v1` (Ollama),
+    /// `http://127.0.0.1:8080/v1` (llama.cpp server), `https://api.openai.com/v1` … `auto`: a server running
     /// on this computer if one answers on its usual port (Ollama, LM Studio, llama.cpp server, vLLM, Jan,
     /// or a port in $QUARRY_LLM_PORTS; see `quarry models`), serving --llm-model if given, else the embedded model.
     #[arg(long, env = "QUARRY_LLM_URL")]

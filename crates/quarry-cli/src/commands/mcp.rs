@@ -58,7 +58,7 @@ pub struct McpArgs {
     #[arg(long, short)]
     pub library: Vec<String>,
     /// Serve the streamable HTTP transport at http://ADDRESS/mcp instead of stdio, on this computer only:
-    /// 127.0.0.1:PORT or [::1]:PORT (port 0 picks a free one; the address is printed on stderr).
+    /// `127.0.0.1:PORT` or `[::1]:PORT` (port 0 picks a free one; the address is printed on stderr).
     /// Requests from web pages (any Origin header) and for other host names are refused.
     #[arg(long, value_name = "ADDRESS")]
     pub http: Option<std::net::SocketAddr>,
