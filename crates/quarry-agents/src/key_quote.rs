@@ -193,8 +193,8 @@ fn quote_pieces(text: &str) -> Vec<&str> {
 /// Qwen2.5-Coder-1.5B's recorded answers, quoting two pieces of the whole passages stated 70 reference
 /// figures of 164, against 64 for one piece of the excerpts and 68 for two pieces of the whole passages
 /// kept to the question's periods (docs/ANSWERS.md, "Session 29"). Same length and order as `passages`.
-pub fn quotable_texts(passages: &[quarry_core::Passage]) -> Vec<String> {
-    passages.iter().map(crate::table_section::label_rows_by_section).collect()
+pub fn quotable_texts<'p>(passages: impl IntoIterator<Item = &'p quarry_core::Passage>) -> Vec<String> {
+    passages.into_iter().map(crate::table_section::label_rows_by_section).collect()
 }
 
 /// `quotes` as the answer shows them: `From the passages: “…” [n]`, further quotes after `; `

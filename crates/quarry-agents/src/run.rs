@@ -498,8 +498,9 @@ impl Run {
     ) -> Option<QuoteLine> {
         let QuoteSources { read, first, further, further_first, rows_only } = sources;
         let texts = crate::key_quote::quotable_texts(read);
-        let unread: Vec<Passage> = further.iter().chain(rows_only).cloned().collect();
-        let further_texts = crate::key_quote::quotable_texts(&unread);
+        // Borrowed, not copied: `rows_only` may be the rest of a whole filing; only a passage quoted is cloned.
+        let unread: Vec<&Passage> = further.iter().chain(rows_only).collect();
+        let further_texts = crate::key_quote::quotable_texts(unread.iter().copied());
         // A further passage is numbered `further_first + its index` (the rest of the document after the
         // candidates) while the quotes are chosen, then renumbered in the order the quotes cite them, so
         // the numbers the answer gains have no gaps.
@@ -527,7 +528,7 @@ impl Run {
             let place = match further_quoted.iter().position(|(j, _)| *j == index) {
                 Some(place) => place,
                 None => {
-                    further_quoted.push((index, unread[index].clone()));
+                    further_quoted.push((index, Passage::clone(unread[index])));
                     further_quoted.len() - 1
                 }
             };
