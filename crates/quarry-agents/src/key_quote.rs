@@ -86,7 +86,7 @@ pub fn key_quotes(
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
         for piece in sentence_pieces(text) {
-            let piece = piece.trim().trim_start_matches('…').trim_end_matches('…').trim();
+            let piece = bare(piece);
             if !states_amount(piece) {
                 continue;
             }
@@ -146,16 +146,24 @@ pub fn key_quotes(
 /// their length alone, and off-topic sentences were quoted: docs/ANSWERS.md, "Session 32"), then shown
 /// whole, so it does not stop at "… which" and start again at "replaced the previous …".
 fn whole_sentence<'a>(text: &'a str, piece: &'a str) -> &'a str {
-    let offset = |part: &str| (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let (start, end) = (offset(piece), offset(piece) + piece.len());
-    if end > text.len() {
-        return piece;
-    }
+    let Some(start) = offset_in(text, piece) else { return piece };
+    let end = start + piece.len();
     quote_pieces(text)
         .into_iter()
-        .find(|joined| offset(joined) <= start && end <= offset(joined) + joined.len())
-        .map(|joined| joined.trim().trim_start_matches('…').trim_end_matches('…').trim())
+        .find(|joined| offset_in(text, joined).is_some_and(|at| at <= start && end <= at + joined.len()))
+        .map(bare)
         .unwrap_or(piece)
+}
+
+/// `piece` without the white space and the `…` of a cut excerpt around it.
+fn bare(piece: &str) -> &str {
+    piece.trim().trim_start_matches('…').trim_end_matches('…').trim()
+}
+
+/// Where `part` starts in `text`, in bytes, when it is a slice of it; `None` otherwise.
+fn offset_in(text: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (at + part.len() <= text.len()).then_some(at)
 }
 
 /// `text` in sentences and lines ([`sentence_pieces`]), with a line of prose that a PDF's text layer
@@ -172,7 +180,8 @@ fn quote_pieces(text: &str) -> Vec<&str> {
             && row_label(body.trim()).is_none()
             && row_label(next.trim()).is_none()
     };
-    let offset = |piece: &str| piece.as_ptr() as usize - text.as_ptr() as usize;
+    // Every piece is a slice of `text`.
+    let offset = |piece: &str| offset_in(text, piece).unwrap_or(0);
     let mut out = Vec::with_capacity(pieces.len());
     let mut i = 0;
     while i < pieces.len() {
