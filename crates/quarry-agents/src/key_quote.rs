@@ -27,6 +27,10 @@
 //! A quote is shown as its whole sentence when a PDF's text layer wrapped it over several lines: the
 //! lines are chosen among as they are, then joined ([`whole_sentence`]; docs/ANSWERS.md, "Session 32").
 //!
+//! The question's words and the passages' are matched in one vocabulary of line items ([`SAME_LINE_ITEM`]):
+//! "net sales" is revenue, "cost of sales" is cost of revenue, whichever a filer prints (docs/ANSWERS.md,
+//! "Session 33").
+//!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
 use crate::answer::{sentence_pieces, stems};
@@ -90,8 +94,9 @@ pub fn key_quotes(
             if !states_amount(piece) {
                 continue;
             }
-            let shared = stems(piece).intersection(&wanted).count();
-            let named_by_label = !answered_with_amount && label_is_asked_for(piece, &asked);
+            let words = one_vocabulary(piece);
+            let shared = stems(&words).intersection(&wanted).count();
+            let named_by_label = !answered_with_amount && label_is_asked_for(&words, &asked);
             let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
             if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
@@ -227,13 +232,60 @@ const NOT_ASKED: &[&str] = &[
     "provi", "detai", "menti", "outli", "summa",
 ];
 
+/// Words different filers use for one line item, each with the word it is matched as, in the order they
+/// are read: Apple and Amazon report "Net sales" and "Cost of sales" where Microsoft, NVIDIA and Intel
+/// report "Revenue" and "Cost of revenue" (the same lines; US GAAP's ASC 606 calls them revenue). Without
+/// it a question on Amazon's AWS revenue shared one word with the row "AWS: Net sales: $23,059 million",
+/// and a question on Microsoft's "total net sales" none with its "Total revenue" row. A cost of revenue is
+/// one item of its own, matched as one word, so it answers no question on revenue (nor the other way).
+/// "Sales and marketing" reads "revenue and marketing" and still names an expense: a label must name only
+/// what is asked ([`label_is_asked_for`]).
+const SAME_LINE_ITEM: &[(&str, &str)] = &[
+    ("cost of sales", "costofrevenue"),
+    ("cost of revenue", "costofrevenue"),
+    ("cost of revenues", "costofrevenue"),
+    ("sales", "revenue"),
+];
+
+/// `text` in one vocabulary for matching, the question's and the passages' alike: each whole word of
+/// [`SAME_LINE_ITEM`] written as the word it is matched as, the text lower-cased when one occurs (so a
+/// sentence saying both "net sales" and "revenue" shares one word with the question, not two); `text`
+/// itself (borrowed) when none does. The text shown is never changed.
+fn one_vocabulary(text: &str) -> std::borrow::Cow<'_, str> {
+    let lower = text.to_lowercase();
+    let is_word_at = |text: &str, at: usize, len: usize| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + len..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    };
+    let mut out = lower.clone();
+    for (word, matched_as) in SAME_LINE_ITEM {
+        let mut rewritten = String::with_capacity(out.len());
+        let mut rest = 0;
+        for (at, _) in out.match_indices(word) {
+            if is_word_at(&out, at, word.len()) {
+                rewritten.push_str(&out[rest..at]);
+                rewritten.push_str(matched_as);
+                rest = at + word.len();
+            }
+        }
+        rewritten.push_str(&out[rest..]);
+        out = rewritten;
+    }
+    if out == lower {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(out)
+    }
+}
+
 /// The words of `question` ([`crate::answer::stems`]) that say what it asks for: less the name it is
 /// about ([`crate::document_match::question_subject`]; every passage of that company's filings says it),
 /// numbers, period and question words ([`NOT_ASKED`]), and stems of one or two letters
 /// (the "s" of "Apple's", "if", "so").
 fn asked_words(question: &str) -> HashSet<String> {
     let subject = crate::document_match::question_subject(question).map(|s| stems(&s)).unwrap_or_default();
-    stems(question)
+    stems(&one_vocabulary(question))
         .into_iter()
         .filter(|w| {
             w.chars().count() > 2
@@ -290,7 +342,7 @@ fn whole_words(text: &str) -> Vec<String> {
 /// The words of `question` ([`whole_words`]) whose stem is one of `wanted` (what it asks for,
 /// [`asked_words`]).
 fn asked_whole_words(question: &str, wanted: &HashSet<String>) -> HashSet<String> {
-    whole_words(question).into_iter().filter(|w| stems(w).iter().any(|s| wanted.contains(s))).collect()
+    whole_words(&one_vocabulary(question)).into_iter().filter(|w| stems(w).iter().any(|s| wanted.contains(s))).collect()
 }
 
 /// Whether `piece` is a table row whose label says only what the question asks for: every word of the
@@ -394,6 +446,38 @@ mod tests {
             None,
             "not measured on CJK"
         );
+    }
+
+    #[test]
+    fn net_sales_and_revenue_are_one_line_item_both_ways() {
+        // Amazon's segment table (2023 Q3 AMZN.pdf, p. 18), asked as revenue; the answer took the
+        // operating income row for the revenue.
+        let question = "What was the reported revenue from Amazon's e-commerce and AWS segments in the latest quarter?";
+        let answer = "AWS revenue was $6,976 million [2].";
+        let rows = "AWS: Net sales: $23,059 million (three months ended September 30, 2023)\n\
+                    AWS: Operating income: $6,976 million (three months ended September 30, 2023)";
+        let quote = key_quote(question, answer, &[(2, rows)]).expect("a quote");
+        assert_eq!(
+            quote.text, "AWS: Net sales: $23,059 million (three months ended September 30, 2023)",
+            "shown as printed"
+        );
+        // Microsoft's income statement (2023 Q3 MSFT.pdf, p. 3) says revenue; the question says net sales.
+        let question = "How has Microsoft's total net sales changed over time?";
+        let rows = "Sales and marketing: 5,187 million (three months ended September 30, 2023); 5,126 million \
+                    (three months ended September 30, 2022)\n\
+                    Total revenue: 56,517 million (three months ended September 30, 2023); 50,122 million \
+                    (three months ended September 30, 2022)";
+        let quote = key_quote(question, "Microsoft's sales grew [1].", &[(1, rows)]).expect("a quote");
+        assert!(quote.text.starts_with("Total revenue: 56,517 million"), "{}", quote.text);
+        // A cost of revenue answers no question on revenue, and "cost of sales" asks for it by either name.
+        let cost = "Cost of revenue: Total cost of revenue: 17,488 million (three months ended December 31, 2022)";
+        assert_eq!(key_quote("How has Microsoft's total net sales evolved?", "It grew [1].", &[(1, cost)]), None);
+        let asked = "How did Microsoft's total cost of sales change?";
+        assert!(key_quote(asked, "It grew [1].", &[(1, cost)]).is_some());
+        // Selling costs are not sales: the row of sales and marketing expenses answers no revenue question.
+        let question = "What was Microsoft's revenue in the quarter?";
+        let selling = "Sales and marketing: 5,187 million (three months ended September 30, 2023)";
+        assert_eq!(key_quote(question, "It rose [1].", &[(1, selling)]), None);
     }
 
     #[test]
