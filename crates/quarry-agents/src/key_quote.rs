@@ -252,13 +252,13 @@ const SAME_LINE_ITEM: &[(&str, &str)] = &[
 /// sentence saying both "net sales" and "revenue" shares one word with the question, not two); `text`
 /// itself (borrowed) when none does. The text shown is never changed.
 fn one_vocabulary(text: &str) -> std::borrow::Cow<'_, str> {
-    let lower = text.to_lowercase();
     let is_word_at = |text: &str, at: usize, len: usize| {
         let before = text[..at].chars().next_back();
         let after = text[at + len..].chars().next();
         !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
     };
-    let mut out = lower.clone();
+    let mut out = text.to_lowercase();
+    let mut changed = false;
     for (word, matched_as) in SAME_LINE_ITEM {
         let mut rewritten = String::with_capacity(out.len());
         let mut rest = 0;
@@ -269,13 +269,16 @@ fn one_vocabulary(text: &str) -> std::borrow::Cow<'_, str> {
                 rest = at + word.len();
             }
         }
-        rewritten.push_str(&out[rest..]);
-        out = rewritten;
+        if rest > 0 {
+            rewritten.push_str(&out[rest..]);
+            out = rewritten;
+            changed = true;
+        }
     }
-    if out == lower {
-        std::borrow::Cow::Borrowed(text)
-    } else {
+    if changed {
         std::borrow::Cow::Owned(out)
+    } else {
+        std::borrow::Cow::Borrowed(text)
     }
 }
 
