@@ -13,7 +13,7 @@
 //! (companies, products) are not checked yet.
 
 use crate::answer::{pieces, Citation, Piece};
-use crate::figures::{figures, states, Figure};
+use crate::figures::{figures, states, Figure, FigureKind};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -27,8 +27,10 @@ pub struct ClaimCheck {
     pub cited: Vec<usize>,
     /// Whether the passages it cites hold its figures and the quarters it names.
     pub supported: bool,
-    /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`, or
-    /// `figures not in the cited passages: $13.5 billion, 19%`. Empty when supported.
+    /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`,
+    /// `figures not in the cited passages: $13.5 billion, 19%`, `the cited passages do not name the
+    /// period it states: Q1 2024` or `figures from a row of another line item: $6,976 million (AWS:
+    /// Operating income)`. Empty when supported.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub problem: String,
 }
@@ -257,6 +259,50 @@ struct SourcesRead {
     quarters: Vec<Vec<(u8, u16)>>,
     /// The words (and CJK character pairs) of each, as [`crate::answer::stems`] reads them.
     stems: Vec<std::collections::HashSet<String>>,
+    /// Each passage's table rows, with the line items they measure.
+    rows: Vec<Vec<MeasuredRow>>,
+    /// The figures of each passage's other lines and of its context line.
+    prose: Vec<Vec<Figure>>,
+}
+
+/// A table row of a passage and what it measures.
+struct MeasuredRow {
+    /// The row's label, after its table section when it has one ("Operating Income (Loss): AWS").
+    name: String,
+    /// The line items ([`crate::line_item::line_items`]) its label names, or its section's when the
+    /// label names none (a segment's row under "Operating Income").
+    items: Vec<usize>,
+    /// The figures the row states.
+    figures: Vec<Figure>,
+}
+
+impl MeasuredRow {
+    fn of(section: &str, label: &str, line: &str) -> Self {
+        let mut items = crate::line_item::line_items(label);
+        if items.is_empty() {
+            items = crate::line_item::line_items(section);
+        }
+        let name = if section.is_empty() { label.to_string() } else { format!("{section}: {label}") };
+        MeasuredRow { name, items, figures: figures(line) }
+    }
+}
+
+/// `passage`'s table rows ([`crate::table_section::rows_with_sections`], and rows of one cell,
+/// [`crate::key_quote::row_label`]) and the figures of its other lines and context line.
+fn rows_and_prose(passage: &quarry_core::Passage) -> (Vec<MeasuredRow>, Vec<Figure>) {
+    let mut table = crate::table_section::rows_with_sections(passage).into_iter().peekable();
+    let mut rows = Vec::new();
+    let mut prose = figures(&passage.context);
+    for line in passage.text.split('\n') {
+        if let Some((section, label, _)) = table.next_if(|(_, _, row)| std::ptr::eq(*row, line)) {
+            rows.push(MeasuredRow::of(&section, label, line));
+        } else if let Some(label) = crate::key_quote::row_label(line) {
+            rows.push(MeasuredRow::of("", label, line));
+        } else {
+            prose.extend(figures(line));
+        }
+    }
+    (rows, prose)
 }
 
 /// Share of a sentence's words (and CJK character pairs) that one passage must hold for the sentence to
@@ -270,11 +316,39 @@ const QUOTED_MIN_STEMS: usize = 6;
 impl SourcesRead {
     fn of(sources: &[Citation]) -> Self {
         let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
+        let (rows, prose) = sources.iter().map(|c| rows_and_prose(&c.passage)).unzip();
         SourcesRead {
             figures: read.iter().map(|t| figures(t)).collect(),
             quarters: read.iter().map(|t| quarters(t)).collect(),
             stems: read.iter().map(|t| crate::answer::stems(t)).collect(),
+            rows,
+            prose,
         }
+    }
+
+    /// The row of another line item that a claim's `figure` was read from: when the claim names line
+    /// items (`named`, [`crate::line_item::line_items`]) and every place the passages `numbers` (all
+    /// known) state `figure` is a table row measuring another item, that row's name ("Operating income",
+    /// "Operating Income (Loss): AWS"). `None` — nothing to report — when a row of a named item, a row
+    /// that names no item (a segment's row with no section), a line of prose or the context line states
+    /// it, when no passage does, when the claim names no item, or for a date.
+    fn other_line_item(&self, numbers: &[usize], figure: &Figure, named: &[usize]) -> Option<String> {
+        if named.is_empty() || matches!(figure.kind, FigureKind::Date { .. }) {
+            return None;
+        }
+        let mut other = None;
+        for &n in numbers {
+            if states(&self.prose[n - 1], figure) {
+                return None;
+            }
+            for row in self.rows[n - 1].iter().filter(|r| states(&r.figures, figure)) {
+                if row.items.is_empty() || row.items.iter().any(|i| named.contains(i)) {
+                    return None;
+                }
+                other.get_or_insert_with(|| row.name.clone());
+            }
+        }
+        other
     }
 
     /// The index of the first passage that states every figure of `text` and names every quarter it
@@ -288,6 +362,40 @@ impl SourcesRead {
         (0..self.figures.len()).find(|&i| {
             stated.iter().all(|f| states(&self.figures[i], f)) && named.iter().all(|q| self.quarters[i].contains(q))
         })
+    }
+
+    /// The indexes of the fewest passages (at most [`MOST_COVERING`]) that state every figure of `text`
+    /// together, and name every quarter it names: `[i]` when one passage does ([`SourcesRead::holding`]),
+    /// else chosen greedily — the passage stating most of the figures not yet stated, the first of
+    /// equals (the greedy set cover). The figures a second or third passage is chosen for must be
+    /// [`distinctive`]: "27%" or "$985" occur in many passages by chance, and a sentence that made them
+    /// up was found "supported" by a passage saying them about something else (docs/ANSWERS.md, Session
+    /// 34). `None` when `text` states no figure, or no such passages state all.
+    fn covering(&self, text: &str) -> Option<Vec<usize>> {
+        if let Some(i) = self.holding(text) {
+            return Some(vec![i]);
+        }
+        let stated = figures(text);
+        if stated.is_empty() {
+            return None;
+        }
+        let mut left: Vec<&Figure> = stated.iter().collect();
+        let mut chosen: Vec<usize> = Vec::new();
+        while !left.is_empty() {
+            if chosen.len() == MOST_COVERING {
+                return None;
+            }
+            let counts = self.figures.iter().map(|read| left.iter().filter(|f| states(read, f)).count());
+            let (best, count) = counts.enumerate().fold((0, 0), |best, (i, n)| if n > best.1 { (i, n) } else { best });
+            if count == 0 || (!chosen.is_empty() && !left.iter().all(|f| distinctive(f))) {
+                return None;
+            }
+            chosen.push(best);
+            left.retain(|f| !states(&self.figures[best], f));
+        }
+        chosen.sort_unstable();
+        let named = quarters(text);
+        named.iter().all(|q| chosen.iter().any(|&i| self.quarters[i].contains(q))).then_some(chosen)
     }
 
     /// The index of the passage that states the most of `text`'s figures (at least one; the first of
@@ -366,10 +474,17 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 .filter(|q| !known.iter().any(|n| read.quarters[n - 1].contains(q)))
                 .map(|(q, y)| format!("Q{q} {y}"))
                 .collect();
+            let named = crate::line_item::line_items(&text);
+            let other_item: Vec<String> = stated
+                .iter()
+                .filter_map(|f| read.other_line_item(&known, f, &named).map(|row| format!("{} ({row})", f.text)))
+                .collect();
             if !missing.is_empty() {
                 format!("figures not in the cited passages: {}", missing.join(", "))
             } else if !other_period.is_empty() {
                 format!("the cited passages do not name the period it states: {}", other_period.join(", "))
+            } else if !other_item.is_empty() {
+                format!("figures from a row of another line item: {}", other_item.join(", "))
             } else {
                 String::new()
             }
@@ -381,7 +496,8 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
 
 /// A citation the claim check corrected: the text before a marker states figures that none of the
 /// passages it cited holds, but one passage the answer was written from holds them all (and names the
-/// quarter the text names, if any); or a paragraph states such figures and cites nothing.
+/// quarter the text names, if any) — or, when none does, two or three of them together
+/// ([`MOST_COVERING`]); or a paragraph states such figures and cites nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CitationRepair {
     /// The text the marker belongs to, without markers.
@@ -390,15 +506,32 @@ pub struct CitationRepair {
     pub from: Vec<usize>,
     /// The number it cites now.
     pub to: usize,
+    /// The further numbers it cites now, when no one passage states all its figures and the passages
+    /// `to` and these state them together (empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<usize>,
 }
+
+/// Whether `figure` is unlikely to occur in a passage by chance: a date, or an amount, number or
+/// percentage written with at least four digits ("$6,976 million", "85,335", "12.25%"; not "27%", "$985").
+fn distinctive(figure: &Figure) -> bool {
+    matches!(figure.kind, FigureKind::Date { .. }) || figure.text.chars().filter(char::is_ascii_digit).count() >= 4
+}
+
+/// Most passages a corrected citation names when no one passage states all of a text's figures: a
+/// sentence that joins two figures ("$63,171 million and $6,976 million, respectively") read from two
+/// rows in two passages cites both, so the person can find each and the claim check reads each in its
+/// row ([`check_claims`]).
+pub const MOST_COVERING: usize = 3;
 
 /// Corrects citations by figures (see [`CitationRepair`]): small models copy a figure from one passage
 /// and cite its neighbour (the quick start's answer stated $7,192 million from passage `[2]` and cited
 /// `[1]`). Each marker is judged by the text since the previous marker or the start of its line; a line
 /// (a paragraph or a list item — the claim check does not borrow markers across lines either) without
 /// any marker gets one at its end. The new marker is the lowest-numbered passage of `sources` (numbered
-/// from 1) holding every figure of that text — a figure either is or is not in a passage's text, so a
-/// repair cannot cite a passage that does not state it. A line without markers whose figures no single
+/// from 1) holding every figure of that text, or, when none holds them all, the fewest passages that
+/// state them together (at most [`MOST_COVERING`], one marker each) — a figure either is or is not in a
+/// passage's text, so a repair cannot cite a passage that does not state it. A line without markers whose figures no single
 /// passage holds, or that states none, is cited sentence by sentence ([`cite_uncited_sentences`]: by
 /// figures, or by the passage it is copied from), and so are the sentences after a line's last marker,
 /// which the claim check would find citing nothing (a small model cites its first sentence and copies
@@ -439,7 +572,7 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                 let trimmed = out.trim_end_matches([' ', '\t']).len();
                 out.truncate(trimmed);
                 out.push_str(&format!(" [{to}]"));
-                repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to });
+                repairs.push(CitationRepair { text: plain(paragraph), from: Vec::new(), to, also: Vec::new() });
             } else {
                 // No one passage holds all its figures: each sentence cites the passage stating most
                 // of its own, or the one it is copied from (an uncited line is exactly the text last
@@ -459,10 +592,18 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
         match piece {
             Piece::Marker { raw, numbers } => {
                 let text = since_marker.clone();
-                match holder(&text) {
+                match read.covering(&text) {
                     Some(to) if !holds(&text, &numbers) => {
-                        out.push_str(&format!("[{to}]"));
-                        repairs.push(CitationRepair { text: plain(&text), from: numbers, to });
+                        let to: Vec<usize> = to.into_iter().map(|i| i + 1).collect();
+                        for n in &to {
+                            out.push_str(&format!("[{n}]"));
+                        }
+                        repairs.push(CitationRepair {
+                            text: plain(&text),
+                            from: numbers,
+                            to: to[0],
+                            also: to[1..].to_vec(),
+                        });
                     }
                     _ => out.push_str(raw),
                 }
@@ -513,10 +654,16 @@ fn cite_sentences(text: &str, sources: &[Citation], read: &SourcesRead) -> (Stri
         if is_decline(sentence) {
             return;
         }
-        if let Some(index) = read.stating_most(sentence).or_else(|| read.quoting(sentence)) {
-            let to = sources[index].number;
-            out.push_str(&format!(" [{to}]"));
-            repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to });
+        let indexes = read
+            .covering(sentence)
+            .or_else(|| read.stating_most(sentence).or_else(|| read.quoting(sentence)).map(|i| vec![i]));
+        if let Some(indexes) = indexes {
+            let to: Vec<usize> = indexes.into_iter().map(|i| sources[i].number).collect();
+            out.push(' ');
+            for n in &to {
+                out.push_str(&format!("[{n}]"));
+            }
+            repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to: to[0], also: to[1..].to_vec() });
         }
     };
     let mut start = 0;
@@ -576,6 +723,99 @@ mod tests {
         }
     }
 
+    /// Amazon's AWS segment rows as stored (`2023 Q3 AMZN.pdf`, p. 19): the rows under the segment's
+    /// section line.
+    const AMAZON_AWS: &str = "AWS\n\
+        Net sales: $20,538 million (three months ended September 30, 2022); $23,059 million (three months ended September 30, 2023); $58,718 million (nine months ended September 30, 2022); $66,553 million (nine months ended September 30, 2023)\n\
+        Operating expenses: 15,135 million (three months ended September 30, 2022); 16,083 million (three months ended September 30, 2023); 41,082 million (nine months ended September 30, 2022); 49,089 million (nine months ended September 30, 2023)\n\
+        Operating income: $5,403 million (three months ended September 30, 2022); $6,976 million (three months ended September 30, 2023); $17,636 million (nine months ended September 30, 2022); $17,464 million (nine months ended September 30, 2023)\n\
+        Consolidated";
+
+    /// The same filing's operating income by segment: the rows are the segments' names, the line item
+    /// is their table section.
+    const AMAZON_BY_SEGMENT: &str = "Operating Income (Loss)\n\
+        Operating income (loss) by segment is as follows (in millions):\n\
+        Operating Income (Loss)\n\
+        North America: $(412) million (three months ended September 30, 2022); $4,307 million (three months ended September 30, 2023); $(2,607) million (nine months ended September 30, 2022); $8,416 million (nine months ended September 30, 2023)\n\
+        AWS: 5,403 million (three months ended September 30, 2022); 6,976 million (three months ended September 30, 2023); 17,636 million (nine months ended September 30, 2022); 17,464 million (nine months ended September 30, 2023)";
+
+    fn problem(md: &str, sources: &[Citation]) -> String {
+        let checks = check_claims(md, sources);
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        checks[0].problem.clone()
+    }
+
+    #[test]
+    fn a_figure_from_a_row_of_another_line_item_is_unsupported() {
+        let sources = [source(1, AMAZON_AWS)];
+        // The model's answer to "What was the reported revenue from … AWS …?" (Sessions 31–33).
+        assert_eq!(
+            problem("AWS revenue was $6,976 million [1].", &sources),
+            "figures from a row of another line item: $6,976 million (AWS: Operating income)"
+        );
+        // The row that says it, in either filer's words; the item the figure is; no item named.
+        assert_eq!(problem("AWS net sales were $23,059 million [1].", &sources), "");
+        assert_eq!(problem("AWS revenue was $23,059 million [1].", &sources), "");
+        assert_eq!(problem("AWS operating income was $6,976 million [1].", &sources), "");
+        assert_eq!(problem("AWS reported $6,976 million for the quarter [1].", &sources), "");
+        // A row named by a segment: its section says what it measures.
+        let by_segment = [source(1, AMAZON_BY_SEGMENT)];
+        assert_eq!(
+            problem("AWS revenue was $6,976 million [1].", &by_segment),
+            "figures from a row of another line item: $6,976 million (Operating Income (Loss): AWS)"
+        );
+        assert_eq!(problem("AWS had an operating income of $6,976 million [1].", &by_segment), "");
+        // Where prose states the figure, or a row that names no item, the sentence may be right.
+        let prose = [source(1, &format!("{AMAZON_AWS}\nAWS revenue grew to $6,976 million."))];
+        assert_eq!(problem("AWS revenue was $6,976 million [1].", &prose), "");
+        let bare = [source(1, "AWS: 5,403 million (three months ended September 30, 2022); 6,976 million (three months ended September 30, 2023)")];
+        assert_eq!(problem("AWS revenue was $6,976 million [1].", &bare), "");
+        // Figures of other passages the sentence does not cite do not excuse it.
+        let two = [source(1, AMAZON_AWS), source(2, "AWS revenue grew to $6,976 million.")];
+        assert!(
+            problem("AWS revenue was $6,976 million [1].", &two).starts_with("figures from a row of another line item")
+        );
+    }
+
+    #[test]
+    fn figures_that_no_one_passage_holds_cite_the_passages_that_hold_them_together() {
+        // The model's answer to Amazon's segment revenue question: the North America row of one passage,
+        // the AWS operating income row of another, cited to a third that states neither.
+        let sources = [
+            source(1, "Net sales by segment were as follows."),
+            source(2, "North America: Net sales: $63,171 million (three months ended September 30, 2023)"),
+            source(3, AMAZON_AWS),
+        ];
+        let md = "Revenue from North America and AWS was $63,171 million and $6,976 million, respectively [1].";
+        let (fixed, repairs) = repair_citations(md, &sources);
+        assert_eq!(
+            fixed,
+            "Revenue from North America and AWS was $63,171 million and $6,976 million, respectively [2][3]."
+        );
+        assert_eq!((repairs[0].from.clone(), repairs[0].to, repairs[0].also.clone()), (vec![1], 2, vec![3]));
+        // Cited where its figures are, the sentence is checked row by row: $6,976 million is AWS's
+        // operating income, not its revenue.
+        let checks = check_claims(&fixed, &sources);
+        assert_eq!(checks[0].cited, vec![2, 3]);
+        assert_eq!(
+            checks[0].problem,
+            "figures from a row of another line item: $6,976 million (AWS: Operating income)"
+        );
+        // Uncited, sentence by sentence, the same.
+        let (fixed, _) = repair_citations("North America and AWS sold $63,171 million and $23,059 million.", &sources);
+        assert_eq!(fixed, "North America and AWS sold $63,171 million and $23,059 million [2][3].");
+        assert!(check_claims(&fixed, &sources).iter().all(|c| c.supported));
+        // A figure of few digits that another passage happens to state is no reason to cite it: the
+        // sentence cites the passage stating most of its figures, and the check reports the rest.
+        let chance = [source(1, "North America: Net sales: $63,171 million"), source(2, "Sales rose 27% in Europe.")];
+        let (fixed, _) = repair_citations("North America sold $63,171 million, 27% above AWS.", &chance);
+        assert_eq!(fixed, "North America sold $63,171 million, 27% above AWS [1].");
+        assert_eq!(check_claims(&fixed, &chance)[0].problem, "figures not in the cited passages: 27%");
+        // A figure no passage states leaves the marker as written (the check reports it).
+        let md = "North America and AWS sold $63,171 million and $99,999 million [1].";
+        assert_eq!(repair_citations(md, &sources).0, md);
+    }
+
     #[test]
     fn a_figure_cited_to_the_wrong_passage_is_re_cited_to_the_one_that_states_it() {
         let mut sources = [
@@ -592,7 +832,8 @@ mod tests {
             vec![CitationRepair {
                 text: "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million, as stated in".into(),
                 from: vec![1],
-                to: 2
+                to: 2,
+                also: Vec::new()
             }]
         );
         assert!(check_claims(&fixed, &sources).iter().all(|c| c.supported));

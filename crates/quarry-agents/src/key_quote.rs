@@ -27,7 +27,7 @@
 //! A quote is shown as its whole sentence when a PDF's text layer wrapped it over several lines: the
 //! lines are chosen among as they are, then joined ([`whole_sentence`]; docs/ANSWERS.md, "Session 32").
 //!
-//! The question's words and the passages' are matched in one vocabulary of line items ([`SAME_LINE_ITEM`]):
+//! The question's words and the passages' are matched in one vocabulary of line items ([`crate::line_item::SAME_LINE_ITEM`]):
 //! "net sales" is revenue, "cost of sales" is cost of revenue, whichever a filer prints (docs/ANSWERS.md,
 //! "Session 33").
 //!
@@ -35,6 +35,7 @@
 
 use crate::answer::{sentence_pieces, stems};
 use crate::figures::{figures, key_figures, states, FigureKind};
+use crate::line_item::{one_vocabulary, whole_words};
 use std::collections::HashSet;
 
 /// Fewest of the question's asked-for words ([`asked_words`]) a piece shares with it to be quoted. With
@@ -232,56 +233,6 @@ const NOT_ASKED: &[&str] = &[
     "provi", "detai", "menti", "outli", "summa",
 ];
 
-/// Words different filers use for one line item, each with the word it is matched as, in the order they
-/// are read: Apple and Amazon report "Net sales" and "Cost of sales" where Microsoft, NVIDIA and Intel
-/// report "Revenue" and "Cost of revenue" (the same lines; US GAAP's ASC 606 calls them revenue). Without
-/// it a question on Amazon's AWS revenue shared one word with the row "AWS: Net sales: $23,059 million",
-/// and a question on Microsoft's "total net sales" none with its "Total revenue" row. A cost of revenue is
-/// one item of its own, matched as one word, so it answers no question on revenue (nor the other way).
-/// "Sales and marketing" reads "revenue and marketing" and still names an expense: a label must name only
-/// what is asked ([`label_is_asked_for`]).
-const SAME_LINE_ITEM: &[(&str, &str)] = &[
-    ("cost of sales", "costofrevenue"),
-    ("cost of revenue", "costofrevenue"),
-    ("cost of revenues", "costofrevenue"),
-    ("sales", "revenue"),
-];
-
-/// `text` in one vocabulary for matching, the question's and the passages' alike: each whole word of
-/// [`SAME_LINE_ITEM`] written as the word it is matched as, the text lower-cased when one occurs (so a
-/// sentence saying both "net sales" and "revenue" shares one word with the question, not two); `text`
-/// itself (borrowed) when none does. The text shown is never changed.
-fn one_vocabulary(text: &str) -> std::borrow::Cow<'_, str> {
-    let is_word_at = |text: &str, at: usize, len: usize| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + len..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    };
-    let mut out = text.to_lowercase();
-    let mut changed = false;
-    for (word, matched_as) in SAME_LINE_ITEM {
-        let mut rewritten = String::with_capacity(out.len());
-        let mut rest = 0;
-        for (at, _) in out.match_indices(word) {
-            if is_word_at(&out, at, word.len()) {
-                rewritten.push_str(&out[rest..at]);
-                rewritten.push_str(matched_as);
-                rest = at + word.len();
-            }
-        }
-        if rest > 0 {
-            rewritten.push_str(&out[rest..]);
-            out = rewritten;
-            changed = true;
-        }
-    }
-    if changed {
-        std::borrow::Cow::Owned(out)
-    } else {
-        std::borrow::Cow::Borrowed(text)
-    }
-}
-
 /// The words of `question` ([`crate::answer::stems`]) that say what it asks for: less the name it is
 /// about ([`crate::document_match::question_subject`]; every passage of that company's filings says it),
 /// numbers, period and question words ([`NOT_ASKED`]), and stems of one or two letters
@@ -321,27 +272,6 @@ const LABEL_QUALIFIERS: &[&str] = &["total", "net"];
 /// with its section ([`crate::table_section`]): "Current assets: Inventories".
 const BALANCE_SHEET_SECTIONS: &[&str] = &["current", "non", "noncurrent", "asset", "liability"];
 
-/// The words of `text` that are not stop words, lower case, in the singular ("Inventories" →
-/// "inventory", "expenses" → "expense"; a word ending in "ss", "us" or "is" keeps its "s"). A label is
-/// matched to the question word by word, not by [`crate::answer::stems`]' first five letters, under
-/// which "International" would answer a question on interest expense.
-fn whole_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !stems(w).is_empty())
-        .map(|w| {
-            let w = w.to_lowercase();
-            let n = w.chars().count();
-            if n > 4 && w.ends_with("ies") {
-                format!("{}y", &w[..w.len() - 3])
-            } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-                w[..w.len() - 1].to_string()
-            } else {
-                w
-            }
-        })
-        .collect()
-}
-
 /// The words of `question` ([`whole_words`]) whose stem is one of `wanted` (what it asks for,
 /// [`asked_words`]).
 fn asked_whole_words(question: &str, wanted: &HashSet<String>) -> HashSet<String> {
@@ -372,7 +302,7 @@ fn label_is_asked_for(piece: &str, asked: &HashSet<String>) -> bool {
 
 /// The label of a table row as [`quarry_core::table_row::write_row`] writes it — `Inventories: 5,433
 /// million (June 25, 2022); …` gives `Inventories` — with one cell or more; `None` for any other text.
-fn row_label(piece: &str) -> Option<&str> {
+pub(crate) fn row_label(piece: &str) -> Option<&str> {
     if let Some((label, _)) = quarry_core::table_row::parse_row(piece) {
         return Some(label);
     }

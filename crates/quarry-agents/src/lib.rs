@@ -20,6 +20,7 @@ pub mod events;
 pub mod figures;
 mod fused;
 pub mod key_quote;
+mod line_item;
 mod naive;
 pub mod per_document;
 pub mod period_focus;

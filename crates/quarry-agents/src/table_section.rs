@@ -20,7 +20,7 @@
 //! Naming a section in every repeated label *at ingest* was measured worse (docs/ANSWERS.md, "Session
 //! 7": it changed chunks and so retrieval, and "Total (Revenue)" was read for a segment).
 
-use quarry_core::table_row::{is_section_line, parse_row, section_name, write_row};
+use quarry_core::table_row::{is_section_line, parse_row, section_name, write_row, TableCell};
 use quarry_core::Passage;
 use std::collections::HashMap;
 
@@ -29,6 +29,62 @@ use std::collections::HashMap;
 /// rows sit under is its heading path's one title (a passage with no page keeps its heading path to
 /// itself: those are a document's headings).
 pub fn label_rows_by_section(passage: &Passage) -> String {
+    let scan = scan(passage);
+    let mut sections_of_label: HashMap<&str, &str> = HashMap::new();
+    let mut repeated = false;
+    for (label, _, section) in scan.rows.iter().flatten() {
+        if let Some(section) = section {
+            let name = scan.names[*section].as_str();
+            repeated |= *sections_of_label.entry(*label).or_insert(name) != name;
+        }
+    }
+    if !scan.carried && !repeated {
+        return passage.text.clone();
+    }
+    let labelled: Vec<String> = scan
+        .lines
+        .iter()
+        .zip(&scan.rows)
+        .map(|(line, row)| match row {
+            Some((label, cells, Some(section))) => write_row(&format!("{}: {label}", scan.names[*section]), cells),
+            _ => line.to_string(),
+        })
+        .collect();
+    labelled.join("\n")
+}
+
+/// Every table row of `passage`'s text (a line written by [`quarry_core::table_row::write_row`] with two
+/// cells or more) as `(section, label, line)`: the section it sits under as [`label_rows_by_section`]
+/// finds it, empty when none — whether or not the model is shown it. For the claim check, which reads
+/// what a row measures from its label, or from its section when the label is a segment's name
+/// ("Operating Income (Loss)" above "AWS: 6,976 million (…)"; [`crate::claims`]).
+pub(crate) fn rows_with_sections(passage: &Passage) -> Vec<(String, &str, &str)> {
+    let scan = scan(passage);
+    scan.lines
+        .iter()
+        .zip(&scan.rows)
+        .filter_map(|(line, row)| {
+            let (label, _, section) = row.as_ref()?;
+            Some((section.map(|s| scan.names[s].clone()).unwrap_or_default(), *label, *line))
+        })
+        .collect()
+}
+
+/// A table row as [`scan`] reads it: its label, its cells and its section (an index into
+/// [`Scan::names`]; `None` when no section line heads it).
+type ScannedRow<'a> = (&'a str, Vec<TableCell>, Option<usize>);
+
+/// `passage`'s lines, each line's row when it is one, the section names, and whether the first rows
+/// carry the heading path's section.
+struct Scan<'a> {
+    lines: Vec<&'a str>,
+    rows: Vec<Option<ScannedRow<'a>>>,
+    names: Vec<String>,
+    carried: bool,
+}
+
+/// Reads `passage`'s lines: rows, and the section lines that head them (see the module docs).
+fn scan(passage: &Passage) -> Scan<'_> {
     let carried = match (passage.page_start, passage.heading_path.as_slice()) {
         (Some(_), [section]) if !section.trim().is_empty() => Some(section.trim().to_string()),
         _ => None,
@@ -36,7 +92,6 @@ pub fn label_rows_by_section(passage: &Passage) -> String {
     let lines: Vec<&str> = passage.text.split('\n').collect();
     let mut names: Vec<String> = carried.iter().cloned().collect();
     let mut current = carried.as_ref().map(|_| 0);
-    // For each line that is a row: its label, cells and the index of its section in `names`.
     let mut rows = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
         if let Some((label, cells)) = parse_row(line) {
@@ -50,26 +105,7 @@ pub fn label_rows_by_section(passage: &Passage) -> String {
             names.len() - 1
         });
     }
-    let mut sections_of_label: HashMap<&str, &str> = HashMap::new();
-    let mut repeated = false;
-    for (label, _, section) in rows.iter().flatten() {
-        if let Some(section) = section {
-            let name = names[*section].as_str();
-            repeated |= *sections_of_label.entry(*label).or_insert(name) != name;
-        }
-    }
-    if carried.is_none() && !repeated {
-        return passage.text.clone();
-    }
-    let labelled: Vec<String> = lines
-        .iter()
-        .zip(&rows)
-        .map(|(line, row)| match row {
-            Some((label, cells, Some(section))) => write_row(&format!("{}: {label}", names[*section]), cells),
-            _ => line.to_string(),
-        })
-        .collect();
-    labelled.join("\n")
+    Scan { lines, rows, names, carried: carried.is_some() }
 }
 
 #[cfg(test)]

@@ -451,7 +451,8 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
             } else {
                 r.from.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join("")
             };
-            println!("  {from} → [{}]: \"{}\"", r.to, r.text);
+            let to: String = std::iter::once(&r.to).chain(&r.also).map(|n| format!("[{n}]")).collect();
+            println!("  {from} → {to}: \"{}\"", r.text);
         }
     }
     let unsupported: Vec<_> = answer.unsupported_claims().collect();

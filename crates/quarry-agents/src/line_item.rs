@@ -1,0 +1,154 @@
+//! One vocabulary for the line items of financial statements: filers name one line differently ("Net
+//! sales" / "Revenue"), and a question, a quote ([`crate::key_quote`]) and a claim ([`crate::claims`])
+//! are matched to a filing's rows only when they are read in the same words.
+
+use crate::answer::stems;
+
+/// Words different filers use for one line item, each with the word it is matched as, in the order they
+/// are read: Apple and Amazon report "Net sales" and "Cost of sales" where Microsoft, NVIDIA and Intel
+/// report "Revenue" and "Cost of revenue" (the same lines; US GAAP's ASC 606 calls them revenue). Without
+/// it a question on Amazon's AWS revenue shared one word with the row "AWS: Net sales: $23,059 million",
+/// and a question on Microsoft's "total net sales" none with its "Total revenue" row. A cost of revenue is
+/// one item of its own, matched as one word, so it answers no question on revenue (nor the other way).
+/// "Sales and marketing" reads "revenue and marketing" and still names an expense: a label must name only
+/// what is asked (`key_quote`'s label rule), and [`LINE_ITEMS`] reads "sales and marketing" as an
+/// item of its own.
+pub(crate) const SAME_LINE_ITEM: &[(&str, &str)] = &[
+    ("cost of sales", "costofrevenue"),
+    ("cost of revenue", "costofrevenue"),
+    ("cost of revenues", "costofrevenue"),
+    ("sales", "revenue"),
+];
+
+/// `text` in one vocabulary for matching, the question's and the passages' alike: each whole word of
+/// [`SAME_LINE_ITEM`] written as the word it is matched as, the text lower-cased when one occurs (so a
+/// sentence saying both "net sales" and "revenue" shares one word with the question, not two); `text`
+/// itself (borrowed) when none does. The text shown is never changed.
+pub(crate) fn one_vocabulary(text: &str) -> std::borrow::Cow<'_, str> {
+    let is_word_at = |text: &str, at: usize, len: usize| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + len..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    };
+    let mut out = text.to_lowercase();
+    let mut changed = false;
+    for (word, matched_as) in SAME_LINE_ITEM {
+        let mut rewritten = String::with_capacity(out.len());
+        let mut rest = 0;
+        for (at, _) in out.match_indices(word) {
+            if is_word_at(&out, at, word.len()) {
+                rewritten.push_str(&out[rest..at]);
+                rewritten.push_str(matched_as);
+                rest = at + word.len();
+            }
+        }
+        if rest > 0 {
+            rewritten.push_str(&out[rest..]);
+            out = rewritten;
+            changed = true;
+        }
+    }
+    if changed {
+        std::borrow::Cow::Owned(out)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// The words of `text` that are not stop words, lower case, in the singular ("Inventories" →
+/// "inventory", "expenses" → "expense"; a word ending in "ss", "us" or "is" keeps its "s"). A label is
+/// matched to the question word by word, not by [`crate::answer::stems`]' first five letters, under
+/// which "International" would answer a question on interest expense.
+pub(crate) fn whole_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !stems(w).is_empty())
+        .map(|w| {
+            let w = w.to_lowercase();
+            let n = w.chars().count();
+            if n > 4 && w.ends_with("ies") {
+                format!("{}y", &w[..w.len() - 3])
+            } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+                w[..w.len() - 1].to_string()
+            } else {
+                w
+            }
+        })
+        .collect()
+}
+
+/// Line items of financial statements, each as its spellings in the words [`whole_words`] reads from
+/// [`one_vocabulary`] (so "Net sales" is `net revenue`, "Research and development" `research
+/// development`): a row's label or table section names what the row measures, and a sentence that says
+/// "revenue" and states a figure the cited passage prints only in its "Operating income" row has read
+/// the wrong row (the claim check, [`crate::claims`]). An income and a loss of one level are one item
+/// ("Operating income (loss)"); the expense lines whose name holds "sales" ("Sales and marketing",
+/// "Selling, general and administrative") are items of their own, so they never read as revenue.
+pub(crate) const LINE_ITEMS: &[&[&[&str]]] = &[
+    &[&["revenue"]],
+    &[&["costofrevenue"]],
+    &[&["gross", "margin"], &["gross", "profit"]],
+    &[&["operating", "income"], &["operating", "loss"]],
+    &[&["net", "income"], &["net", "loss"]],
+    &[&["operating", "expense"]],
+    &[&["research", "development"]],
+    &[&["revenue", "marketing"]],
+    &[
+        &["revenue", "general", "administrative"],
+        &["selling", "general", "administrative"],
+        &["marketing", "general", "administrative"],
+        &["general", "administrative"],
+    ],
+];
+
+/// The line items ([`LINE_ITEMS`], by index) that `text` names, in the order it first names them: its
+/// words read from the first, each place taking the longest spelling that starts there ("sales and
+/// marketing" is that expense, not revenue); a word in no spelling is passed over.
+pub(crate) fn line_items(text: &str) -> Vec<usize> {
+    let words = whole_words(&one_vocabulary(text));
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let rest = &words[at..];
+        let longest = LINE_ITEMS
+            .iter()
+            .enumerate()
+            .flat_map(|(index, spellings)| spellings.iter().map(move |s| (index, s.len(), *s)))
+            .filter(|(_, len, spelling)| rest.len() >= *len && spelling.iter().zip(rest).all(|(a, b)| *a == b.as_str()))
+            .max_by_key(|(_, len, _)| *len);
+        match longest {
+            Some((index, len, _)) => {
+                if !found.contains(&index) {
+                    found.push(index);
+                }
+                at += len;
+            }
+            None => at += 1,
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each item `text` names, by its first spelling.
+    fn named(text: &str) -> Vec<String> {
+        line_items(text).into_iter().map(|i| LINE_ITEMS[i][0].join(" ")).collect()
+    }
+
+    #[test]
+    fn line_items_are_read_in_one_vocabulary_longest_first() {
+        assert_eq!(named("AWS revenue was $6,976 million"), ["revenue"]);
+        assert_eq!(named("Total net sales"), ["revenue"]);
+        assert_eq!(named("Operating Income (Loss)"), ["operating income"]);
+        assert_eq!(named("an operating loss of $412 million"), ["operating income"]);
+        assert_eq!(named("Cost of sales: Products"), ["costofrevenue"]);
+        assert_eq!(named("Sales and marketing"), ["revenue marketing"]);
+        assert_eq!(named("Selling, general and administrative expenses"), ["revenue general administrative"]);
+        assert_eq!(named("Research and development expenses were $6,844 million"), ["research development"]);
+        assert_eq!(named("Revenue rose while total operating expenses fell"), ["revenue", "operating expense"]);
+        assert!(named("AWS").is_empty());
+        assert!(named("Intelligent Cloud").is_empty());
+    }
+}
