@@ -66,7 +66,8 @@ pub struct KeyQuote {
 /// is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
 /// rest of a document, numbered as `texts` are, after them) only such a row; more shared words rank first, then the better-ranked passage, then
 /// the earlier piece; a piece whose text repeats one ranked above it, or a row whose label and amounts
-/// do, is passed over. Of those `most`
+/// do, is passed over, and a row whose label and amounts repeat one ranked above with more columns
+/// takes its place. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
 /// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
 pub fn key_quotes(
@@ -108,15 +109,23 @@ pub fn key_quotes(
     ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
     // A row whose label and amounts a row ranked above it has already (the same row read with and
     // without its change column) is passed over.
+    // And a row that repeats one ranked above with more columns (its change column) takes that row's
+    // place, so the row is quoted once, whole.
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
-        let repeats = |above: &(usize, usize, &str)| {
-            row_label(piece.2).is_some_and(|label| row_label(above.2) == Some(label))
-                && own.iter().all(|f| states(&amounts(above.2), f))
-        };
-        if !distinct.iter().any(repeats) {
-            distinct.push(piece);
+        let same_label =
+            |above: &(usize, usize, &str)| row_label(piece.2).is_some_and(|label| row_label(above.2) == Some(label));
+        let repeats =
+            |above: &(usize, usize, &str)| same_label(above) && own.iter().all(|f| states(&amounts(above.2), f));
+        if distinct.iter().any(repeats) {
+            continue;
+        }
+        let widens =
+            distinct.iter().position(|above| same_label(above) && amounts(above.2).iter().all(|f| states(&own, f)));
+        match widens {
+            Some(at) => distinct[at] = piece,
+            None => distinct.push(piece),
         }
     }
     let stated = figures(answer);
@@ -556,6 +565,10 @@ mod tests {
         let quotes = key_quotes(question, "Services grew [1].", &[(1, with_change), (2, plain)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].number, 1);
+        // Read the other way round, the row with its change column is the one quoted, in the first's place.
+        let quotes = key_quotes(question, "Services grew [1].", &[(1, plain), (2, with_change)], &[], 2);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert_eq!((quotes[0].number, quotes[0].text.as_str()), (2, with_change));
     }
 
     #[test]
