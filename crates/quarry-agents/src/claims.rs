@@ -137,8 +137,9 @@ struct Sentence {
 
 /// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, at the full-width
 /// sentence ends of Chinese and Japanese (`。！？；`, no space after them) and the full-width colon that
-/// ends a lead-in (`：`), and at line breaks; a marker
-/// right after the full stop (`… billion. [2]`, `…亿元。[2]`) belongs to the sentence before it.
+/// ends a lead-in (`：`), at line breaks, and before the quote Quarry writes after a per-document line's
+/// words ([`crate::key_quote::QUOTE_LEAD_INS`]); a marker right after the full stop (`… billion. [2]`,
+/// `…亿元。[2]`) belongs to the sentence before it.
 fn sentences(markdown: &str) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
     let mut current = Sentence { text: String::new(), markers: Vec::new(), ends_paragraph: false };
@@ -177,6 +178,12 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                 let mut start = 0;
                 for (i, &(at, c)) in chars.iter().enumerate() {
                     let next = chars.get(i + 1).map(|&(_, n)| n);
+                    if crate::key_quote::QUOTE_LEAD_INS.iter().any(|lead| text[at..].starts_with(lead)) {
+                        // Quarry's quote after the model's words on one line: a sentence of its own.
+                        current.text.push_str(&text[start..at]);
+                        flush(&mut current, &mut out, false);
+                        start = at;
+                    }
                     if c == '\n' {
                         current.text.push_str(&text[start..at]);
                         flush(&mut current, &mut out, true);
@@ -814,6 +821,28 @@ mod tests {
         // A figure no passage states leaves the marker as written (the check reports it).
         let md = "North America and AWS sold $63,171 million and $99,999 million [1].";
         assert_eq!(repair_citations(md, &sources).0, md);
+    }
+
+    #[test]
+    fn the_quote_after_a_lines_words_is_a_claim_of_its_own() {
+        // A per-document line: the model's words, then Quarry's quote on the same line.
+        let mut sources = [source(1, AMAZON_AWS), source(2, "AWS sales increased 12% in Q3 2023.")];
+        sources[1].passage.context = "AMAZON.COM, INC. · Form 10-Q · quarter ended September 30, 2023".into();
+        let md = "- **2023 Q3 AMZN.pdf** (quarter ended September 30, 2023): AWS grew 12% [2] From the passages: \
+                  “AWS: Net sales: $23,059 million (three months ended September 30, 2023)” [1]";
+        let checks = check_claims(md, &sources);
+        let said: Vec<(&str, &[usize])> = checks.iter().map(|c| (c.sentence.as_str(), c.cited.as_slice())).collect();
+        assert_eq!(
+            said,
+            vec![
+                ("2023 Q3 AMZN.pdf (quarter ended September 30, 2023): AWS grew 12%", &[2][..]),
+                (
+                    "From the passages: “AWS: Net sales: $23,059 million (three months ended September 30, 2023)”",
+                    &[1][..]
+                ),
+            ]
+        );
+        assert!(checks.iter().all(|c| c.supported), "{checks:?}");
     }
 
     #[test]

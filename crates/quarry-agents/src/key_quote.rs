@@ -227,10 +227,15 @@ pub fn render_quotes(quotes: &[KeyQuote], chinese: bool) -> String {
     let each: Vec<String> = quotes.iter().map(|q| format!("“{}” [{}]", q.text, q.number)).collect();
     match (each.is_empty(), chinese) {
         (true, _) => String::new(),
-        (false, true) => format!("段落原文：{}", each.join("；")),
-        (false, false) => format!("From the passages: {}", each.join("; ")),
+        (false, true) => format!("{}{}", QUOTE_LEAD_INS[1], each.join("；")),
+        (false, false) => format!("{}{}", QUOTE_LEAD_INS[0], each.join("; ")),
     }
 }
+
+/// The words [`render_quotes`] starts a quote with, English and Chinese. A quote under a per-document
+/// line follows the model's words on the same line; the claim check starts a new sentence here, so the
+/// model's words and the quote are each checked for themselves ([`crate::claims`]).
+pub(crate) const QUOTE_LEAD_INS: [&str; 2] = ["From the passages: ", "段落原文："];
 
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
 /// [`crate::answer::stems`] cuts them): the period is the document's, and a prose sentence naming "the
