@@ -267,6 +267,11 @@ struct SourcesRead {
     quarters: Vec<Vec<(u8, u16)>>,
     /// The words (and CJK character pairs) of each, as [`crate::answer::stems`] reads them.
     stems: Vec<std::collections::HashSet<String>>,
+}
+
+/// What the claim check reads of each source's table rows — only the check needs them, not the
+/// citation repair, which reads [`SourcesRead`] — index 0 is passage `[1]`.
+struct RowsRead {
     /// Each passage's table rows, with the line items they measure.
     rows: Vec<Vec<MeasuredRow>>,
     /// The figures of each passage's other lines and of its context line.
@@ -313,25 +318,10 @@ fn rows_and_prose(passage: &quarry_core::Passage) -> (Vec<MeasuredRow>, Vec<Figu
     (rows, prose)
 }
 
-/// Share of a sentence's words (and CJK character pairs) that one passage must hold for the sentence to
-/// count as copied from it ([`SourcesRead::quoting`]): nearly all, so a paraphrase is not cited by it.
-const QUOTED_SHARE: f64 = 0.8;
-
-/// Fewest words (or CJK character pairs) of a sentence judged by [`QUOTED_SHARE`]: a short phrase shares
-/// most of its words with many passages.
-const QUOTED_MIN_STEMS: usize = 6;
-
-impl SourcesRead {
+impl RowsRead {
     fn of(sources: &[Citation]) -> Self {
-        let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
         let (rows, prose) = sources.iter().map(|c| rows_and_prose(&c.passage)).unzip();
-        SourcesRead {
-            figures: read.iter().map(|t| figures(t)).collect(),
-            quarters: read.iter().map(|t| quarters(t)).collect(),
-            stems: read.iter().map(|t| crate::answer::stems(t)).collect(),
-            rows,
-            prose,
-        }
+        RowsRead { rows, prose }
     }
 
     /// The row of another line item that a claim's `figure` was read from: when the claim names line
@@ -357,6 +347,25 @@ impl SourcesRead {
             }
         }
         other
+    }
+}
+
+/// Share of a sentence's words (and CJK character pairs) that one passage must hold for the sentence to
+/// count as copied from it ([`SourcesRead::quoting`]): nearly all, so a paraphrase is not cited by it.
+const QUOTED_SHARE: f64 = 0.8;
+
+/// Fewest words (or CJK character pairs) of a sentence judged by [`QUOTED_SHARE`]: a short phrase shares
+/// most of its words with many passages.
+const QUOTED_MIN_STEMS: usize = 6;
+
+impl SourcesRead {
+    fn of(sources: &[Citation]) -> Self {
+        let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
+        SourcesRead {
+            figures: read.iter().map(|t| figures(t)).collect(),
+            quarters: read.iter().map(|t| quarters(t)).collect(),
+            stems: read.iter().map(|t| crate::answer::stems(t)).collect(),
+        }
     }
 
     /// The index of the first passage that states every figure of `text` and names every quarter it
@@ -454,6 +463,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         }
     }
     let read = SourcesRead::of(sources);
+    let rows = RowsRead::of(sources);
     let mut out = Vec::new();
     for s in list {
         let text = plain(&s.text);
@@ -485,7 +495,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
             let named = crate::line_item::line_items(&text);
             let other_item: Vec<String> = stated
                 .iter()
-                .filter_map(|f| read.other_line_item(&known, f, &named).map(|row| format!("{} ({row})", f.text)))
+                .filter_map(|f| rows.other_line_item(&known, f, &named).map(|row| format!("{} ({row})", f.text)))
                 .collect();
             if !missing.is_empty() {
                 format!("figures not in the cited passages: {}", missing.join(", "))
@@ -518,6 +528,16 @@ pub struct CitationRepair {
     /// `to` and these state them together (empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<usize>,
+}
+
+impl CitationRepair {
+    /// The repair of `text` (markers removed, [`plain`]) from the numbers `from` to the passages `to`
+    /// (at least one, in order), with the markers to write for it: `[2]`, or `[2][4]` when several
+    /// passages state its figures together.
+    fn citing(text: &str, from: Vec<usize>, to: &[usize]) -> (String, Self) {
+        let markers = to.iter().map(|n| format!("[{n}]")).collect();
+        (markers, CitationRepair { text: plain(text), from, to: to[0], also: to[1..].to_vec() })
+    }
 }
 
 /// Whether `figure` is unlikely to occur in a passage by chance: a date, or an amount, number or
@@ -603,15 +623,9 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                 match read.covering(&text) {
                     Some(to) if !holds(&text, &numbers) => {
                         let to: Vec<usize> = to.into_iter().map(|i| i + 1).collect();
-                        for n in &to {
-                            out.push_str(&format!("[{n}]"));
-                        }
-                        repairs.push(CitationRepair {
-                            text: plain(&text),
-                            from: numbers,
-                            to: to[0],
-                            also: to[1..].to_vec(),
-                        });
+                        let (markers, repair) = CitationRepair::citing(&text, numbers, &to);
+                        out.push_str(&markers);
+                        repairs.push(repair);
                     }
                     _ => out.push_str(raw),
                 }
@@ -667,11 +681,10 @@ fn cite_sentences(text: &str, sources: &[Citation], read: &SourcesRead) -> (Stri
             .or_else(|| read.stating_most(sentence).or_else(|| read.quoting(sentence)).map(|i| vec![i]));
         if let Some(indexes) = indexes {
             let to: Vec<usize> = indexes.into_iter().map(|i| sources[i].number).collect();
+            let (markers, repair) = CitationRepair::citing(sentence, Vec::new(), &to);
             out.push(' ');
-            for n in &to {
-                out.push_str(&format!("[{n}]"));
-            }
-            repairs.push(CitationRepair { text: plain(sentence), from: Vec::new(), to: to[0], also: to[1..].to_vec() });
+            out.push_str(&markers);
+            repairs.push(repair);
         }
     };
     let mut start = 0;
