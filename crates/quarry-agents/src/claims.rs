@@ -138,8 +138,9 @@ struct Sentence {
 /// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, at the full-width
 /// sentence ends of Chinese and Japanese (`。！？；`, no space after them) and the full-width colon that
 /// ends a lead-in (`：`), at line breaks, and before the quote Quarry writes after a per-document line's
-/// words ([`crate::key_quote::QUOTE_LEAD_INS`]); a marker right after the full stop (`… billion. [2]`,
-/// `…亿元。[2]`) belongs to the sentence before it.
+/// words ([`crate::key_quote::QUOTE_LEAD_INS`]: the words before it end their paragraph, so they do not
+/// borrow the quote's markers); a marker right after the full stop (`… billion. [2]`, `…亿元。[2]`)
+/// belongs to the sentence before it.
 fn sentences(markdown: &str) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
     let mut current = Sentence { text: String::new(), markers: Vec::new(), ends_paragraph: false };
@@ -179,9 +180,10 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                 for (i, &(at, c)) in chars.iter().enumerate() {
                     let next = chars.get(i + 1).map(|&(_, n)| n);
                     if crate::key_quote::QUOTE_LEAD_INS.iter().any(|lead| text[at..].starts_with(lead)) {
-                        // Quarry's quote after the model's words on one line: a sentence of its own.
+                        // Quarry's quote after the model's words on one line: a sentence of its own,
+                        // whose citations the model's words do not borrow (they are the quote's).
                         current.text.push_str(&text[start..at]);
-                        flush(&mut current, &mut out, false);
+                        flush(&mut current, &mut out, true);
                         start = at;
                     }
                     if c == '\n' {
@@ -450,7 +452,9 @@ impl SourcesRead {
 
 /// Checks every claim of `markdown`, an answer written from `sources` (numbered from 1 as in the prompt).
 /// Returns one [`ClaimCheck`] per claim, in order; sentences that are no claim (short headings, a
-/// statement that the documents do not answer) are left out.
+/// statement that the documents do not answer) are left out, and so is the label Quarry writes at the
+/// start of a document's line (`- **file** (period): `, [`crate::per_document::split_line_head`]) when
+/// it names one of `sources`' files.
 pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
     let mut list = sentences(markdown);
     // A sentence without markers borrows the markers of the next sentence of its paragraph.
@@ -465,7 +469,11 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
     let rows = RowsRead::of(sources);
     let mut out = Vec::new();
     for s in list {
-        let text = plain(&s.text);
+        // Quarry's own label on a document's line (`- **file** (period): `) is no claim of the model's.
+        let own = crate::per_document::split_line_head(&s.text)
+            .filter(|(file, _)| sources.iter().any(|c| c.passage.file_name() == *file))
+            .map_or(s.text.as_str(), |(_, rest)| rest);
+        let text = plain(own);
         let stated = figures(&text);
         let words = word_count(&text);
         // No claim: a short heading, a lead-in to a list ("The changes are as follows:"), a decline.
@@ -840,15 +848,19 @@ mod tests {
     fn the_quote_after_a_lines_words_is_a_claim_of_its_own() {
         // A per-document line: the model's words, then Quarry's quote on the same line.
         let mut sources = [source(1, AMAZON_AWS), source(2, "AWS sales increased 12% in Q3 2023.")];
-        sources[1].passage.context = "AMAZON.COM, INC. · Form 10-Q · quarter ended September 30, 2023".into();
+        for s in &mut sources {
+            s.passage.path = "/x/2023 Q3 AMZN.pdf".into();
+            s.passage.context = "AMAZON.COM, INC. · Form 10-Q · quarter ended September 30, 2023".into();
+        }
         let md = "- **2023 Q3 AMZN.pdf** (quarter ended September 30, 2023): AWS grew 12% [2] From the passages: \
                   “AWS: Net sales: $23,059 million (three months ended September 30, 2023)” [1]";
         let checks = check_claims(md, &sources);
         let said: Vec<(&str, &[usize])> = checks.iter().map(|c| (c.sentence.as_str(), c.cited.as_slice())).collect();
+        // Quarry's label of the line (file and period) is no claim of the model's: left out of the check.
         assert_eq!(
             said,
             vec![
-                ("2023 Q3 AMZN.pdf (quarter ended September 30, 2023): AWS grew 12%", &[2][..]),
+                ("AWS grew 12%", &[2][..]),
                 (
                     "From the passages: “AWS: Net sales: $23,059 million (three months ended September 30, 2023)”",
                     &[1][..]
@@ -856,6 +868,22 @@ mod tests {
             ]
         );
         assert!(checks.iter().all(|c| c.supported), "{checks:?}");
+        // Words the model did not cite do not borrow the quote's citation.
+        let md = "- **2023 Q3 AMZN.pdf** (quarter ended September 30, 2023): AWS grew 12% From the passages: \
+                  “AWS: Net sales: $23,059 million (three months ended September 30, 2023)” [1]";
+        let checks = check_claims(md, &sources);
+        assert_eq!(checks.len(), 2, "{checks:?}");
+        assert_eq!((checks[0].cited.len(), checks[0].problem.as_str()), (0, "cites no passage"));
+        assert!(checks[1].supported);
+        // A line whose decline the quote replaced: the label alone is no claim (its period is a date).
+        let md = "- **2023 Q3 AMZN.pdf** (quarter ended September 30, 2023): From the passages: \
+                  “AWS: Net sales: $23,059 million (three months ended September 30, 2023)” [1]";
+        let checks = check_claims(md, &sources);
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        assert!(checks[0].supported && checks[0].sentence.starts_with("From the passages"));
+        // A bold lead that names no source's file is the model's own words, checked as written.
+        let md = "- **AWS** (segment): Net sales were $23,059 million. [1]";
+        assert_eq!(check_claims(md, &sources)[0].sentence, "AWS (segment): Net sales were $23,059 million.");
     }
 
     #[test]

@@ -31,6 +31,28 @@ use crate::prompts;
 use crate::run::{AgentError, QuoteSources, Run};
 use quarry_core::Passage;
 
+/// The start Quarry writes on a document's line before the model's words: `- **file** (period): `, or
+/// `- **file**: ` when the document's context names no period ([`split_line_head`] reads it back).
+pub(crate) fn line_head(file: &str, period: Option<&str>) -> String {
+    match period {
+        Some(period) => format!("- **{file}** ({period}): "),
+        None => format!("- **{file}**: "),
+    }
+}
+
+/// A line that starts with a [`line_head`], as `(file, the rest of the line)`; `None` for any other
+/// text. The claim check leaves the head out: it is Quarry's label, taken from the document's context,
+/// not something the model claims (its period is a date, and a date alone made the head a claim).
+pub(crate) fn split_line_head(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix("- **")?;
+    let (file, rest) = rest.split_once("**")?;
+    let rest = match rest.strip_prefix(" (") {
+        Some(period) => period.split_once("):")?.1,
+        None => rest.strip_prefix(':')?,
+    };
+    Some((file, rest.trim_start()))
+}
+
 /// Most tokens of one document's answer.
 const DOCUMENT_ANSWER_TOKENS: u32 = 200;
 
@@ -85,10 +107,7 @@ pub async fn answer_per_document(
         let text = number_excerpts_from(first, document, excerpts);
         let used = excerpts.len();
         let file = document[0].file_name();
-        let label = match crate::document_match::period_phrase(&document[0].context) {
-            Some(period) => format!("**{file}** ({period})"),
-            None => format!("**{file}**"),
-        };
+        let head = line_head(file, crate::document_match::period_phrase(&document[0].context));
         let described = if document[0].context.is_empty() { file.to_string() } else { document[0].context.clone() };
         let mut request = prompts::DOCUMENT_ANSWER.request(
             &[
@@ -100,7 +119,6 @@ pub async fn answer_per_document(
             DOCUMENT_ANSWER_TOKENS,
         );
         request.step = "document_answer".into();
-        let head = format!("- {label}: ");
         run.emit(AgentEvent::AnswerDelta { text: head.clone() });
         let said = run.call(&request, true).await?.text;
         let mut said = said.split_whitespace().collect::<Vec<_>>().join(" ");
