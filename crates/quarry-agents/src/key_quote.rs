@@ -52,7 +52,8 @@ pub const QUOTE_CHARS: usize = 400;
 pub struct KeyQuote {
     /// The number of the passage it is quoted from, as the answer's markers number it.
     pub number: usize,
-    /// The piece as the passage writes it (cut to [`QUOTE_CHARS`]).
+    /// The piece as the passage writes it (cut to [`QUOTE_CHARS`]); a total row with the rows above it
+    /// that it adds up (at most [`TOTAL_WITH_PARTS_CHARS`], [`with_parts`]).
     pub text: String,
 }
 
@@ -141,14 +142,22 @@ pub fn key_quotes(
             kept * 2 < shown.len()
         })
         .map(|(_, number, piece)| {
-            // Shown whole: the sentence a wrapped line of prose belongs to ([`whole_sentence`]).
+            // Shown whole: the sentence a wrapped line of prose belongs to ([`whole_sentence`]), a
+            // total row with the rows it adds up ([`with_parts`]).
             let text = texts.iter().chain(rows_only).find(|(n, _)| *n == number).map(|(_, t)| *t);
-            (number, text.map_or(piece, |text| whole_sentence(text, piece)))
+            let piece = text.map_or(piece, |text| whole_sentence(text, piece));
+            (
+                number,
+                text.and_then(|text| with_parts(text, piece))
+                    .unwrap_or_else(|| cut(&piece.replace('\n', " "), QUOTE_CHARS)),
+            )
         })
-        .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, piece)| {
-            let text = cut(&piece.replace('\n', " "), QUOTE_CHARS);
-            // Two lines of one sentence, quoted once.
-            if !quotes.iter().any(|q| q.number == number && q.text == text) {
+        .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, text)| {
+            // Two lines of one sentence, quoted once; a row quoted among a total's parts, once.
+            let same = |q: &KeyQuote| q.number == number;
+            if let Some(at) = quotes.iter().position(|q| same(q) && text.contains(q.text.as_str())) {
+                quotes[at] = KeyQuote { number, text };
+            } else if !quotes.iter().any(|q| same(q) && q.text.contains(text.as_str())) {
                 quotes.push(KeyQuote { number, text });
             }
             quotes
@@ -168,6 +177,67 @@ fn whole_sentence<'a>(text: &'a str, piece: &'a str) -> &'a str {
         .find(|joined| offset_in(text, joined).is_some_and(|at| at <= start && end <= at + joined.len()))
         .map(bare)
         .unwrap_or(piece)
+}
+
+/// Most characters of a total row quoted with its parts ([`with_parts`]); a longer one is quoted alone.
+pub const TOTAL_WITH_PARTS_CHARS: usize = 600;
+
+/// What [`with_parts`] writes between two rows of one quote.
+const ROW_SEPARATOR: &str = " · ";
+
+/// A total row quoted with the rows it adds up: when `piece` is a table row of `text` whose label is a
+/// total ("Total inventories: $12,831 million (Oct 1, 2022); …"), the fewest rows right above it (two
+/// or more, blank lines skipped, up to the first line that is not a row) whose first column adds up to
+/// the total's first column (within the rounding of the printed figures, half a unit each), then
+/// `piece`, joined by `" · "` — "Raw materials: $1,635 million (…) · Work in process: … · Finished
+/// goods: … · Total inventories: …". A person asking about inventory levels, operating expenses or
+/// revenue by segment reads the breakdown the filing prints beside the total; the sum keeps rows that
+/// only stand above a total (another block of the statement) out of it. `None` when `piece` is no total
+/// row, no rows above it add up to it, or they and it pass [`TOTAL_WITH_PARTS_CHARS`] (the total is
+/// then quoted alone: a breakdown cut short would read as complete).
+fn with_parts(text: &str, piece: &str) -> Option<String> {
+    let label = row_label(piece)?;
+    let own = label.rsplit(": ").next().unwrap_or(label).trim_start();
+    if !(own.len() > 6 && own[..6].eq_ignore_ascii_case("total ")) {
+        return None;
+    }
+    let total = first_column_value(piece)?;
+    let start = offset_in(text, piece)?;
+    let mut parts: Vec<&str> = Vec::new();
+    let mut sum = 0.0;
+    for line in text[..start].lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
+        let value = first_column_value(line)?;
+        parts.push(line);
+        sum += value;
+        if parts.len() >= 2 && (sum - total).abs() <= 0.5 * (parts.len() + 1) as f64 {
+            parts.reverse();
+            parts.push(piece.trim());
+            let joined = parts.join(ROW_SEPARATOR);
+            return (joined.chars().count() <= TOTAL_WITH_PARTS_CHARS).then_some(joined);
+        }
+        if parts.join(ROW_SEPARATOR).chars().count() > TOTAL_WITH_PARTS_CHARS {
+            return None;
+        }
+    }
+    None
+}
+
+/// The first column's figure of the table row `line` as a signed number in the table's printed units
+/// ("$1,635 million" → 1635, "$(1,568) million" → −1568, "—" → 0); `None` for a line that is no row or
+/// a first column that is a percentage or no number.
+fn first_column_value(line: &str) -> Option<f64> {
+    let label = row_label(line)?;
+    let rest = line[label.len()..].trim_start_matches(':').trim_start();
+    let value = rest[..rest.find(" (")?].trim();
+    if value.contains('%') {
+        return None;
+    }
+    let digits: String = value.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
+    if digits.is_empty() {
+        return matches!(value.trim_start_matches('$').trim(), "—" | "–" | "-").then_some(0.0);
+    }
+    let magnitude: f64 = digits.parse().ok()?;
+    Some(if value.contains('(') { -magnitude } else { magnitude })
 }
 
 /// `piece` without the white space and the `…` of a cut excerpt around it.
@@ -435,6 +505,48 @@ mod tests {
                        years 2024 and 2023.\nTotal revenue: $7,192 million (three months ended April 30, 2023)";
         assert_eq!(key_quote(question, "NVIDIA's revenue was $7,192 million [1].", &[(1, passage)]), None);
         assert_eq!(asked_words(question), HashSet::from(["reven".to_string()]));
+    }
+
+    #[test]
+    fn a_total_row_is_quoted_with_the_rows_it_adds_up() {
+        // 2022 Q3 INTC.pdf, p. 12 (Note 4), as the passage holds it.
+        let note = "Note 4 : Other Financial Statement Details\n\
+                    Inventories\n\
+                    Raw materials: $1,635 million (Oct 1, 2022); $1,441 million (Dec 25, 2021)\n\
+                    Work in process: 7,030 million (Oct 1, 2022); 6,656 million (Dec 25, 2021)\n\
+                    Finished goods: 4,166 million (Oct 1, 2022); 2,679 million (Dec 25, 2021)\n\
+                    Total inventories: $12,831 million (Oct 1, 2022); $10,776 million (Dec 25, 2021)\n\
+                    Interest and Other, Net";
+        let question =
+            "What insights into inventory management could be gleaned from Intel's Q3 2022 inventory levels?";
+        let answer = "Inventory levels were adjusted to manage liquidity [1].";
+        let quotes = key_quotes(question, answer, &[(1, note)], &[], 2);
+        assert_eq!(
+            quotes,
+            vec![KeyQuote {
+                number: 1,
+                text: "Raw materials: $1,635 million (Oct 1, 2022); $1,441 million (Dec 25, 2021) · \
+                       Work in process: 7,030 million (Oct 1, 2022); 6,656 million (Dec 25, 2021) · \
+                       Finished goods: 4,166 million (Oct 1, 2022); 2,679 million (Dec 25, 2021) · \
+                       Total inventories: $12,831 million (Oct 1, 2022); $10,776 million (Dec 25, 2021)"
+                    .into()
+            }],
+            "the parts once, with their total"
+        );
+        // A row that is no total, a total with no row above it, or rows that do not add up to it
+        // (another block of the statement above the total): the row is quoted alone.
+        assert_eq!(with_parts(note, &note[note.find("Finished").unwrap()..note.find("\nTotal").unwrap()]), None);
+        let alone = "Total inventories: $12,831 million (Oct 1, 2022)";
+        assert_eq!(with_parts(alone, alone), None);
+        assert_eq!(with_parts(ROWS, &ROWS[ROWS.find("Total").unwrap()..ROWS.find("\nThe").unwrap()]), None);
+        // Signed parts: an accounting negative subtracts.
+        let net = "Operating income: $4,770 million (Q3)\nOther expense, net: $(1,200) million (Q3)\n\
+                   Total income before taxes: $3,570 million (Q3)";
+        let total = &net[net.find("Total").unwrap()..];
+        assert!(with_parts(net, total).is_some_and(|q| q.starts_with("Operating income")));
+        // Parts that would pass the limit: the total alone, not a breakdown cut short.
+        let long = format!("A: 1 million ({0})\nB: 1 million ({0})\nTotal: 2 million (Q3)", "x".repeat(400));
+        assert_eq!(with_parts(&long, &long[long.find("Total").unwrap()..]), None);
     }
 
     #[test]
