@@ -253,7 +253,9 @@ fn offset_in(text: &str, part: &str) -> Option<usize> {
 
 /// `text` in sentences and lines ([`sentence_pieces`]), with a line of prose that a PDF's text layer
 /// wrapped mid-sentence joined to the line it runs on into: the line ends without a full stop, colon or
-/// semicolon, the next starts in lower case, and neither is a table row. Each piece is a slice of `text`.
+/// semicolon, the next starts in lower case (or with a digit or `$` after a line ending in a lower-case
+/// word: "… shares of our common stock for" / "$3.72 billion and $7.01 billion, respectively."), and
+/// neither is a table row. Each piece is a slice of `text`.
 fn quote_pieces(text: &str) -> Vec<&str> {
     let pieces = sentence_pieces(text);
     let wraps = |line: &str, next: &str| {
@@ -261,7 +263,11 @@ fn quote_pieces(text: &str) -> Vec<&str> {
         line.ends_with('\n')
             && !body.is_empty()
             && !body.ends_with(['.', '!', '?', ':', ';'])
-            && next.trim_start().chars().next().is_some_and(char::is_lowercase)
+            && next.trim_start().chars().next().is_some_and(|c| {
+                // A sentence goes on in lower case, or — after a word in lower case ("… repurchased 8.3
+                // million shares for") — with the amount it was leading to.
+                c.is_lowercase() || (body.ends_with(char::is_lowercase) && (c.is_ascii_digit() || c == '$'))
+            })
             && row_label(body.trim()).is_none()
             && row_label(next.trim()).is_none()
     };
@@ -665,6 +671,18 @@ mod tests {
             key_quotes("What stock repurchase program did Amazon authorize?", "One [1].", &[(1, buyback)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].text, buyback.replace('\n', " "));
+        // NVIDIA's repurchase sentence (2023 Q3 NVDA.pdf, p. 45): the line that shares the question's
+        // words ends in "for"; its amounts open the next line.
+        let repurchase = "Issuer Purchases of Equity Securities\n\
+                          During the third quarter and first nine months of fiscal year 2024, we repurchased 8.3 million and 15.9 million shares of our common stock for\n\
+                          $3.72 billion and $7.01 billion, respectively. On August 21, 2023, our Board of Directors approved an increase.";
+        let question = "Has NVIDIA reported any significant stock repurchase activities in its Q3 2023 10-Q, and what scale did these take?";
+        let quotes = key_quotes(question, "It did [1].", &[(1, repurchase)], &[], 1);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert!(
+            quotes[0].text.ends_with("common stock for $3.72 billion and $7.01 billion, respectively."),
+            "{quotes:?}"
+        );
         // A table row stays a row: the line after it is not its continuation.
         assert_eq!(
             quote_pieces("Inventories: 5,433 million (June 25, 2022)\nwere lower"),
