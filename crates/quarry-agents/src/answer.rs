@@ -298,7 +298,8 @@ pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 /// Qwen2.5-Coder-1.5B copies such a header into many per-document answers (docs/ANSWERS.md, Session 15):
 /// the person should read the figure and its citation, not the prompt's scaffolding. A header is a
 /// passage's citation followed by a parenthesis holding a context line (with ` · `) or "same document
-/// as"; a citation written alone, or a copy the model changed, is left as it is.
+/// as"; a citation written alone is left as it is, and a copy whose file name or page the model changed
+/// is dropped ([`drop_changed_headers`]: it names no passage to mark).
 pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
     let mut out = markdown.to_string();
     for (i, passage) in passages.iter().enumerate() {
@@ -329,8 +330,68 @@ pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
             from = start + replacement.len();
         }
     }
+    drop_changed_headers(&out, passages)
+}
+
+/// `markdown` without the passage headers the model copied with their file name changed — "2023 Q9
+/// AAPL.pdf, p. 15 (same document as [7])", "2023 Q3 AMazon.pdf, p. 33 (same document as [7])":
+/// Qwen2.5-Coder-1.5B wrote 17 of them into the per-document answers of 98 sec-10-q questions
+/// (docs/ANSWERS.md, Session 35), which [`replace_copied_headers`] cannot turn into a marker (the page
+/// or file no longer names a passage). A header is recognised by its parenthesis (a context line with
+/// ` · `, or "same document as [n]"), the place before it (`, p. 15`, `, pp. 3–4`) and a file name
+/// before that within [`CHANGED_NAME_EDITS`] of one of `passages`' (Levenshtein distance, case
+/// ignored; `strsim`); the whole header is dropped. Text in parentheses after a citation that is no
+/// header, and a file name too far from any passage's, stay.
+fn drop_changed_headers(markdown: &str, passages: &[Passage]) -> String {
+    static PLACE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let place = PLACE.get_or_init(|| regex::Regex::new(r",\s*pp?\.\s*[^\s,()]{1,12}\s*$").expect("valid pattern"));
+    let mut names: Vec<String> =
+        passages.iter().map(|p| p.file_name().to_lowercase()).filter(|n| !n.is_empty()).collect();
+    names.sort();
+    names.dedup();
+    let mut out = markdown.to_string();
+    let mut from = 0;
+    while let Some(found) = out[from..].find('(') {
+        let open = from + found;
+        let Some(len) = header_parenthesis_end(&out[open..]) else {
+            from = open + 1;
+            continue;
+        };
+        let end = open + len;
+        let Some(at) = place.find(&out[..open]).map(|m| m.start()) else {
+            from = end;
+            continue;
+        };
+        let head = &out[..at];
+        // The file name ends at the place's comma and starts at a word: the closest of the passages'.
+        let best = names
+            .iter()
+            .flat_map(|name| {
+                let n = name.chars().count();
+                head.char_indices()
+                    .map(|(i, _)| i)
+                    .filter(move |&i| {
+                        let len = head[i..].chars().count();
+                        len + 4 >= n && len <= n + 4 && (i == 0 || head[..i].ends_with([' ', ']', '(', '\n']))
+                    })
+                    .map(move |i| (strsim::levenshtein(&head[i..].to_lowercase(), name), i, n))
+            })
+            .min();
+        match best {
+            Some((edits, start, n)) if edits <= CHANGED_NAME_EDITS.max(n / 4) => {
+                let end = if head[..start].ends_with(' ') && out[end..].starts_with(' ') { end + 1 } else { end };
+                out.replace_range(start..end, "");
+                from = start;
+            }
+            _ => from = end,
+        }
+    }
     out
 }
+
+/// Fewest letter edits a copied header's file name may be from a passage's to be dropped as one
+/// ([`drop_changed_headers`]); a long name may be a quarter of its letters off ("AMazon" for "AMZN").
+pub const CHANGED_NAME_EDITS: usize = 2;
 
 /// Length of `rest`'s leading ` (…)` when it is the parenthesis of a passage header (a context line with
 /// ` · `, or "`same document as [n]`") on one line; `None` otherwise.
@@ -792,8 +853,28 @@ mod tests {
         for kept in [
             "Revenue was $5.93 billion (2022 Q3 NVDA.pdf, p. 36).",
             "See 2022 Q3 NVDA.pdf, p. 36 (the inventory note) [1].",
+            "As Annual Report.pdf, p. 36 (same document as [1]) says.",
         ] {
             assert_eq!(replace_copied_headers(kept, &passages), kept);
+        }
+        // Copies whose file name or page the model changed (Qwen's per-document answers, Session 35):
+        // dropped, the words around them kept.
+        let changed = [
+            (
+                "Inventory levels may increase. [8] 2022 Q9 NVDA.pdf, p. 37 (same document as [1]) From the passages",
+                "Inventory levels may increase. [8] From the passages",
+            ),
+            (
+                "and in the risk factors below, global 2022 Q3 NVda.pdf, p. [42] (same document as [2]) reasonably likely",
+                "and in the risk factors below, global reasonably likely",
+            ),
+            (
+                "Cash received from 2022 Q3 NVIDIA.pdf, p. 24 (NVIDIA CORPORATION · Form 10-Q) The increase",
+                "Cash received from The increase",
+            ),
+        ];
+        for (answer, cleaned) in changed {
+            assert_eq!(replace_copied_headers(answer, &passages), cleaned);
         }
     }
 
