@@ -144,12 +144,20 @@ pub async fn answer_per_document(
         // A line that only declines (no figure of its own) is replaced by the quote: the filing states
         // what its call's few passages did not (or what the model missed in them), in its own words,
         // cited and checked. (The decline has streamed by then; the answer's markdown holds the quote.)
+        // As under NaiveRAG's answer: a line that states no amount may quote the filing's row that its
+        // label names only what is asked for ("Inventories", "Total inventories") from the rest of the
+        // filing — the balance-sheet line no search for the question's wording ranks.
+        let rest = if crate::key_quote::states_amount(&said) {
+            Vec::new()
+        } else {
+            run.rest_of_document(&document[0], &document[..used], unread).await?
+        };
         let sources = QuoteSources {
             read: &document[..used],
             first,
             further: unread,
             further_first: read_total + quoted_further.len() + 1,
-            rows_only: &[],
+            rows_only: &rest,
         };
         let only_declines = declined && crate::figures::figures(&said).is_empty();
         if let Some(quote) = run.quote_under(question, if only_declines { "" } else { &said }, sources, " ") {
