@@ -83,6 +83,7 @@ pub fn key_quotes(
     }
     let wanted = asked_words(question);
     let asked = asked_whole_words(question, &wanted);
+    let modifiers = asked_modifiers(question, &asked);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
@@ -99,7 +100,7 @@ pub fn key_quotes(
             }
             let words = one_vocabulary(piece);
             let shared = stems(&words).intersection(&wanted).count();
-            let named_by_label = !answered_with_amount && label_is_asked_for(&words, &asked);
+            let named_by_label = !answered_with_amount && label_is_asked_for(&words, &asked, &modifiers);
             let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
             if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
@@ -378,16 +379,48 @@ fn asked_whole_words(question: &str, wanted: &HashSet<String>) -> HashSet<String
 /// assets: Inventories") counts its section's words as asked for when they only place the row on a
 /// balance sheet ([`BALANCE_SHEET_SECTIONS`]); any other section says what the row measures ("Cost of
 /// sales: Products" is no answer to a question on product sales).
-fn label_is_asked_for(piece: &str, asked: &HashSet<String>) -> bool {
+fn label_is_asked_for(
+    piece: &str,
+    asked: &HashSet<String>,
+    modifiers: &std::collections::HashMap<String, Vec<String>>,
+) -> bool {
     row_label(piece).is_some_and(|label| {
         let words_of = |text: &str| -> Vec<String> {
             whole_words(text).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect()
         };
         let (section, own) = label.rsplit_once(": ").unwrap_or(("", label));
+        let section = words_of(section);
         let own = words_of(own);
         let places_the_row = |w: &String| asked.contains(w) || BALANCE_SHEET_SECTIONS.contains(&w.as_str());
-        !own.is_empty() && own.iter().all(|w| asked.contains(w)) && words_of(section).iter().all(places_the_row)
+        // "potential liabilities" asks for less than "Total liabilities" states: a word the question
+        // qualifies is matched only by a label that says the qualifier too.
+        let qualified_alike =
+            |w: &String| modifiers.get(w).is_none_or(|ms| ms.iter().all(|m| own.contains(m) || section.contains(m)));
+        !own.is_empty()
+            && own.iter().all(|w| asked.contains(w) && qualified_alike(w))
+            && section.iter().all(places_the_row)
     })
+}
+
+/// For each of the question's `asked` words, the asked words written right before it (no stop word
+/// between), less [`LABEL_QUALIFIERS`]: the qualifiers that narrow what it names — "potential" and
+/// "legal" in "legal issues or potential liabilities", none in "Apple's inventory levels" (the subject
+/// is not asked for) or "invested in research and development" ("in" stands between).
+fn asked_modifiers(question: &str, asked: &HashSet<String>) -> std::collections::HashMap<String, Vec<String>> {
+    let tokens: Vec<Option<String>> = one_vocabulary(question)
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(|t| whole_words(t).into_iter().next())
+        .collect();
+    let mut out: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    for pair in tokens.windows(2) {
+        if let [Some(before), Some(word)] = pair {
+            if asked.contains(word) && asked.contains(before) && !LABEL_QUALIFIERS.contains(&before.as_str()) {
+                out.entry(word.clone()).or_default().push(before.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The label of a table row as [`quarry_core::table_row::write_row`] writes it — `Inventories: 5,433
@@ -595,6 +628,13 @@ mod tests {
         assert_eq!(key_quote(expenses, "They rose [1].", &[(1, income)]), None);
         let sentence = "Inventory purchase obligations were $5.4 billion.";
         assert_eq!(key_quote(question, answer, &[(1, sentence)]), None);
+        // A word the question qualifies ("potential liabilities") is not what a label without the
+        // qualifier states: Microsoft's balance-sheet total is no answer on legal liabilities.
+        let legal = "What legal actions or potential liabilities are revealed in the quarterly reports?";
+        let liabilities = "Total liabilities: 186,218 million (September 30, 2022); 198,298 million (June 30, 2022)";
+        assert_eq!(key_quote(legal, "Several suits are pending.", &[(1, liabilities)]), None);
+        let plain = "What were Microsoft's total liabilities at the quarter's end?";
+        assert!(key_quote(plain, "They fell.", &[(1, liabilities)]).is_some(), "\"total\" qualifies nothing");
     }
 
     #[test]
