@@ -84,6 +84,7 @@ pub fn key_quotes(
     let wanted = asked_words(question);
     let asked = asked_whole_words(question, &wanted);
     let modifiers = asked_modifiers(question, &asked);
+    let asked_items = crate::line_item::line_items(question);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
@@ -93,9 +94,10 @@ pub fn key_quotes(
     let rows_only = if answered_with_amount { &[] } else { rows_only };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
+        let sections = crate::table_section::sections_of_rows(text);
         for piece in sentence_pieces(text) {
             let piece = bare(piece);
-            if !states_amount(piece) {
+            if !states_amount(piece) || measures_another_item(text, piece, &sections, &asked_items) {
                 continue;
             }
             let words = one_vocabulary(piece);
@@ -402,6 +404,28 @@ fn label_is_asked_for(
     })
 }
 
+/// Whether `piece`, a table row of `text` whose label names no line item ("AWS", "Services", "More
+/// Personal Computing": a segment's name), sits under a section that names line items none of which the
+/// question asks for (`asked_items`, [`crate::line_item::line_items`]): Amazon's "AWS: 4,883 million
+/// (…)" under "Operating income (loss)" is no answer on AWS revenue, nor Apple's "Services: 14,842
+/// million" under "Gross margin:" on Services revenue — the claim check's rule for a figure read from
+/// another line item's row ([`crate::claims`]), applied before quoting (docs/ANSWERS.md, "Session 35").
+/// False when the question names no line item, the label names one, or the section names none.
+fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
+    if asked_items.is_empty() {
+        return false;
+    }
+    let Some(label) = row_label(piece) else { return false };
+    if !crate::line_item::line_items(label).is_empty() {
+        return false;
+    }
+    let Some(at) = offset_in(text, piece) else { return false };
+    sections.iter().find(|(start, end, _)| *start <= at && at < *end).is_some_and(|(_, _, section)| {
+        let items = crate::line_item::line_items(section);
+        !items.is_empty() && !items.iter().any(|i| asked_items.contains(i))
+    })
+}
+
 /// For each of the question's `asked` words, the asked words written right before it (no stop word
 /// between), less [`LABEL_QUALIFIERS`]: the qualifiers that narrow what it names — "potential" and
 /// "legal" in "legal issues or potential liabilities", none in "Apple's inventory levels" (the subject
@@ -635,6 +659,25 @@ mod tests {
         assert_eq!(key_quote(legal, "Several suits are pending.", &[(1, liabilities)]), None);
         let plain = "What were Microsoft's total liabilities at the quarter's end?";
         assert!(key_quote(plain, "They fell.", &[(1, liabilities)]).is_some(), "\"total\" qualifies nothing");
+    }
+
+    #[test]
+    fn a_segment_row_under_another_line_items_section_is_not_quoted() {
+        // Apple's gross-margin table (2023 Q2 AAPL.pdf, p. 20) and net-sales rows, as their passages hold them.
+        let margin = "Gross margin:\n\
+                      Products: $27,134 million (three months ended April 1, 2023); $28,167 million (three months ended March 26, 2022)\n\
+                      Services: 14,842 million (three months ended April 1, 2023); 14,392 million (three months ended March 26, 2022)";
+        let sales = "Net sales:\n\
+                     Products: $73,929 million (three months ended April 1, 2023); $77,457 million (three months ended March 26, 2022)\n\
+                     Services: 20,907 million (three months ended April 1, 2023); 19,821 million (three months ended March 26, 2022)";
+        let question = "Can any trends be identified in Apple's Services segment revenue over the reported periods?";
+        let quotes = key_quotes(question, "Services grew.", &[(1, margin), (2, sales)], &[], 2);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert!(quotes[0].text.starts_with("Services: 20,907 million"), "{quotes:?}");
+        // A question on gross margin quotes the gross-margin row; one naming no line item, either.
+        let on_margin = "What was Apple's Services gross margin in Q2 2023?";
+        let quote = key_quote(on_margin, "It rose.", &[(1, margin)]).expect("the margin row");
+        assert!(quote.text.starts_with("Services: 14,842 million"), "{quote:?}");
     }
 
     #[test]

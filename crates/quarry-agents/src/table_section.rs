@@ -70,6 +70,30 @@ pub(crate) fn rows_with_sections(passage: &Passage) -> Vec<(String, &str, &str)>
         .collect()
 }
 
+/// The table rows of a plain `text` (a passage's text, or [`label_rows_by_section`]'s) that sit under a
+/// section line, each as `(start, end, section)`: the row line's byte range in `text` and the section's
+/// name, read as [`scan`] reads a passage (no heading path carried). For the quote under an answer,
+/// which tells what a row whose label is a segment's name measures ([`crate::key_quote`]).
+pub(crate) fn sections_of_rows(text: &str) -> Vec<(usize, usize, String)> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let mut start = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let end = start + line.len();
+        if parse_row(line).is_some() {
+            if let Some(section) = &current {
+                out.push((start, end, section.clone()));
+            }
+        } else {
+            let heads_rows = is_section_line(line) && lines.get(i + 1).is_some_and(|next| parse_row(next).is_some());
+            current = heads_rows.then(|| section_name(line));
+        }
+        start = end + 1;
+    }
+    out
+}
+
 /// A table row as [`scan`] reads it: its label, its cells and its section (an index into
 /// [`Scan::names`]; `None` when no section line heads it).
 type ScannedRow<'a> = (&'a str, Vec<TableCell>, Option<usize>);
