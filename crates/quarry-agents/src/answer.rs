@@ -333,12 +333,12 @@ pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
     drop_changed_headers(&out, passages)
 }
 
-/// `markdown` without the passage headers the model copied with their file name changed — "2023 Q9
-/// AAPL.pdf, p. 15 (same document as [7])", "2023 Q3 AMazon.pdf, p. 33 (same document as [7])":
+/// `markdown` without the passage headers the model copied with their file name changed — `2023 Q9
+/// AAPL.pdf, p. 15 (same document as [7])`, `2023 Q3 AMazon.pdf, p. 33 (same document as [7])`:
 /// Qwen2.5-Coder-1.5B wrote 17 of them into the per-document answers of 98 sec-10-q questions
 /// (docs/ANSWERS.md, Session 35), which [`replace_copied_headers`] cannot turn into a marker (the page
 /// or file no longer names a passage). A header is recognised by its parenthesis (a context line with
-/// ` · `, or "same document as [n]"), the place before it (`, p. 15`, `, pp. 3–4`) and a file name
+/// ` · `, or `same document as [n]`), the place before it (`, p. 15`, `, pp. 3–4`) and a file name
 /// before that within [`CHANGED_NAME_EDITS`] of one of `passages`' (Levenshtein distance, case
 /// ignored; `strsim`); the whole header is dropped. Text in parentheses after a citation that is no
 /// header, and a file name too far from any passage's, stay.
