@@ -75,23 +75,17 @@ pub(crate) fn rows_with_sections(passage: &Passage) -> Vec<(String, &str, &str)>
 /// name, read as [`scan`] reads a passage (no heading path carried). For the quote under an answer,
 /// which tells what a row whose label is a segment's name measures ([`crate::key_quote`]).
 pub(crate) fn sections_of_rows(text: &str) -> Vec<(usize, usize, String)> {
-    let lines: Vec<&str> = text.split('\n').collect();
-    let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    let mut start = 0;
-    for (i, line) in lines.iter().enumerate() {
-        let end = start + line.len();
-        if parse_row(line).is_some() {
-            if let Some(section) = &current {
-                out.push((start, end, section.clone()));
-            }
-        } else {
-            let heads_rows = is_section_line(line) && lines.get(i + 1).is_some_and(|next| parse_row(next).is_some());
-            current = heads_rows.then(|| section_name(line));
-        }
-        start = end + 1;
-    }
-    out
+    let scan = scan_text(text, None);
+    scan.lines
+        .iter()
+        .zip(&scan.rows)
+        .filter_map(|(line, row)| {
+            let section = row.as_ref()?.2?;
+            // Every line is a slice of `text` (`scan_text` splits it).
+            let start = line.as_ptr() as usize - text.as_ptr() as usize;
+            Some((start, start + line.len(), scan.names[section].clone()))
+        })
+        .collect()
 }
 
 /// A table row as [`scan`] reads it: its label, its cells and its section (an index into
@@ -113,7 +107,12 @@ fn scan(passage: &Passage) -> Scan<'_> {
         (Some(_), [section]) if !section.trim().is_empty() => Some(section.trim().to_string()),
         _ => None,
     };
-    let lines: Vec<&str> = passage.text.split('\n').collect();
+    scan_text(&passage.text, carried)
+}
+
+/// [`scan`] of a plain `text`, its first rows under the section `carried` when one is.
+fn scan_text(text: &str, carried: Option<String>) -> Scan<'_> {
+    let lines: Vec<&str> = text.split('\n').collect();
     let mut names: Vec<String> = carried.iter().cloned().collect();
     let mut current = carried.as_ref().map(|_| 0);
     let mut rows = Vec::with_capacity(lines.len());
