@@ -349,6 +349,7 @@ fn drop_changed_headers(markdown: &str, passages: &[Passage]) -> String {
         passages.iter().map(|p| p.file_name().to_lowercase()).filter(|n| !n.is_empty()).collect();
     names.sort();
     names.dedup();
+    let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let mut out = markdown.to_string();
     let mut from = 0;
     while let Some(found) = out[from..].find('(') {
@@ -364,17 +365,24 @@ fn drop_changed_headers(markdown: &str, passages: &[Passage]) -> String {
         };
         let head = &out[..at];
         // The file name ends at the place's comma and starts at a word: the closest of the passages'.
+        // Its start lies within the longest name's length and 4 characters of the comma, each start
+        // given with the characters from it to the comma.
+        let starts: Vec<(usize, usize)> = head
+            .char_indices()
+            .rev()
+            .take(longest + 4)
+            .enumerate()
+            .map(|(k, (i, _))| (i, k + 1))
+            .filter(|&(i, _)| i == 0 || head[..i].ends_with([' ', ']', '(', '\n']))
+            .collect();
         let best = names
             .iter()
             .flat_map(|name| {
                 let n = name.chars().count();
-                head.char_indices()
-                    .map(|(i, _)| i)
-                    .filter(move |&i| {
-                        let len = head[i..].chars().count();
-                        len + 4 >= n && len <= n + 4 && (i == 0 || head[..i].ends_with([' ', ']', '(', '\n']))
-                    })
-                    .map(move |i| (strsim::levenshtein(&head[i..].to_lowercase(), name), i, n))
+                starts
+                    .iter()
+                    .filter(move |&&(_, len)| len + 4 >= n && len <= n + 4)
+                    .map(move |&(i, _)| (strsim::levenshtein(&head[i..].to_lowercase(), name), i, n))
             })
             .min();
         match best {
