@@ -201,7 +201,7 @@ const ROW_SEPARATOR: &str = " · ";
 fn with_parts(text: &str, piece: &str) -> Option<String> {
     let label = row_label(piece)?;
     let own = label.rsplit(": ").next().unwrap_or(label).trim_start();
-    if !(own.len() > 6 && own[..6].eq_ignore_ascii_case("total ")) {
+    if !(own.len() > 6 && own.get(..6).is_some_and(|start| start.eq_ignore_ascii_case("total "))) {
         return None;
     }
     let total = first_column_value(piece)?;
@@ -601,6 +601,9 @@ mod tests {
         assert_eq!(with_parts(note, &note[note.find("Finished").unwrap()..note.find("\nTotal").unwrap()]), None);
         let alone = "Total inventories: $12,831 million (Oct 1, 2022)";
         assert_eq!(with_parts(alone, alone), None);
+        // A label whose sixth byte falls inside a character is read, not sliced through.
+        let euro = "A: 1 million (Q3)\nB: 1 million (Q3)\nTota€ sum: 2 million (Q3)";
+        assert_eq!(with_parts(euro, &euro[euro.find("Tota").unwrap()..]), None);
         assert_eq!(with_parts(ROWS, &ROWS[ROWS.find("Total").unwrap()..ROWS.find("\nThe").unwrap()]), None);
         // Signed parts: an accounting negative subtracts.
         let net = "Operating income: $4,770 million (Q3)\nOther expense, net: $(1,200) million (Q3)\n\
