@@ -283,8 +283,8 @@ struct RowsRead {
 struct MeasuredRow {
     /// The row's label, after its table section when it has one ("Operating Income (Loss): AWS").
     name: String,
-    /// The line items ([`crate::line_item::line_items`]) its label names, or its section's when the
-    /// label names none (a segment's row under "Operating Income").
+    /// The line items its label names, or its section's when the label names none (a segment's row
+    /// under "Operating Income"; [`crate::line_item::measured_items`]).
     items: Vec<usize>,
     /// The figures the row states.
     figures: Vec<Figure>,
@@ -292,10 +292,7 @@ struct MeasuredRow {
 
 impl MeasuredRow {
     fn of(section: &str, label: &str, line: &str) -> Self {
-        let mut items = crate::line_item::line_items(label);
-        if items.is_empty() {
-            items = crate::line_item::line_items(section);
-        }
+        let (items, _) = crate::line_item::measured_items(section, label);
         let name = if section.is_empty() { label.to_string() } else { format!("{section}: {label}") };
         MeasuredRow { name, items, figures: figures(line) }
     }

@@ -409,21 +409,18 @@ fn label_is_asked_for(
 /// question asks for (`asked_items`, [`crate::line_item::line_items`]): Amazon's "AWS: 4,883 million
 /// (…)" under "Operating income (loss)" is no answer on AWS revenue, nor Apple's "Services: 14,842
 /// million" under "Gross margin:" on Services revenue — the claim check's rule for a figure read from
-/// another line item's row ([`crate::claims`]), applied before quoting (docs/ANSWERS.md, "Session 35").
+/// another line item's row ([`crate::claims`]; one rule, [`crate::line_item::measured_items`]), applied
+/// before quoting (docs/ANSWERS.md, "Session 35").
 /// False when the question names no line item, the label names one, or the section names none.
 fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
     if asked_items.is_empty() {
         return false;
     }
     let Some(label) = row_label(piece) else { return false };
-    if !crate::line_item::line_items(label).is_empty() {
-        return false;
-    }
     let Some(at) = offset_in(text, piece) else { return false };
-    sections.iter().find(|(start, end, _)| *start <= at && at < *end).is_some_and(|(_, _, section)| {
-        let items = crate::line_item::line_items(section);
-        !items.is_empty() && !items.iter().any(|i| asked_items.contains(i))
-    })
+    let section = sections.iter().find(|(start, end, _)| *start <= at && at < *end).map_or("", |(_, _, s)| s);
+    let (items, by) = crate::line_item::measured_items(section, label);
+    by == crate::line_item::MeasuredBy::Section && !items.is_empty() && !items.iter().any(|i| asked_items.contains(i))
 }
 
 /// For each of the question's `asked` words, the asked words written right before it (no stop word

@@ -128,6 +128,29 @@ pub(crate) fn line_items(text: &str) -> Vec<usize> {
     found
 }
 
+/// Where a table row's line items were read from ([`measured_items`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MeasuredBy {
+    /// The row's label names them ("Total operating expenses").
+    Label,
+    /// The label names none (a segment's name, "AWS"), so the section the row sits under does
+    /// ("Operating Income (Loss)"), or nothing does (the list is empty).
+    Section,
+}
+
+/// The line items ([`LINE_ITEMS`], by index) a table row with `label` under `section` (empty when none)
+/// measures: its label's ([`line_items`]), else its section's, with where they were read. One rule for
+/// the claim check's "figure read from another line item's row" ([`crate::claims`]) and the quote's
+/// "segment row under another item's section" ([`crate::key_quote`]).
+pub(crate) fn measured_items(section: &str, label: &str) -> (Vec<usize>, MeasuredBy) {
+    let items = line_items(label);
+    if items.is_empty() {
+        (line_items(section), MeasuredBy::Section)
+    } else {
+        (items, MeasuredBy::Label)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +173,14 @@ mod tests {
         assert_eq!(named("Revenue rose while total operating expenses fell"), ["revenue", "operating expense"]);
         assert!(named("AWS").is_empty());
         assert!(named("Intelligent Cloud").is_empty());
+    }
+
+    #[test]
+    fn a_row_measures_its_labels_items_else_its_sections() {
+        let revenue = line_items("revenue");
+        let operating_income = line_items("operating income");
+        assert_eq!(measured_items("Operating Income (Loss)", "Net sales"), (revenue, MeasuredBy::Label));
+        assert_eq!(measured_items("Operating Income (Loss)", "AWS"), (operating_income, MeasuredBy::Section));
+        assert_eq!(measured_items("", "AWS"), (vec![], MeasuredBy::Section));
     }
 }
