@@ -413,9 +413,10 @@ async fn run_question(
     cancel: CancellationToken,
 ) -> Reply<quarry_agents::Answer> {
     let embedders = state.embedders().await;
-    let mut sources = quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders))
-        .await
-        .map_err(Failure::from)?;
+    let mut sources =
+        quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders), None)
+            .await
+            .map_err(Failure::from)?;
     let settings = state.settings();
     // Every event goes to the webview; all but streamed text also to the trace kept with the turn.
     let record: Arc<dyn Fn(serde_json::Value) + Send + Sync> = {

@@ -212,7 +212,9 @@ impl LlmSettings {
 }
 
 /// Opens `names` (every library when empty) read-only as retrievers for the agents, each with the
-/// embedding model it was made with, from `embedders` (needed unless `mode` is BM25).
+/// embedding model it was made with, from `embedders` (needed unless `mode` is BM25). `document_prior`
+/// overrides the weight of the document prior in keyword ranking (`Library::set_document_prior`; `None`
+/// keeps the default), for measuring it (`quarry eval answers --document-prior`).
 ///
 /// Errors: no libraries at all (the message says how to make one); a name that is not a library; a
 /// library whose embedding model cannot be loaded.
@@ -221,6 +223,7 @@ pub async fn open_libraries(
     names: &[String],
     mode: SearchMode,
     embedders: Option<&Arc<EmbedderCache>>,
+    document_prior: Option<f32>,
 ) -> anyhow::Result<Vec<SearchableLibrary>> {
     let names: Vec<String> =
         if names.is_empty() { data.list()?.into_iter().map(|m| m.name).collect() } else { names.to_vec() };
@@ -232,7 +235,10 @@ pub async fn open_libraries(
     }
     let mut libraries = Vec::new();
     for name in names {
-        let library = Library::open_read(data, &name).await?;
+        let mut library = Library::open_read(data, &name).await?;
+        if let Some(weight) = document_prior {
+            library.set_document_prior(weight);
+        }
         let embedder = match embedders {
             Some(cache) => {
                 let (cache, model_id) = (Arc::clone(cache), library.manifest().embedding.model_id.clone());

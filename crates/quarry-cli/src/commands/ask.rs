@@ -241,7 +241,7 @@ pub async fn open_searchable(
     json: bool,
 ) -> anyhow::Result<Vec<SearchableLibrary>> {
     let embedders = if mode == SearchMode::Bm25 { None } else { Some(embedders) };
-    let mut libraries = open_libraries(data, names, mode, embedders).await?;
+    let mut libraries = open_libraries(data, names, mode, embedders, None).await?;
     // Web pages are embedded with the configured model, loaded only when the web is searched.
     let embedder = match embedders {
         Some(cache) if web.web => Some(cache.configured()?),

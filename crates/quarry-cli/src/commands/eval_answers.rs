@@ -96,6 +96,10 @@ pub struct AnswersArgs {
     pub context_chars: usize,
     #[command(flatten)]
     pub per_document: super::ask::PerDocumentArgs,
+    /// The weight of the document prior in keyword ranking for this run (0 = without it; default: the
+    /// library's, `DEFAULT_DOCUMENT_PRIOR`), to measure what it does to the passages the agents read.
+    #[arg(long, value_parser = super::eval_library::parse_document_prior)]
+    pub document_prior: Option<f32>,
     /// Most sentences or table rows quoted under an answer (each document's line), those whose figures
     /// the answer leaves out (0: none).
     #[arg(long, default_value_t = AgentConfig::default().quoted_pieces)]
@@ -291,6 +295,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         std::slice::from_ref(&args.library),
         SearchMode::Hybrid,
         Some(&args.embedding.cache()),
+        args.document_prior,
     ))?;
     let mut trace = match &args.trace {
         Some(path) => Some(std::io::BufWriter::new(

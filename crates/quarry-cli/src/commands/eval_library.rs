@@ -50,7 +50,7 @@ pub struct LibraryEvalArgs {
     pub json: bool,
 }
 
-/// A `--document-prior` weight (`eval library`, `eval latency`): a finite number ≥ 0
+/// A `--document-prior` weight (`eval library`, `eval latency`, `eval answers`): a finite number ≥ 0
 /// (`Library::set_document_prior`).
 pub(super) fn parse_document_prior(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {

@@ -241,7 +241,7 @@ impl QuarryServer {
             };
             let names = self.chosen(&request.libraries)?;
             let embedders = (mode != SearchMode::Bm25).then_some(&self.embedders);
-            let libraries = quarry_session::open_libraries(&self.data, &names, mode, embedders).await?;
+            let libraries = quarry_session::open_libraries(&self.data, &names, mode, embedders, None).await?;
             let retriever = FusedRetriever::over(libraries.iter().map(|l| Arc::clone(&l.retriever)).collect());
             let passages = retriever.retrieve(&request.query, k).await?;
             let text = passages
