@@ -19,9 +19,12 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 ///   (`pdf::keeps_words_whole`; docs/ANSWERS.md, Session 8).
 /// - `pdf` 3: a table's unit note leaves out what it excepts — Apple's amounts were labelled "thousand"
 ///   from "(In millions, except number of shares, which are reflected in thousands, …)" (Session 28).
+/// - `pdf` 4: Intel's tables read as rows with their columns — a unit note with a semicolon ("(In
+///   Millions, Except Per Share Amounts; Unaudited)") on the dates' line, and blank lines between a
+///   table's lines (Session 36).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
-        "pdf" => 3,
+        "pdf" => 4,
         _ => UNSTAMPED_EXTRACTION_VERSION,
     }
 }
@@ -50,9 +53,10 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 3, "table units without their exceptions (Session 28)");
+        assert_eq!(extraction_version("pdf"), 4, "Intel's tables read as rows (Session 36)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
-        assert_eq!(failure_version("pdf"), 3, "scans refused before OCR are read again");
+        assert_eq!(failure_version("pdf"), 4, "the PDF reading is newer than the set of formats (3, OCR)");
+        assert!(failure_version("pdf") >= RECOGNITION_VERSION, "scans refused before OCR are read again");
     }
 }

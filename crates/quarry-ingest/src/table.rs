@@ -81,7 +81,7 @@ fn patterns() -> &'static Patterns {
         unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").expect("the pattern is valid"),
         exception: Regex::new(r"(?i)\bexcept\b[^()]*").expect("the pattern is valid"),
         column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").expect("the pattern is valid"),
-        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
+        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,;\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
         number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").expect("the pattern is valid"),
         not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").expect("the pattern is valid"),
     })
@@ -110,9 +110,17 @@ pub(crate) fn label_table_rows(page: &str) -> String {
         }
         // A table's first row: find its header above (already pushed to `out`).
         let (header_start, items) = header_above(&lines, i);
-        // The table's lines: rows and short section lines, up to the first line that is neither.
+        // The table's lines: rows and short section lines, up to the first line that is neither; blank
+        // lines between them are passed over (some text layers put one between every two lines).
+        let in_table = |line: &str| row_cells(line).is_some() || is_section_line(line);
         let mut end = i;
-        while end < lines.len() && (row_cells(lines[end]).is_some() || is_section_line(lines[end])) {
+        while end < lines.len()
+            && (in_table(lines[end])
+                || blank_before_table_line(&lines[end..])
+                || (subtotal_cells(lines[end]).is_some()
+                    && row_cells(lines[end - 1]).is_some()
+                    && lines[header_start..end].iter().any(|l| is_section_line(l))))
+        {
             end += 1;
         }
         // A trailing section line belongs to what follows.
@@ -129,9 +137,32 @@ pub(crate) fn label_table_rows(page: &str) -> String {
         // Joined, so that a caption's "(in\nmillions)" split over two lines is read too.
         let unit = caption_unit(&lines[caption_start..i].join(" "));
         let mut section = String::new();
+        // A row of figures alone below a section's rows is that section's subtotal (Intel's "Client
+        // Computing" segment above its "Desktop", "Notebook" and "Other" rows): named by the last section
+        // line above it, once.
+        let mut subtotal_of = lines[header_start..i]
+            .iter()
+            .rev()
+            .find(|l| is_section_line(l) && !is_header_line(l))
+            .map(|l| section_name(l))
+            .unwrap_or_default();
         let mut rewritten = Vec::with_capacity(end - i);
         let mut all = true;
-        for line in &lines[i..end] {
+        for line in lines[i..end].iter().filter(|l| !l.trim().is_empty()) {
+            if let Some(cells) = subtotal_cells(line) {
+                let named = std::mem::take(&mut subtotal_of);
+                match (!named.is_empty())
+                    .then(|| label_row(&named, &cells, &columns, unit.as_deref(), &section))
+                    .flatten()
+                {
+                    Some(row) => rewritten.push(row),
+                    None => {
+                        all = false;
+                        rewritten.push(line.to_string());
+                    }
+                }
+                continue;
+            }
             match row_cells(line) {
                 Some((label, cells)) => match label_row(&label, &cells, &columns, unit.as_deref(), &section) {
                     Some(row) => rewritten.push(row),
@@ -142,6 +173,7 @@ pub(crate) fn label_table_rows(page: &str) -> String {
                 },
                 None => {
                     section = line.trim().to_string();
+                    subtotal_of = section_name(line);
                     rewritten.push(line.to_string());
                 }
             }
@@ -199,12 +231,37 @@ pub(crate) fn section_above(before: &str, chunk: &str) -> Option<String> {
     above.next().filter(|l| is_row(l)).map(|_| section_name(section_line))
 }
 
+/// Whether `rest` starts with blank lines followed by a table row or a section line: a blank line inside a
+/// table, not the end of it.
+fn blank_before_table_line(rest: &[&str]) -> bool {
+    let blanks = rest.iter().take_while(|l| l.trim().is_empty()).count();
+    blanks > 0 && rest.get(blanks).is_some_and(|l| row_cells(l).is_some() || is_section_line(l))
+}
+
+/// The numeric cells of a line made of them alone (at least [`MIN_CELLS`]), or `None`.
+fn subtotal_cells(line: &str) -> Option<Vec<String>> {
+    if is_header_line(line) {
+        return None;
+    }
+    let (label, cells) = cells_of(line)?;
+    label.is_empty().then_some(cells)
+}
+
 /// The label and numeric cells of a row line, or `None` when it is not one.
 fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
     // "Three Months Ended September 30, 2023 2022" ends in two numbers but is a header.
     if is_header_line(line) {
         return None;
     }
+    let (label, cells) = cells_of(line)?;
+    if !label.chars().any(char::is_alphabetic) || label.ends_with('.') {
+        return None;
+    }
+    Some((label, cells))
+}
+
+/// The words before a line's trailing numeric cells, and those cells (at least [`MIN_CELLS`]).
+fn cells_of(line: &str) -> Option<(String, Vec<String>)> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let mut cells: Vec<String> = Vec::new();
     let mut k = tokens.len();
@@ -237,9 +294,6 @@ fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
         return None;
     }
     let label = tokens[..k].join(" ");
-    if !label.chars().any(char::is_alphabetic) || label.ends_with('.') {
-        return None;
-    }
     cells.reverse();
     Some((label, cells))
 }
@@ -284,6 +338,11 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
     let mut seen_header = false;
     while start > 0 {
         let line = lines[start - 1];
+        if line.trim().is_empty() {
+            // A blank line between header lines, or between the header and the rows.
+            start -= 1;
+            continue;
+        }
         if is_header_line(line) {
             seen_header = true;
         } else if !is_section_line(line) || seen_header {
@@ -631,5 +690,56 @@ mod tests {
         assert!(!out.contains("0.82 million"), "{out}");
         let prose = "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago.";
         assert_eq!(label_table_rows(prose), prose);
+    }
+    /// Intel's statements: a unit note with a semicolon ("(In Millions, Except Per Share Amounts;
+    /// Unaudited)") on the line of the dates, abbreviated months; and, in one filing's text layer, a blank
+    /// line between every two lines of the table.
+    #[test]
+    fn intel_income_statement_gets_columns_and_unit() {
+        let page = "Consolidated Condensed Statements of Income\n\
+                    Three Months Ended Nine Months Ended\n\
+                    (In Millions, Except Per Share Amounts; Unaudited) Oct 1, 2022 Sep 25, 2021 Oct 1, 2022 Sep 25, 2021\n\
+                    Net revenue $ 15,338 $ 19,192 $ 49,012 $ 58,496\n\
+                    Operating expenses 6,710 5,519 17,900 18,339\n\
+                    Earnings (loss) per share—Basic $ 4.00 $ 1.67 $ 1.67 $ 3.69\n\
+                    See accompanying notes.";
+        let out = label_table_rows(page);
+        assert!(
+            out.contains("Net revenue: $15,338 million (three months ended Oct 1, 2022); $19,192 million (three months ended Sep 25, 2021); $49,012 million (nine months ended Oct 1, 2022); $58,496 million (nine months ended Sep 25, 2021)"),
+            "{out}"
+        );
+        assert!(out.contains("Operating expenses: 6,710 million (three months ended Oct 1, 2022);"), "{out}");
+        assert!(out.contains("Earnings (loss) per share—Basic: $4.00 (three months ended Oct 1, 2022);"), "{out}");
+        assert!(out.starts_with("Consolidated Condensed Statements of Income\nNet revenue:"), "header dropped: {out}");
+        assert!(out.ends_with("\nSee accompanying notes."), "{out}");
+
+        let segments = "Three Months Ended Nine Months Ended\n\
+                        (In Millions; Unaudited) Sep 30, 2023 Oct 1, 2022 Sep 30, 2023 Oct 1, 2022\n\
+                        Net revenue:\n\
+                        Client Computing\n\
+                        Desktop $ 2,753 $ 3,222 $ 7,002 $ 8,152\n\
+                        Other 611 498 1,606 1,858\n\
+                        7,867 8,128 20,414 25,128\n\
+                        Data Center and AI 3,814 4,255 11,536 15,024";
+        let out = label_table_rows(segments);
+        assert!(out.contains("\nClient Computing: 7,867 million (three months ended Sep 30, 2023); 8,128 million (three months ended Oct 1, 2022);"), "a subtotal row under its section: {out}");
+        assert!(out.contains("\nData Center and AI: 3,814 million (three months ended Sep 30, 2023);"), "{out}");
+        // Figures alone with no section above, or not below a row, stay as they were.
+        let out = label_table_rows("2023 2022\nRevenue $ 1 $ 2\n3 4");
+        assert!(out.ends_with("\n3 4"), "{out}");
+
+        let spaced = "Consolidated Condensed Statements of Income\n\n  Three Months Ended\n\n\
+                      (In Millions, Except Per Share Amounts; Unaudited) Apr 1, 2023 Apr 2, 2022\n\n\
+                      Net revenue $  11,715  $  18,353\n\n\
+                      Cost of sales   7,707    9,109\n\n\
+                      Gross margin   4,008    9,244\n\n\
+                      Table of Contents";
+        let out = label_table_rows(spaced);
+        assert!(out.contains("Net revenue: $11,715 million (three months ended Apr 1, 2023); $18,353 million (three months ended Apr 2, 2022)\nCost of sales: 7,707 million (three months ended Apr 1, 2023); 9,109 million (three months ended Apr 2, 2022)\nGross margin: 4,008 (three months"), "{out}");
+        assert!(
+            out.starts_with("Consolidated Condensed Statements of Income\n\nNet revenue:"),
+            "header dropped: {out}"
+        );
+        assert!(out.ends_with("9,244 (three months ended Apr 2, 2022)\n\nTable of Contents"), "{out}");
     }
 }
