@@ -422,6 +422,66 @@ pub fn says_nothing(markdown: &str) -> bool {
         .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
 }
 
+/// Lines of an answer that open with the same first [`LOOP_KEY_WORDS`] words are alike; this many alike
+/// make a loop ([`cut_repeated_lines`]).
+pub const LOOP_LINES: usize = 6;
+/// How many words open a line's key for [`cut_repeated_lines`].
+pub const LOOP_KEY_WORDS: usize = 5;
+/// Lines of a loop kept: the first ones, as the model wrote them.
+pub const LOOP_LINES_KEPT: usize = 3;
+
+/// `markdown` with the lines of a loop left out, and how many were: a small model sometimes writes one
+/// line again and again with a word changed until its token limit ("- Inventory levels were higher
+/// compared to the previous quarter." / "… to previous years." / "… to industry standards." — 34 lines
+/// in one sec-10-q answer, docs/ANSWERS.md, Session 36), which llama.cpp's DRY sampler does not stop
+/// when the changed word comes last. Lines are alike when their first [`LOOP_KEY_WORDS`] words
+/// (lower case, list marks, emphasis and citation markers aside) are the same; when [`LOOP_LINES`] or
+/// more are, the first [`LOOP_LINES_KEPT`] stay and the rest go, except a line that states an amount,
+/// percentage or number ([`crate::figures`]; not a date) — a list of quarters' figures is no loop. A
+/// line of fewer words is never cut. The text is otherwise unchanged.
+pub fn cut_repeated_lines(markdown: &str) -> (String, usize) {
+    let key = |line: &str| -> Option<String> {
+        let words: Vec<String> = strip_citations(line)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(LOOP_KEY_WORDS)
+            .map(str::to_lowercase)
+            .collect();
+        (words.len() == LOOP_KEY_WORDS).then(|| words.join(" "))
+    };
+    let mut count: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for line in markdown.lines() {
+        if let Some(k) = key(line) {
+            *count.entry(k).or_default() += 1;
+        }
+    }
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut cut = 0;
+    let mut kept: Vec<&str> = Vec::new();
+    for line in markdown.lines() {
+        if let Some(k) = key(line).filter(|k| count[k] >= LOOP_LINES) {
+            let n = seen.entry(k).or_default();
+            *n += 1;
+            let states_figure = crate::figures::figures(line)
+                .iter()
+                .any(|f| !matches!(f.kind, crate::figures::FigureKind::Date { .. }));
+            if *n > LOOP_LINES_KEPT && !states_figure {
+                cut += 1;
+                continue;
+            }
+        }
+        kept.push(line);
+    }
+    if cut == 0 {
+        return (markdown.to_string(), 0);
+    }
+    let mut out = kept.join("\n");
+    if markdown.ends_with('\n') {
+        out.push('\n');
+    }
+    (out, cut)
+}
+
 /// Whether a model's answer only repeats the question: without its citation markers it is a question
 /// (ends with `?` or `？`) with no word or CJK character pair ([`stems`]) that `question` lacks.
 /// Qwen2.5-Coder-1.5B sometimes answers with the question itself and a row of markers
@@ -1001,5 +1061,36 @@ mod tests {
             cited_periods_note("收入为 71.9 亿美元 [2]。", &both[1..2], true).as_deref(),
             Some("报告期：2023 Q1 NVDA.pdf (quarterly period ended April 30, 2023) [2]。")
         );
+    }
+
+    #[test]
+    fn a_loop_of_lines_alike_is_cut_to_its_first_lines() {
+        let mut answer = String::from("The insights are as follows:\n- Inventory levels were higher in Q3 2021.\n");
+        for what in [
+            "the previous quarter",
+            "previous years",
+            "industry standards [4]",
+            "competitors",
+            "market trends",
+            "inflation",
+            "interest rates [4]",
+        ] {
+            answer.push_str(&format!("- Inventory levels were higher compared to {what}.\n"));
+        }
+        answer.push_str("\nFrom the passages: \u{201c}Inventories: 12,831 million (Oct 1, 2022)\u{201d} [9]");
+        let (cut_text, cut) = cut_repeated_lines(&answer);
+        assert_eq!(cut, 4, "{cut_text}");
+        assert!(cut_text.contains("compared to the previous quarter.\n- Inventory levels were higher compared to previous years.\n- Inventory levels were higher compared to industry standards [4].\n\nFrom the passages:"), "{cut_text}");
+        assert!(
+            cut_text.starts_with("The insights are as follows:\n- Inventory levels were higher in Q3 2021.\n"),
+            "{cut_text}"
+        );
+        // Fewer lines alike than a loop, or lines that state figures, stay.
+        let quarters = "- Revenue for the quarter was $1 million.\n- Revenue for the quarter was $2 million.\n\
+                        - Revenue for the quarter was $3 million.\n- Revenue for the quarter was $4 million.\n\
+                        - Revenue for the quarter was $5 million.\n- Revenue for the quarter was $6 million.";
+        assert_eq!(cut_repeated_lines(quarters), (quarters.to_string(), 0));
+        let five = "a b c d e 1\na b c d e 2\na b c d e 3\na b c d e 4\na b c d e 5";
+        assert_eq!(cut_repeated_lines(five).1, 0);
     }
 }

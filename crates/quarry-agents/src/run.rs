@@ -541,7 +541,9 @@ impl Run {
     }
 
     /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
-    /// them): its citation markers in one form ([`crate::answer::canonical_markers`]), a citation whose figures are in another passage is moved there
+    /// them): the passage headers it copied made markers ([`crate::answer::replace_copied_headers`]), a
+    /// loop of lines alike cut ([`crate::answer::cut_repeated_lines`], reported as a degraded step), its
+    /// citation markers in one form ([`crate::answer::canonical_markers`]), a citation whose figures are in another passage is moved there
     /// ([`crate::claims::repair_citations`]), each sentence gets its claim check, the cited documents'
     /// periods are named when the answer does not ([`crate::answer::cited_periods_note`]), and the run's model calls,
     /// tokens and seconds are recorded. Emits [`AgentEvent::Finished`]. `nothing_found` skips the repair
@@ -561,6 +563,15 @@ impl Run {
             markdown
         } else {
             let markdown = crate::answer::replace_copied_headers(&markdown, &passages);
+            // A loop the model wrote is cut to its first lines, and the person told so.
+            let (markdown, cut) = crate::answer::cut_repeated_lines(&markdown);
+            if cut > 0 {
+                self.degraded(
+                    "answer",
+                    &format!("the model wrote {cut} more lines alike (a loop)"),
+                    "its first lines kept, the rest left out",
+                );
+            }
             crate::answer::canonical_markers(&markdown, passages.len())
         };
         let (_, sources) = citations_for(&markdown, &passages);
