@@ -422,6 +422,17 @@ pub fn says_nothing(markdown: &str) -> bool {
         .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
 }
 
+/// Whether the final answer `checked` says something else than the text `streamed` while the model wrote
+/// it, citation markers aside: the final answer drops passage headers the model copied with a changed
+/// file name ([`replace_copied_headers`]) and loops ([`cut_repeated_lines`]), and adds Quarry's own lines
+/// (the quote, the periods note), which are streamed too. A front end that printed the streamed text
+/// shows the checked one again when this is true (`quarry ask`), so what the person reads last is what
+/// the claim check, the report and `--json` hold.
+pub fn checked_text_differs(streamed: &str, checked: &str) -> bool {
+    let words = |text: &str| strip_citations(text).split_whitespace().collect::<Vec<_>>().join(" ");
+    words(streamed) != words(checked)
+}
+
 /// Lines of an answer that open with the same first [`LOOP_KEY_WORDS`] words are alike; this many alike
 /// make a loop ([`cut_repeated_lines`]).
 pub const LOOP_LINES: usize = 6;
@@ -1092,5 +1103,19 @@ mod tests {
         assert_eq!(cut_repeated_lines(quarters), (quarters.to_string(), 0));
         let five = "a b c d e 1\na b c d e 2\na b c d e 3\na b c d e 4\na b c d e 5";
         assert_eq!(cut_repeated_lines(five).1, 0);
+    }
+
+    #[test]
+    fn a_checked_answer_differs_from_the_streamed_text_only_by_what_it_left_out() {
+        let streamed = "Revenue was $7,192 million [3].\n\nPeriods: 2023 Q1 NVDA.pdf [3].";
+        assert!(!checked_text_differs(
+            streamed,
+            "Revenue was $7,192 million [3][5].\n\nPeriods: 2023 Q1 NVDA.pdf [3]."
+        ));
+        assert!(!checked_text_differs(streamed, "Revenue  was $7,192 million.\nPeriods: 2023 Q1 NVDA.pdf [3]."));
+        let looped = "- a b c d e 1\n- a b c d e 2\n- a b c d e 3\n- a b c d e f\n- a b c d e g\n- a b c d e h";
+        let (cut, n) = cut_repeated_lines(looped);
+        assert_eq!(n, 3);
+        assert!(checked_text_differs(looped, &cut));
     }
 }

@@ -295,7 +295,19 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
             web_queries: args.web.web_queries,
             ..AgentConfig::default()
         });
-        let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
+        // The text streamed to the terminal, to tell whether the checked answer says something else.
+        let streamed = Arc::new(std::sync::Mutex::new(String::new()));
+        let events: quarry_agents::EventSink = {
+            let streamed = Arc::clone(&streamed);
+            Arc::new(move |event| {
+                if let AgentEvent::AnswerDelta { text } = &event {
+                    if let Ok(mut all) = streamed.lock() {
+                        all.push_str(text);
+                    }
+                }
+                show_event(&event, json)
+            })
+        };
         let cancel = cancel_on_ctrl_c();
         match quarry_agents::ask(&args.question, agent, model, &libraries, config, events, cancel).await {
             Ok(answer) => {
@@ -315,7 +327,8 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
                     }
                     written.map(|()| path)
                 });
-                print_answer(&answer, json)?;
+                let streamed = streamed.lock().map(|s| s.clone()).unwrap_or_default();
+                print_answer(&answer, json, &streamed)?;
                 match report.transpose()? {
                     Some(path) if !json => eprintln!("report: {}", path.display()),
                     _ => {}
@@ -411,7 +424,11 @@ pub fn event_line(event: &AgentEvent) -> Option<String> {
     Some(line)
 }
 
-fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
+/// Prints the final answer after `streamed`, the text the terminal already shows: with `--json` one
+/// `answer` line; else the answer again when the checked text says something else (a copied header or a
+/// loop left out, [`quarry_agents::answer::checked_text_differs`]), then its sources, corrected citations
+/// and unsupported claims.
+fn print_answer(answer: &Answer, json: bool, streamed: &str) -> anyhow::Result<()> {
     if json {
         let mut value = serde_json::to_value(answer)?;
         value["event"] = "answer".into();
@@ -419,6 +436,10 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     println!("\n");
+    if quarry_agents::answer::checked_text_differs(streamed, &answer.markdown) {
+        println!("The answer as checked (what the model copied from the prompt, or repeated, left out):\n");
+        println!("{}\n", answer.markdown.trim());
+    }
     let (title, list) = if answer.citations.is_empty() && !answer.sources.is_empty() {
         ("Sources (the model cited none; the answer was written from these passages)", &answer.sources)
     } else {
