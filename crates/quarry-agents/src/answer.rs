@@ -443,7 +443,7 @@ pub const LOOP_LINES_KEPT: usize = 3;
 
 /// `markdown` with the lines of a loop left out, and how many were: a small model sometimes writes one
 /// line again and again with a word changed until its token limit ("- Inventory levels were higher
-/// compared to the previous quarter." / "… to previous years." / "… to industry standards." — 34 lines
+/// compared to the previous quarter." / "… to previous years." / "… to industry standards." — 30 lines
 /// in one sec-10-q answer, docs/ANSWERS.md, Session 36), which llama.cpp's DRY sampler does not stop
 /// when the changed word comes last. Lines are alike when their first [`LOOP_KEY_WORDS`] words
 /// (lower case, list marks, emphasis and citation markers aside) are the same; when [`LOOP_LINES`] or
