@@ -460,17 +460,17 @@ pub fn cut_repeated_lines(markdown: &str) -> (String, usize) {
             .collect();
         (words.len() == LOOP_KEY_WORDS).then(|| words.join(" "))
     };
-    let mut count: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for line in markdown.lines() {
-        if let Some(k) = key(line) {
-            *count.entry(k).or_default() += 1;
-        }
+    let keyed: Vec<(&str, Option<String>)> = markdown.lines().map(|line| (line, key(line))).collect();
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for k in keyed.iter().filter_map(|(_, k)| k.as_deref()) {
+        *count.entry(k).or_default() += 1;
     }
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut cut = 0;
     let mut kept: Vec<&str> = Vec::new();
-    for line in markdown.lines() {
-        if let Some(k) = key(line).filter(|k| count[k] >= LOOP_LINES) {
+    for (line, k) in &keyed {
+        let line = *line;
+        if let Some(k) = k.as_deref().filter(|k| count[k] >= LOOP_LINES) {
             let n = seen.entry(k).or_default();
             *n += 1;
             let states_figure = crate::figures::figures(line)
