@@ -112,10 +112,9 @@ pub(crate) fn label_table_rows(page: &str) -> String {
         let (header_start, items) = header_above(&lines, i);
         // The table's lines: rows and short section lines, up to the first line that is neither; blank
         // lines between them are passed over (some text layers put one between every two lines).
-        let in_table = |line: &str| row_cells(line).is_some() || is_section_line(line);
         let mut end = i;
         while end < lines.len()
-            && (in_table(lines[end])
+            && (is_table_line(lines[end])
                 || blank_before_table_line(&lines[end..])
                 || (subtotal_cells(lines[end]).is_some()
                     && row_cells(lines[end - 1]).is_some()
@@ -231,11 +230,16 @@ pub(crate) fn section_above(before: &str, chunk: &str) -> Option<String> {
     above.next().filter(|l| is_row(l)).map(|_| section_name(section_line))
 }
 
-/// Whether `rest` starts with blank lines followed by a table row or a section line: a blank line inside a
-/// table, not the end of it.
+/// Whether `line` continues a table: a row or a short section line.
+fn is_table_line(line: &str) -> bool {
+    row_cells(line).is_some() || is_section_line(line)
+}
+
+/// Whether `rest` starts with blank lines followed by a table line ([`is_table_line`]): a blank line
+/// inside a table, not the end of it.
 fn blank_before_table_line(rest: &[&str]) -> bool {
     let blanks = rest.iter().take_while(|l| l.trim().is_empty()).count();
-    blanks > 0 && rest.get(blanks).is_some_and(|l| row_cells(l).is_some() || is_section_line(l))
+    blanks > 0 && rest.get(blanks).is_some_and(|l| is_table_line(l))
 }
 
 /// The numeric cells of a line made of them alone (at least [`MIN_CELLS`]), or `None`.
