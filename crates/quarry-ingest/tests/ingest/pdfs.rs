@@ -227,3 +227,25 @@ fn table_rows_carry_their_column_and_unit() {
     }
     assert!(!microsoft.contains("13,666 (change)"), "a revenue figure labelled as a change");
 }
+
+/// Intel's 10-Qs (issue 36, Session 36): the income statement's unit note holds a semicolon on the
+/// dates' line, `2023 Q1 INTC.pdf`'s text layer puts a blank line between every two table lines, and a
+/// segment's subtotal is a row of figures alone under the segment's name. Each is read as rows that
+/// name their column and unit.
+#[test]
+fn intel_filings_tables_are_read_as_rows_with_columns_and_units() {
+    let text = text_of(&parse_one(&c_docs("en_sec-10-q/2023 Q1 INTC.pdf")));
+    assert!(
+        text.contains("Net revenue: $11,715 million (three months ended Apr 1, 2023); $18,353 million (three months ended Apr 2, 2022)"),
+        "the blank-line-spaced income statement is read as rows"
+    );
+    let text = text_of(&parse_one(&c_docs("en_sec-10-q/2023 Q3 INTC.pdf")));
+    assert!(
+        text.contains("Net revenue: $14,158 million (three months ended Sep 30, 2023); $15,338 million (three months ended Oct 1, 2022)"),
+        "the unit note with a semicolon is read"
+    );
+    assert!(
+        text.contains("Client Computing: 7,867 million (three months ended Sep 30, 2023); 8,128 million (three months ended Oct 1, 2022)"),
+        "the segment's subtotal takes the segment's name"
+    );
+}
