@@ -786,7 +786,10 @@ impl Library {
             });
         }
         let stopped = || options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed);
-        if waiting > 0 && !stopped() {
+        // A run killed after a group's vectors were written but before its documents were marked
+        // `indexed` leaves `keyword_only` documents with nothing waiting: they are finished here too.
+        let unfinished = self.documents().any(|d| d.state == DocumentState::KeywordOnly);
+        if (waiting > 0 || unfinished) && !stopped() {
             let timing = self.embed_waiting(&embedder, options, waiting, on_event).await?;
             summary.embedded_chunks = timing.chunks;
             summary.embed_seconds = timing.embed_seconds;

@@ -17,7 +17,8 @@
 //! deleted. Opening a library for writing ([`Library::open_write`]) repairs whatever a crash left: chunks
 //! of `pending` documents are deleted together with those rows (the next `add` or `sync` reads the files
 //! again), and when tantivy's payload is not the current `chunks` version, tantivy is rebuilt from LanceDB.
-//! `keyword_only` documents stay: the next write run embeds what they still wait for.
+//! `keyword_only` documents stay: the next write run embeds what they still wait for, and sets to
+//! `indexed` those a kill between steps 5 and 6 left with nothing waiting.
 //! Readers ([`Library::open_read`]) take no lock and change nothing: they only show chunks of
 //! `keyword_only` and `indexed` documents, and dense search only chunks whose embedding is computed, so
 //! a search during an ingest sees whole documents only.

@@ -699,6 +699,37 @@ fn kill_minus_nine_during_sync_remove_and_reindex_never_leaves_a_half_indexed_li
     }
 }
 
+/// A `kill -9` after a group's vectors were written but before its documents were marked `indexed`
+/// leaves `keyword_only` documents with no chunk waiting (what the kill test above hit once in CI, at
+/// 12.99 s of 13.8 s): the next `sync`, with no file changed, marks them `indexed`.
+#[test]
+fn a_run_killed_between_its_last_vectors_and_the_indexed_mark_is_finished_by_the_next_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let docs = tmp.path().join("docs");
+    copy_dir(&sample_library().join("office"), &docs);
+    run(&data, &["library", "create", "late"]);
+    ingest(&data, &["add", &docs.to_string_lossy(), "--library", "late", "--json"]);
+    let whole = status(&data, "late");
+    assert_eq!((count(&whole, "indexed"), whole["waiting_chunks"].as_u64()), (2, Some(0)), "{whole}");
+
+    // The state the kill leaves: every vector written, one document still `keyword_only`.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let dir = quarry_store::DataDir::at(&data);
+        let library = quarry_store::Library::open_read(&dir, "late").await.unwrap();
+        let one = library.documents().next().unwrap().document_id.clone();
+        library.store().set_state(&[one], quarry_store::DocumentState::KeywordOnly).await.unwrap();
+    });
+    let killed = status(&data, "late");
+    assert_eq!((count(&killed, "keyword_only"), killed["waiting_chunks"].as_u64()), (1, Some(0)), "{killed}");
+
+    ingest(&data, &["sync", "--library", "late", "--json"]);
+    let after = status(&data, "late");
+    assert_eq!(after["documents"], whole["documents"], "{after}");
+    assert_eq!(after["chunks"], whole["chunks"], "{after}");
+}
+
 /// `quarry add DOCS --library LIBRARY --json --batch-chunks N` running in the background, its output
 /// discarded: for tests that search or kill while it works.
 fn spawn_add(data: &Path, docs: &Path, library: &str, batch_chunks: usize) -> std::process::Child {
