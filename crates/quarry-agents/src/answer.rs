@@ -451,16 +451,7 @@ pub const LOOP_LINES_KEPT: usize = 3;
 /// percentage or number ([`crate::figures`]; not a date) — a list of quarters' figures is no loop. A
 /// line of fewer words is never cut. The text is otherwise unchanged.
 pub fn cut_repeated_lines(markdown: &str) -> (String, usize) {
-    let key = |line: &str| -> Option<String> {
-        let words: Vec<String> = strip_citations(line)
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .take(LOOP_KEY_WORDS)
-            .map(str::to_lowercase)
-            .collect();
-        (words.len() == LOOP_KEY_WORDS).then(|| words.join(" "))
-    };
-    let keyed: Vec<(&str, Option<String>)> = markdown.lines().map(|line| (line, key(line))).collect();
+    let keyed: Vec<(&str, Option<String>)> = markdown.lines().map(|line| (line, loop_key(line))).collect();
     let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for k in keyed.iter().filter_map(|(_, k)| k.as_deref()) {
         *count.entry(k).or_default() += 1;
@@ -473,10 +464,7 @@ pub fn cut_repeated_lines(markdown: &str) -> (String, usize) {
         if let Some(k) = k.as_deref().filter(|k| count[k] >= LOOP_LINES) {
             let n = seen.entry(k).or_default();
             *n += 1;
-            let states_figure = crate::figures::figures(line)
-                .iter()
-                .any(|f| !matches!(f.kind, crate::figures::FigureKind::Date { .. }));
-            if *n > LOOP_LINES_KEPT && !states_figure {
+            if *n > LOOP_LINES_KEPT && !states_figure(line) {
                 cut += 1;
                 continue;
             }
@@ -491,6 +479,48 @@ pub fn cut_repeated_lines(markdown: &str) -> (String, usize) {
         out.push('\n');
     }
     (out, cut)
+}
+
+/// Complete lines alike (as [`cut_repeated_lines`] keys them) after which a streamed answer is stopped:
+/// twice [`LOOP_LINES`], so a list that merely looks like a loop is cut by [`cut_repeated_lines`], not
+/// stopped, and a model that is caught in one spends no more time on it.
+pub const LOOP_STOP_LINES: usize = 2 * LOOP_LINES;
+
+/// Whether the model writing `streamed` is caught in a loop and should be stopped: its complete lines
+/// (the text up to its last line break) hold [`LOOP_STOP_LINES`] lines alike that state no figure — the
+/// lines [`cut_repeated_lines`] would cut, and more. In Session 36's looping answer, Qwen2.5-Coder-1.5B
+/// wrote 58 such lines, about a minute of generation on 2 cores, before its token limit stopped it
+/// (docs/ANSWERS.md). [`crate::run::Run::call`] asks this after each streamed piece that ends a line.
+pub fn loop_runs_on(streamed: &str) -> bool {
+    let Some(end) = streamed.rfind('\n') else { return false };
+    let mut count: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for line in streamed[..end].lines() {
+        if let Some(key) = loop_key(line).filter(|_| !states_figure(line)) {
+            let n = count.entry(key).or_default();
+            *n += 1;
+            if *n >= LOOP_STOP_LINES {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// A line's first [`LOOP_KEY_WORDS`] words, lower case, citation markers, list marks and emphasis
+/// aside; `None` for a line of fewer words.
+fn loop_key(line: &str) -> Option<String> {
+    let words: Vec<String> = strip_citations(line)
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(LOOP_KEY_WORDS)
+        .map(str::to_lowercase)
+        .collect();
+    (words.len() == LOOP_KEY_WORDS).then(|| words.join(" "))
+}
+
+/// Whether `line` states an amount, percentage or number ([`crate::figures`]; a date does not count).
+fn states_figure(line: &str) -> bool {
+    crate::figures::figures(line).iter().any(|f| !matches!(f.kind, crate::figures::FigureKind::Date { .. }))
 }
 
 /// Whether a model's answer only repeats the question: without its citation markers it is a question
@@ -1103,6 +1133,26 @@ mod tests {
         assert_eq!(cut_repeated_lines(quarters), (quarters.to_string(), 0));
         let five = "a b c d e 1\na b c d e 2\na b c d e 3\na b c d e 4\na b c d e 5";
         assert_eq!(cut_repeated_lines(five).1, 0);
+    }
+
+    #[test]
+    fn a_streamed_answer_is_stopped_once_its_complete_lines_hold_a_long_loop() {
+        let line = |i: usize| format!("- Inventory levels were higher compared to item {}.\n", "x".repeat(i + 1));
+        let mut streamed = String::from("The insights are as follows:\n");
+        for i in 0..LOOP_STOP_LINES - 1 {
+            streamed.push_str(&line(i));
+            assert!(!loop_runs_on(&streamed), "{i} lines alike");
+        }
+        // The next line alike counts once it is complete.
+        streamed.push_str("- Inventory levels were higher compared to the rest");
+        assert!(!loop_runs_on(&streamed));
+        streamed.push_str(".\n");
+        assert!(loop_runs_on(&streamed));
+        // Lines that state figures are no loop, however many.
+        let quarters: String =
+            (1..=3 * LOOP_STOP_LINES).map(|i| format!("- Revenue for the quarter was ${i} million.\n")).collect();
+        assert!(!loop_runs_on(&quarters));
+        assert!(!loop_runs_on("no line break yet"));
     }
 
     #[test]

@@ -295,8 +295,22 @@ impl Run {
         self.check_cancelled()?;
         let started = Instant::now();
         let events = Arc::clone(&self.events);
-        let sink = move |text: &str| events(AgentEvent::AnswerDelta { text: text.to_string() });
-        let on_text: Option<&(dyn Fn(&str) + Send + Sync)> = if stream { Some(&sink) } else { None };
+        // A streamed answer caught in a loop of lines alike is stopped ([`crate::answer::loop_runs_on`]);
+        // `finish_answer` then cuts the loop to its first lines.
+        let streamed = Mutex::new(String::new());
+        let looped = std::sync::atomic::AtomicBool::new(false);
+        let sink = |text: &str| {
+            events(AgentEvent::AnswerDelta { text: text.to_string() });
+            let mut so_far = streamed.lock().unwrap_or_else(|e| e.into_inner());
+            so_far.push_str(text);
+            if text.contains('\n') && crate::answer::loop_runs_on(&so_far) {
+                looped.store(true, std::sync::atomic::Ordering::Relaxed);
+                return std::ops::ControlFlow::Break(());
+            }
+            std::ops::ControlFlow::Continue(())
+        };
+        let on_text: quarry_core::TokenSink<'_> = &sink;
+        let on_text = stream.then_some(on_text);
         let result = tokio::select! {
             _ = self.cancel.cancelled() => return Err(AgentError::Cancelled),
             result = self.model.complete(request, on_text) => result,
@@ -307,6 +321,16 @@ impl Run {
             Err(source) => return Err(AgentError::Model { step: request.step.clone(), source }),
         };
         let seconds = started.elapsed().as_secs_f64();
+        if looped.load(std::sync::atomic::Ordering::Relaxed) {
+            self.degraded(
+                &request.step,
+                &format!(
+                    "the model was writing lines alike over and over ({} or more)",
+                    crate::answer::LOOP_STOP_LINES
+                ),
+                "stopped there",
+            );
+        }
         {
             let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
             stats.0 += 1;

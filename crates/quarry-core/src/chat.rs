@@ -160,8 +160,11 @@ impl crate::Coded for ChatError {
     }
 }
 
-/// Receives generated text as it arrives (pieces of any length, in order).
-pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+/// Receives generated text as it arrives (pieces of any length, in order), and says whether the
+/// generation goes on: `ControlFlow::Break(())` ends it after that piece — the model generates at most
+/// the token in progress more, and the response holds the text streamed so far (the agents stop a
+/// model caught in a loop of lines this way: `quarry_agents::answer::loop_runs_on`).
+pub type TokenSink<'a> = &'a (dyn Fn(&str) -> std::ops::ControlFlow<()> + Send + Sync);
 
 /// A chat model: one completion at a time per call; implementations are shared across tasks.
 #[async_trait::async_trait]
@@ -170,7 +173,7 @@ pub trait ChatModel: Send + Sync {
     fn describe(&self) -> String;
 
     /// Runs `request` to completion. With `on_text`, generated text is streamed to it as it arrives; the
-    /// response still carries the whole text.
+    /// response still carries the whole text — up to the piece after which `on_text` asked to stop.
     ///
     /// Errors: see [`ChatError`]. Dropping the future cancels the call.
     async fn complete(&self, request: &ChatRequest, on_text: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError>;

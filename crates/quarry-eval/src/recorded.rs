@@ -138,10 +138,20 @@ impl ChatModel for RecordedModel {
         let recorded = self.calls.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
         if let Some(call) = recorded {
             self.counts.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
+            // Streamed line by line, so a sink that stops a loop stops the replay where it would have
+            // stopped the model (generation is deterministic: the text before the stop is the same).
+            let mut text = call.text.clone();
             if let Some(on_text) = on_text {
-                on_text(&call.text);
+                let mut streamed = 0;
+                for line in call.text.split_inclusive('\n') {
+                    streamed += line.len();
+                    if on_text(line).is_break() {
+                        text.truncate(streamed);
+                        break;
+                    }
+                }
             }
-            return Ok(ChatResponse { text: call.text, usage: call.usage });
+            return Ok(ChatResponse { text, usage: call.usage });
         }
         let Some(inner) = &self.inner else {
             return Err(ChatError::Model(format!(
@@ -184,6 +194,20 @@ mod tests {
         }
     }
 
+    /// Answers every request with three lines; named as `Counting` is, since one recording holds one
+    /// model's calls.
+    struct Lines;
+
+    #[async_trait]
+    impl ChatModel for Lines {
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+        async fn complete(&self, _: &ChatRequest, _: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
+            Ok(ChatResponse { text: "one\ntwo\nthree\n".into(), usage: TokenUsage::default() })
+        }
+    }
+
     #[tokio::test]
     async fn a_recorded_call_is_answered_from_the_file_and_a_new_one_goes_to_the_model() {
         let dir = tempfile::tempdir().unwrap();
@@ -195,13 +219,23 @@ mod tests {
         assert_eq!(recording.complete(&question, None).await.unwrap().text, "answer 1", "answered from the file");
         assert_eq!(recording.replayed_and_called(), (1, 1));
 
-        // Opened again without a model: the recorded call replays, streamed whole; another fails.
+        // Opened again without a model: the recorded call replays, streamed; another fails.
         let replay = RecordedModel::open(&path, None).unwrap();
         assert_eq!(replay.describe(), "counting");
         let streamed = Mutex::new(String::new());
-        let sink = |text: &str| streamed.lock().unwrap().push_str(text);
+        let sink = |text: &str| {
+            streamed.lock().unwrap().push_str(text);
+            std::ops::ControlFlow::Continue(())
+        };
         assert_eq!(replay.complete(&question, Some(&sink)).await.unwrap().text, "answer 1");
         assert_eq!(*streamed.lock().unwrap(), "answer 1");
+        // A sink that stops after the first line ends the replay there, as it would have ended the model.
+        let lines = ChatRequest::new("answer", "system", "List the filings.", 100);
+        let recording = RecordedModel::open(&path, Some(Arc::new(Lines))).unwrap();
+        assert_eq!(recording.complete(&lines, None).await.unwrap().text, "one\ntwo\nthree\n");
+        let first_line = |_: &str| std::ops::ControlFlow::Break(());
+        let replay = RecordedModel::open(&path, None).unwrap();
+        assert_eq!(replay.complete(&lines, Some(&first_line)).await.unwrap().text, "one\n");
         let missing = replay.complete(&other, None).await.unwrap_err().to_string();
         assert!(missing.contains("not in the recording"), "{missing}");
 

@@ -387,7 +387,9 @@ impl ChatModel for GgufChat {
             repetition: self.config.repetition,
             reuse_prompt_prefix: self.config.reuse_prompt_prefix,
             stop: Arc::new(AtomicBool::new(false)),
+            finish: Arc::new(AtomicBool::new(false)),
         };
+        let finish = Arc::clone(&job.finish);
         // Stops the blocking generation when this future is dropped (cancellation).
         struct StopOnDrop(Arc<AtomicBool>);
         impl Drop for StopOnDrop {
@@ -403,12 +405,24 @@ impl ChatModel for GgufChat {
             .unwrap_or_else(|e| e.into_inner())
             .send((job, sender, reply))
             .map_err(|_| ChatError::Model("the model's thread has stopped".into()))?;
+        // What the sink received; after it asked to stop, the pieces still coming are left out.
+        let mut streamed = String::new();
+        let mut finished = false;
         while let Some(piece) = receiver.recv().await {
-            if let Some(sink) = on_text {
-                sink(&piece);
+            if let (Some(sink), false) = (on_text, finished) {
+                streamed.push_str(&piece);
+                if sink(&piece).is_break() {
+                    finished = true;
+                    finish.store(true, Ordering::Relaxed);
+                }
             }
         }
-        result.await.map_err(|_| ChatError::Model("the model's thread stopped during generation".into()))?
+        let mut response =
+            result.await.map_err(|_| ChatError::Model("the model's thread stopped during generation".into()))??;
+        if finished {
+            response.text = streamed;
+        }
+        Ok(response)
     }
 }
 
@@ -421,7 +435,10 @@ struct Generation {
     context_tokens: u32,
     repetition: RepetitionControl,
     reuse_prompt_prefix: bool,
+    /// Set when the call's future is dropped: the generation ends with [`ChatError::Cancelled`].
     stop: Arc<AtomicBool>,
+    /// Set when the token sink asked to stop: the generation ends with the text so far.
+    finish: Arc<AtomicBool>,
 }
 
 impl Generation {
@@ -607,6 +624,9 @@ impl Generation {
         while (generated as usize) < max_new {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(ChatError::Cancelled);
+            }
+            if self.finish.load(Ordering::Relaxed) {
+                break;
             }
             let token = sampler.sample(context, batch.n_tokens() - 1);
             if vocab.is_eog(token) {

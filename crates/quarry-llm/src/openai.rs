@@ -224,8 +224,9 @@ impl OpenAiChat {
                 if let Some(delta) = event["choices"][0]["delta"]["content"].as_str() {
                     if !delta.is_empty() {
                         text.push_str(delta);
-                        if let Some(sink) = on_text {
-                            sink(delta);
+                        if on_text.is_some_and(|sink| sink(delta).is_break()) {
+                            // Dropping the connection ends the generation on the server.
+                            break 'stream;
                         }
                     }
                 }

@@ -60,13 +60,16 @@ impl ChatModel for ScriptedModel {
         let reply = self.script.lock().unwrap().get_mut(&request.step).and_then(|q| q.pop_front());
         match reply {
             Some(Reply::Text(t)) => {
-                if let Some(sink) = on_text {
-                    for piece in t.split_inclusive(' ') {
-                        sink(piece);
+                // Streamed word by word; when the sink asks to stop, the reply ends there, as a model's does.
+                let mut text = String::new();
+                for piece in t.split_inclusive(' ') {
+                    text.push_str(piece);
+                    if on_text.is_some_and(|sink| sink(piece).is_break()) {
+                        break;
                     }
                 }
                 Ok(ChatResponse {
-                    text: t,
+                    text,
                     usage: TokenUsage { prompt_tokens: 100, completion_tokens: 10, cached_prompt_tokens: 0 },
                 })
             }

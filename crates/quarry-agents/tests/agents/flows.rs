@@ -112,6 +112,34 @@ async fn quarrys_own_lines_answer_a_chinese_question_in_chinese() {
     assert!(quarry_agents::claims::is_decline(&answer.markdown) && model.steps().is_empty());
 }
 
+/// A model caught in a loop of lines alike is stopped once twelve complete lines are alike: nothing more
+/// streams, its one call ends there, and the answer keeps the loop's first lines and says so.
+#[tokio::test]
+async fn a_streamed_answer_caught_in_a_loop_is_stopped_and_cut() {
+    let mut looping = String::from("Acme earned 4.2 billion dollars in 2023 [1].\n");
+    for i in 0..40 {
+        looping.push_str(&format!("- Acme revenue was higher compared to {}.\n", "rival ".repeat(i + 1).trim_end()));
+    }
+    let model = Arc::new(ScriptedModel::new().on("answer", text(&looping)));
+    let retriever = Arc::new(corpus("work"));
+    let (answer, events) = run_agent(
+        "What was Acme Corporation revenue in 2023?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        AgentConfig::default(),
+    )
+    .await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), vec!["answer"]);
+    let streamed = streamed(&events);
+    let alike = |text: &str| text.lines().filter(|l| l.starts_with("- Acme revenue was higher")).count();
+    assert_eq!(alike(&streamed), quarry_agents::answer::LOOP_STOP_LINES, "streaming stopped at the loop: {streamed}");
+    assert_eq!(alike(&answer.markdown), quarry_agents::answer::LOOP_LINES_KEPT, "{}", answer.markdown);
+    assert!(answer.markdown.starts_with("Acme earned 4.2 billion dollars in 2023 [1]."));
+    assert_eq!(degraded_steps(&events), vec!["answer", "answer"], "stopped, then cut");
+}
+
 #[tokio::test]
 async fn an_answer_of_citation_markers_alone_becomes_the_closest_passage_quoted() {
     // Qwen2.5-Coder-1.5B answered a sec-10-q question with "[1] [2] [3] [4] [5] [6] [7] [8]".

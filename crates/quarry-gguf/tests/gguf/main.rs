@@ -171,6 +171,7 @@ async fn a_call_reuses_the_prompt_prefix_it_shares_with_the_previous_one_and_ans
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let sink = move |_: &str| {
         let _ = tx.send(());
+        std::ops::ControlFlow::Continue(())
     };
     let long = request("List every fact about the pilot and the airplane.");
     tokio::select! {
@@ -179,6 +180,18 @@ async fn a_call_reuses_the_prompt_prefix_it_shares_with_the_previous_one_and_ans
     }
     let after = reusing.complete(&request("Who owned the airplane?"), None).await.unwrap();
     assert_eq!(after.text, second.text);
+
+    // A sink that asks to stop after its first piece: the call ends, with that piece as its text.
+    let first_piece = std::sync::Mutex::new(String::new());
+    let stop_after_one = |piece: &str| {
+        first_piece.lock().unwrap().push_str(piece);
+        std::ops::ControlFlow::Break(())
+    };
+    let stopped = reusing.complete(&long, Some(&stop_after_one)).await.unwrap();
+    assert_eq!(stopped.text, *first_piece.lock().unwrap());
+    assert!(!stopped.text.is_empty() && stopped.usage.completion_tokens < 48, "{stopped:?}");
+    let after_stop = reusing.complete(&request("Who owned the airplane?"), None).await.unwrap();
+    assert_eq!(after_stop.text, second.text, "the next call answers as before");
 }
 
 #[test]

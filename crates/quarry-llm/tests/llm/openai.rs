@@ -120,12 +120,40 @@ async fn streams_server_sent_events_to_the_sink() {
         serve(vec![Reply { status: 200, headers: vec![("Content-Type", "text/event-stream".into())], body }]).await;
     let pieces = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink_pieces = Arc::clone(&pieces);
-    let sink = move |t: &str| sink_pieces.lock().unwrap().push(t.to_string());
+    let sink = move |t: &str| {
+        sink_pieces.lock().unwrap().push(t.to_string());
+        std::ops::ControlFlow::Continue(())
+    };
     let response = client(&url).complete(&request(), Some(&sink)).await.unwrap();
     assert_eq!(response.text, "Cited answer [1].");
     assert_eq!(*pieces.lock().unwrap(), vec!["Cited ", "answer [1]."]);
     assert_eq!(response.usage.prompt_tokens, 120);
     assert_eq!(seen.lock().unwrap()[0]["stream_options"]["include_usage"], true);
+}
+
+/// A sink that asks to stop after its first piece: the stream is left there and the response holds
+/// what was streamed (the usage estimated, as the server's report comes last).
+#[tokio::test]
+async fn a_sink_that_asks_to_stop_ends_the_stream_with_the_text_so_far() {
+    let events = [
+        r#"{"choices":[{"index":0,"delta":{"content":"- Inventory levels were higher. "}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"- Inventory levels were lower. "}}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":20}}"#,
+    ];
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    let (url, _) =
+        serve(vec![Reply { status: 200, headers: vec![("Content-Type", "text/event-stream".into())], body }]).await;
+    let pieces = Arc::new(Mutex::new(0usize));
+    let counted = Arc::clone(&pieces);
+    let sink = move |_: &str| {
+        *counted.lock().unwrap() += 1;
+        std::ops::ControlFlow::Break(())
+    };
+    let response = client(&url).complete(&request(), Some(&sink)).await.unwrap();
+    assert_eq!(response.text, "- Inventory levels were higher. ");
+    assert_eq!(*pieces.lock().unwrap(), 1, "nothing streamed after the stop");
+    assert_ne!(response.usage.completion_tokens, 20, "the server's count of the whole answer was not read");
 }
 
 #[tokio::test]
