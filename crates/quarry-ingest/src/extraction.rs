@@ -22,9 +22,11 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 /// - `pdf` 4: Intel's tables read as rows with their columns — a unit note with a semicolon ("(In
 ///   Millions, Except Per Share Amounts; Unaudited)") on the dates' line, and blank lines between a
 ///   table's lines (Session 36).
+/// - `pdf` 5: a table goes on past a long section line that ends in a colon and past a row label
+///   wrapped over two lines (Apple's comprehensive income and shareholders' equity rows; Session 37).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
-        "pdf" => 4,
+        "pdf" => 5,
         _ => UNSTAMPED_EXTRACTION_VERSION,
     }
 }
@@ -53,10 +55,10 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 4, "Intel's tables read as rows (Session 36)");
+        assert_eq!(extraction_version("pdf"), 5, "long section lines and wrapped labels inside tables (Session 37)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
-        assert_eq!(failure_version("pdf"), 4, "the PDF reading is newer than the set of formats (3, OCR)");
+        assert_eq!(failure_version("pdf"), 5, "the PDF reading is newer than the set of formats (3, OCR)");
         assert!(failure_version("pdf") >= RECOGNITION_VERSION, "scans refused before OCR are read again");
     }
 }

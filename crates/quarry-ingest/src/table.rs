@@ -35,9 +35,11 @@
 //!   was.
 //! - The **unit** ("in millions", "in thousands", "in billions") comes from the header or the caption line
 //!   above it and is added to plain figures, not to percentages, and not in rows or sections about shares,
-//!   per-share amounts, rates, ratios or percentages. What a note excepts from its unit ("in millions, except
+//!   per-share amounts, rates, ratios or percentages (shareholders' equity is an amount). What a note excepts from its unit ("in millions, except
 //!   number of shares, which are reflected in thousands") does not count; a note that gives its rows two
 //!   units ("net income in millions and shares in thousands") gives none.
+//! - A table goes on past short section lines, longer ones that end in a colon, blank lines, and a row
+//!   label the text layer wrapped over two lines (joined again when the row below goes on in lower case).
 //! - A row with more cells than columns gives its leading cells back to the label ("Balance as of June 30,
 //!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
 //!   left as it was. The header lines are dropped only when every row of the table was rewritten.
@@ -99,7 +101,8 @@ enum HeaderItem {
 /// Rewrites the rows of every table in `page` whose columns can be read (see the module docs); all other
 /// text is returned unchanged.
 pub(crate) fn label_table_rows(page: &str) -> String {
-    let lines: Vec<&str> = page.lines().collect();
+    let joined = join_wrapped_labels(page);
+    let lines: Vec<&str> = joined.iter().map(String::as_str).collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
     let mut i = 0;
     while i < lines.len() {
@@ -230,9 +233,55 @@ pub(crate) fn section_above(before: &str, chunk: &str) -> Option<String> {
     above.next().filter(|l| is_row(l)).map(|_| section_name(section_line))
 }
 
-/// Whether `line` continues a table: a row or a short section line.
+/// Whether `line` continues a table: a row, a short section line, or a longer one that ends in a colon
+/// ("Change in unrealized gains/losses on derivative instruments, net of tax:").
 fn is_table_line(line: &str) -> bool {
-    row_cells(line).is_some() || is_section_line(line)
+    row_cells(line).is_some() || is_section_line(line) || is_long_section_line(line)
+}
+
+/// Longest section line, in characters, that ends in a colon ([`is_long_section_line`]).
+const MAX_COLON_SECTION_CHARS: usize = 2 * quarry_core::table_row::MAX_SECTION_CHARS;
+
+/// A section line longer than [`is_section_line`] allows, that says it heads what follows: it ends in a
+/// colon, has no digit and starts with a letter, within [`MAX_COLON_SECTION_CHARS`] characters. Apple's
+/// statement of comprehensive income heads its rows with such lines; taking the first for the table's
+/// end left the rows below it without their columns.
+fn is_long_section_line(line: &str) -> bool {
+    let t = line.trim();
+    t.ends_with(':')
+        && t.chars().count() <= MAX_COLON_SECTION_CHARS
+        && !t.chars().any(|c| c.is_ascii_digit())
+        && t.chars().next().is_some_and(char::is_alphabetic)
+}
+
+/// `page`'s lines, with a row label that the text layer wrapped over two lines made one line again: a
+/// line that is not a row, a header line or the end of a sentence, between a table line above
+/// ([`is_table_line`]) and a row whose label goes on in lower case below it ("Total change in unrealized
+/// gains/losses on marketable debt" / "securities (3,055) 163 (9,819) (792)"). Left apart, the first half
+/// ended the table and the second was read as a row named "securities".
+fn join_wrapped_labels(page: &str) -> Vec<String> {
+    let lines: Vec<&str> = page.lines().collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let wraps = i > 0
+            && i + 1 < lines.len()
+            && !line.trim().is_empty()
+            && !line.trim_end().ends_with('.')
+            && row_cells(line).is_none()
+            && !is_header_line(line)
+            && is_table_line(lines[i - 1])
+            && row_cells(lines[i + 1]).is_some_and(|(label, _)| label.chars().next().is_some_and(char::is_lowercase));
+        if wraps {
+            out.push(format!("{} {}", line.trim_end(), lines[i + 1].trim_start()));
+            i += 2;
+        } else {
+            out.push(line.to_string());
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Whether `rest` starts with blank lines followed by a table line ([`is_table_line`]): a blank line
@@ -450,6 +499,14 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// Whether a row's label or section says its figures are not amounts in the table's unit (shares,
+/// per-share amounts, rates …: `Patterns::not_amount`); "shareholders' equity" and "stockholders'
+/// equity" are amounts, though they hold the word "share".
+fn names_no_amount(text: &str) -> bool {
+    let text = text.to_lowercase().replace("shareholder", "owner").replace("stockholder", "owner");
+    patterns().not_amount.is_match(&text)
+}
+
 /// One row rewritten as `label: cell (column); …` ([`quarry_core::table_row`]), or `None` when its cells do not fit the columns.
 fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&str>, section: &str) -> Option<String> {
     if cells.len() < columns.len() {
@@ -462,7 +519,7 @@ fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&st
     } else {
         label.to_string()
     };
-    let amounts = unit.filter(|_| !patterns().not_amount.is_match(&label) && !patterns().not_amount.is_match(section));
+    let amounts = unit.filter(|_| !names_no_amount(&label) && !names_no_amount(section));
     let cells: Vec<TableCell> = cells[extra..]
         .iter()
         .zip(columns)
@@ -517,6 +574,56 @@ mod tests {
         let broken = page.replace("Operating Income\n", "Operating Income\n\n");
         let start = broken.find("Productivity and Business Processes: $10,136").unwrap();
         assert_eq!(section_above(&broken[..start], &broken[start..]), None);
+    }
+
+    /// Apple's Q3 2022 statements (`2022 Q3 AAPL.pdf`, pp. 2–3): a section line too long for a short one
+    /// but ending in a colon, a row label wrapped over two lines, and a line without figures in the
+    /// middle of the balance sheet no longer end the table: every row below keeps its columns.
+    #[test]
+    fn long_section_lines_and_wrapped_labels_stay_inside_their_table() {
+        let page = "CONDENSED CONSOLIDATED STATEMENTS OF COMPREHENSIVE INCOME (Unaudited)\n\
+                    (In millions)\n\
+                    Three Months Ended Nine Months Ended\n\
+                    June 25, June 26, June 25, June 26,\n\
+                    2022 2021 2022 2021\n\
+                    Net income $ 19,442 $ 21,744 $ 79,082 $ 74,129\n\
+                    Change in unrealized gains/losses on derivative instruments, net of tax:\n\
+                    Change in fair value of derivative instruments 852 (24) 1,548 4\n\
+                    Adjustment for net (gains)/losses realized and included in net income 95 (54) 140 (234)\n\
+                    Total change in unrealized gains/losses on marketable debt\n\
+                    securities (3,055) 163 (9,819) (792)\n\
+                    Total comprehensive income $ 16,639 $ 22,088 $ 69,622 $ 74,593\n\
+                    See accompanying Notes to Condensed Consolidated Financial Statements.";
+        let out = label_table_rows(page);
+        assert!(out.contains("Change in fair value of derivative instruments: 852 million (three months ended June 25, 2022); (24) million (three months ended June 26, 2021)"), "{out}");
+        assert!(out.contains("Total change in unrealized gains/losses on marketable debt securities: (3,055) million (three months ended June 25, 2022);"), "{out}");
+        assert!(
+            out.contains("Total comprehensive income: $16,639 million (three months ended June 25, 2022);"),
+            "{out}"
+        );
+        assert!(out.ends_with("\nSee accompanying Notes to Condensed Consolidated Financial Statements."), "{out}");
+
+        let balance = "CONDENSED CONSOLIDATED BALANCE SHEETS (Unaudited)\n\
+                       (In millions)\n\
+                       June 25, September 25,\n\
+                       2022 2021\n\
+                       Total liabilities 278,202 287,912\n\
+                       Commitments and contingencies\n\
+                       Shareholders’ equity:\n\
+                       Common stock, $0.00001 par value: 50,400,000 shares authorized; 16,095,378\n\
+                       and 16,426,786 shares issued and outstanding, respectively 62,115 57,365\n\
+                       Retained earnings 5,289 5,562\n\
+                       Apple Inc. | Q3 2022 Form 10-Q | 3";
+        let out = label_table_rows(balance);
+        assert!(
+            out.contains("Retained earnings: 5,289 million (June 25, 2022); 5,562 million (September 25, 2021)"),
+            "{out}"
+        );
+        assert!(out.contains("Common stock, $0.00001 par value: 50,400,000 shares authorized; 16,095,378 and 16,426,786 shares issued and outstanding, respectively: 62,115 (June 25, 2022)"), "{out}");
+        assert!(out.contains("Commitments and contingencies\nShareholders’ equity:\n"), "{out}");
+        // A sentence's last line above a row in lower case is no label.
+        let prose = "Revenue 10 20\nThe rest is described below.\nand more 1 2";
+        assert_eq!(join_wrapped_labels(prose), ["Revenue 10 20", "The rest is described below.", "and more 1 2"]);
     }
 
     #[test]
