@@ -50,9 +50,16 @@ pub const MAX_SECTION_CHARS: usize = 60;
 /// Income", "Cost of sales:" — at most [`MAX_SECTION_CHARS`] characters, starting with a letter, no digit,
 /// not ending a sentence. Whether it heads rows is for the caller to see (the line below is a row).
 pub fn is_section_line(line: &str) -> bool {
+    is_section_line_within(line, MAX_SECTION_CHARS)
+}
+
+/// [`is_section_line`] with another length bound: at most `max_chars` characters (trimmed), starting with
+/// a letter, no digit, not ending a sentence. The PDF table reader allows longer section lines when they
+/// end in a colon.
+pub fn is_section_line_within(line: &str, max_chars: usize) -> bool {
     let t = line.trim();
     !t.is_empty()
-        && t.chars().count() <= MAX_SECTION_CHARS
+        && t.chars().count() <= max_chars
         && !t.ends_with('.')
         && !t.chars().any(|c| c.is_ascii_digit())
         && t.chars().next().is_some_and(char::is_alphabetic)

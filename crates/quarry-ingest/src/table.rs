@@ -44,7 +44,7 @@
 //!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
 //!   left as it was. The header lines are dropped only when every row of the table was rewritten.
 
-use quarry_core::table_row::{is_section_line, parse_row, section_name, write_row, TableCell};
+use quarry_core::table_row::{is_section_line, is_section_line_within, parse_row, section_name, write_row, TableCell};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -243,15 +243,11 @@ fn is_table_line(line: &str) -> bool {
 const MAX_COLON_SECTION_CHARS: usize = 2 * quarry_core::table_row::MAX_SECTION_CHARS;
 
 /// A section line longer than [`is_section_line`] allows, that says it heads what follows: it ends in a
-/// colon, has no digit and starts with a letter, within [`MAX_COLON_SECTION_CHARS`] characters. Apple's
+/// colon, within [`MAX_COLON_SECTION_CHARS`] characters ([`is_section_line_within`]). Apple's
 /// statement of comprehensive income heads its rows with such lines; taking the first for the table's
 /// end left the rows below it without their columns.
 fn is_long_section_line(line: &str) -> bool {
-    let t = line.trim();
-    t.ends_with(':')
-        && t.chars().count() <= MAX_COLON_SECTION_CHARS
-        && !t.chars().any(|c| c.is_ascii_digit())
-        && t.chars().next().is_some_and(char::is_alphabetic)
+    line.trim().ends_with(':') && is_section_line_within(line, MAX_COLON_SECTION_CHARS)
 }
 
 /// `page`'s lines, with a row label that the text layer wrapped over two lines made one line again: a
