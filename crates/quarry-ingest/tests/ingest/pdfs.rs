@@ -249,3 +249,20 @@ fn intel_filings_tables_are_read_as_rows_with_columns_and_units() {
         "the segment's subtotal takes the segment's name"
     );
 }
+
+/// Apple's Q3 2022 10-Q (Session 37, PDF extraction version 5): a section line too long for a short one
+/// but ending in a colon ("Change in unrealized gains/losses on derivative instruments, net of tax:"), a
+/// row label wrapped over two lines, and "Commitments and contingencies" above a wrapped equity row no
+/// longer end their table: the rows below them name their column, and shareholders' equity its unit.
+#[test]
+fn apple_rows_below_long_section_lines_and_wrapped_labels_keep_their_columns() {
+    let text = text_of(&parse_one(&c_docs("en_sec-10-q/2022 Q3 AAPL.pdf")));
+    for row in [
+        "Change in fair value of derivative instruments: 852 million (three months ended June 25, 2022); (24) million (three months ended June 26, 2021)",
+        "Total change in unrealized gains/losses on marketable debt securities: (3,055) million (three months ended June 25, 2022); 163 million (three months ended June 26, 2021)",
+        "Retained earnings: 5,289 million (June 25, 2022); 5,562 million (September 25, 2021)",
+        "16,095,378 and 16,426,786 shares issued and outstanding, respectively: 62,115 (June 25, 2022); 57,365 (September 25, 2021)",
+    ] {
+        assert!(text.contains(row), "{row:?} not in Apple's 10-Q");
+    }
+}
