@@ -24,9 +24,14 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 ///   table's lines (Session 36).
 /// - `pdf` 5: a table goes on past a long section line that ends in a colon and past a row label
 ///   wrapped over two lines (Apple's comprehensive income and shareholders' equity rows; Session 37).
+/// - `pdf` 6: headers of period codes ("Q3 2023 Q3 2022 YTD 2023 YTD 2022", Intel's management's
+///   discussion), dates split over lines and "($ in millions)" (NVIDIA's) and "(unaudited)" (Amazon's)
+///   name their columns; a row that leaves its change columns blank fills the period columns (Apple's
+///   other income and expense); "(554 )" is one cell (Microsoft's); a section line naming a note keeps
+///   the table going (Session 38).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
-        "pdf" => 5,
+        "pdf" => 6,
         _ => UNSTAMPED_EXTRACTION_VERSION,
     }
 }
@@ -55,10 +60,10 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 5, "long section lines and wrapped labels inside tables (Session 37)");
+        assert_eq!(extraction_version("pdf"), 6, "period-code headers, split dates, blank change columns (Session 38)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
-        assert_eq!(failure_version("pdf"), 5, "the PDF reading is newer than the set of formats (3, OCR)");
+        assert_eq!(failure_version("pdf"), 6, "the PDF reading is newer than the set of formats (3, OCR)");
         assert!(failure_version("pdf") >= RECOGNITION_VERSION, "scans refused before OCR are read again");
     }
 }

@@ -26,7 +26,9 @@
 //! - A **row** is a line that ends in at least two numeric cells (`$ 1,234`, `(4)%`, `12.5 %`, `—`) after a
 //!   label with a letter in it.
 //! - Its **header** is the run of lines just above the first row made only of period phrases ("Three
-//!   Months Ended", "Year Ended"), month-and-day dates, years, "Change" and unit notes ("(In millions)");
+//!   Months Ended", "Year Ended"), month-and-day dates, years, period codes ("Q3 2023", "YTD 2023", "Q1
+//!   FY24": Intel's management's-discussion tables; each names its column as printed), "Change", unit
+//!   notes ("(In millions)", "($ in millions)") and "(unaudited)";
 //!   short section lines ("Revenue:") may sit between header and rows.
 //! - **Columns** are the header's years in reading order, each period's change columns after its years
 //!   (Microsoft prints "Percentage" above "Change" above the years, so "Change" is read first). Periods
@@ -38,11 +40,18 @@
 //!   per-share amounts, rates, ratios or percentages (shareholders' equity is an amount). What a note excepts from its unit ("in millions, except
 //!   number of shares, which are reflected in thousands") does not count; a note that gives its rows two
 //!   units ("net income in millions and shares in thousands") gives none.
-//! - A table goes on past short section lines, longer ones that end in a colon, blank lines, and a row
+//! - A header's dates may be split over lines ("October" / "29," / "2023"): a line that holds only a month
+//!   or a day is header material, and the header is read from its lines joined.
+//! - A table goes on past short section lines, longer ones that end in a colon, section lines that refer
+//!   to a note ("Commitments and contingencies (Note 4)"), blank lines, and a row
 //!   label the text layer wrapped over two lines (joined again when the row below goes on in lower case).
 //! - A row with more cells than columns gives its leading cells back to the label ("Balance as of June 30,
-//!   2023 $ 10 $ 12"); a row with fewer cells, and every row of a table whose header cannot be read, is
-//!   left as it was. The header lines are dropped only when every row of the table was rewritten.
+//!   2023 $ 10 $ 12"); a row with as many cells as the table has period columns left its change columns
+//!   blank (Apple prints a change only on the total row) and fills the period columns; a row with fewer
+//!   cells still, and every row of a table whose header cannot be read, is left as it was. The header
+//!   lines are dropped only when every row of the table was rewritten.
+//! - A negative figure that the text layer wrote with a space before its closing parenthesis
+//!   ("(554 )", Microsoft's) is one cell.
 
 use quarry_core::table_row::{is_section_line, is_section_line_within, parse_row, section_name, write_row, TableCell};
 use regex::Regex;
@@ -54,7 +63,8 @@ const MIN_CELLS: usize = 2;
 const CAPTION_LINES: usize = 2;
 
 struct Patterns {
-    /// One header item: a period phrase, a month-and-day date, a year, or a change column.
+    /// One header item: a period phrase, a period code ("Q3 2023", "YTD 2023", "FY24"), a month-and-day
+    /// date, a year, or a change column.
     header_item: Regex,
     unit: Regex,
     /// "except …" up to the end of its parenthesis: the amounts a unit note leaves out of its unit.
@@ -64,6 +74,13 @@ struct Patterns {
     /// A line that is only the first word of a column title over two lines ("Percentage" above "Change").
     column_title: Regex,
     number: Regex,
+    /// A line that only says the figures are unaudited.
+    unaudited: Regex,
+    /// A line that holds only part of a date a text layer split over lines: a month ("October") or a
+    /// day ("29,"); the header is read from its lines joined.
+    date_part: Regex,
+    /// A reference to a note at a line's end ([`without_note_reference`]).
+    note_reference: Regex,
     /// Labels and sections whose figures are not amounts in the table's unit.
     not_amount: Regex,
 }
@@ -75,6 +92,7 @@ fn patterns() -> &'static Patterns {
             r"(?ix)
             (?P<period>\b(?:three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)\s+(?:months|weeks)\s+ended\b
                       |\b(?:fiscal\s+)?(?:years?|quarters?)\s+ended\b)
+            |(?P<code>\b(?:(?:q[1-4]|ytd|h[12])\s+(?:19|20)\d{2}|(?:q[1-4]\s+)?fy\s?(?:(?:19|20)\d{2}|\d{2}))\b)
             |(?P<monthday>\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}\b,?)
             |(?P<year>\b(?:19|20)\d{2}\b)
             |(?P<change>(?:%\s*)?\bchange\b)",
@@ -83,8 +101,11 @@ fn patterns() -> &'static Patterns {
         unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").expect("the pattern is valid"),
         exception: Regex::new(r"(?i)\bexcept\b[^()]*").expect("the pattern is valid"),
         column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").expect("the pattern is valid"),
-        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:in\s+)?[a-z ,;\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
+        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:\$\s*)?(?:in\s+)?[a-z ,;\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
         number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").expect("the pattern is valid"),
+        date_part: Regex::new(r"(?i)^\s*(?:(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?|\d{1,2},)\s*$").expect("the pattern is valid"),
+        note_reference: Regex::new(r"(?i)\s*(?:[-–—]\s*)?\(?\s*(?:see\s+)?notes?\s+\d+(?:\s*(?:,|and)\s*\d+)*\s*\)?\s*$").expect("the pattern is valid"),
+        unaudited: Regex::new(r"(?i)^\s*\(?\s*unaudited\s*\)?\s*$").expect("the pattern is valid"),
         not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").expect("the pattern is valid"),
     })
 }
@@ -93,6 +114,9 @@ fn patterns() -> &'static Patterns {
 #[derive(Debug, Clone, PartialEq)]
 enum HeaderItem {
     Period(String),
+    /// A column named by a period code as printed ("Q3 2023", "YTD 2022", "Q1 FY24"): a column of its
+    /// own, like a year, that needs no period phrase or date.
+    Code(String),
     MonthDay(String),
     Year(String),
     Change,
@@ -234,9 +258,22 @@ pub(crate) fn section_above(before: &str, chunk: &str) -> Option<String> {
 }
 
 /// Whether `line` continues a table: a row, a short section line, or a longer one that ends in a colon
-/// ("Change in unrealized gains/losses on derivative instruments, net of tax:").
+/// ("Change in unrealized gains/losses on derivative instruments, net of tax:"), or a section line that
+/// refers to a note ([`without_note_reference`]: "Commitments and contingencies (Note 4)").
 fn is_table_line(line: &str) -> bool {
-    row_cells(line).is_some() || is_section_line(line) || is_long_section_line(line)
+    row_cells(line).is_some()
+        || is_section_line(line)
+        || is_long_section_line(line)
+        || without_note_reference(line).is_some_and(is_section_line)
+}
+
+/// `line` without a reference to a note of the financial statements at its end — "(Note 4)", "- see
+/// Note 13", "(see Notes 7 and 8)" — when it has one. Amazon's and NVIDIA's balance sheets print
+/// "Commitments and contingencies" with one above their equity rows; the note's number made it no
+/// section line, and the equity rows below lost their columns.
+fn without_note_reference(line: &str) -> Option<&str> {
+    let at = patterns().note_reference.find(line)?.start();
+    Some(&line[..at])
 }
 
 /// Longest section line, in characters, that ends in a colon ([`is_long_section_line`]).
@@ -311,7 +348,18 @@ fn row_cells(line: &str) -> Option<(String, Vec<String>)> {
 
 /// The words before a line's trailing numeric cells, and those cells (at least [`MIN_CELLS`]).
 fn cells_of(line: &str) -> Option<(String, Vec<String>)> {
-    let tokens: Vec<&str> = line.split_whitespace().collect();
+    // Microsoft's text layer puts a space inside a negative figure's parenthesis ("(554 )"): the lone
+    // ")" is joined to the figure again.
+    let mut tokens: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    for token in line.split_whitespace() {
+        match tokens.last_mut() {
+            Some(last) if matches!(token, ")" | ")%") && last.starts_with('(') && !last.contains(')') => {
+                last.to_mut().push_str(token);
+            }
+            _ => tokens.push(std::borrow::Cow::Borrowed(token)),
+        }
+    }
+    let tokens: Vec<&str> = tokens.iter().map(|t| t.as_ref()).collect();
     let mut cells: Vec<String> = Vec::new();
     let mut k = tokens.len();
     // Walk back over cells: [$] value [%]
@@ -370,7 +418,9 @@ fn caption_unit(caption: &str) -> Option<String> {
 /// True when `line` holds header items and nothing else but unit notes and punctuation.
 fn is_header_line(line: &str) -> bool {
     let p = patterns();
-    if p.column_title.is_match(line) {
+    // "(unaudited)" between a balance sheet's dates and its first section (Amazon's); a month or a day
+    // alone, of a date split over lines (NVIDIA's "October" / "29," / "2023").
+    if p.column_title.is_match(line) || p.unaudited.is_match(line) || p.date_part.is_match(line) {
         return true;
     }
     if !p.header_item.is_match(line) && !p.unit.is_match(line) {
@@ -381,7 +431,7 @@ fn is_header_line(line: &str) -> bool {
 }
 
 /// The first line of the header above row `first_row`, and the header's items in reading order (`None`
-/// when there is no header with a year).
+/// when there is no header with a year or a period code).
 fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderItem>>) {
     let mut start = first_row;
     let mut seen_header = false;
@@ -410,6 +460,8 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
         .map(|c| {
             if let Some(m) = c.name("period") {
                 HeaderItem::Period(m.as_str().split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase())
+            } else if let Some(m) = c.name("code") {
+                HeaderItem::Code(m.as_str().split_whitespace().collect::<Vec<_>>().join(" ").to_uppercase())
             } else if let Some(m) = c.name("monthday") {
                 HeaderItem::MonthDay(m.as_str().trim_end_matches(',').to_string())
             } else if let Some(m) = c.name("year") {
@@ -419,7 +471,7 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
             }
         })
         .collect();
-    if items.iter().any(|i| matches!(i, HeaderItem::Year(_))) {
+    if items.iter().any(|i| matches!(i, HeaderItem::Year(_) | HeaderItem::Code(_))) {
         (start, Some(items))
     } else {
         (start, None)
@@ -432,7 +484,12 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
         items.iter().filter_map(|i| if let HeaderItem::Period(p) = i { Some(p) } else { None }).collect();
     let days: Vec<&String> =
         items.iter().filter_map(|i| if let HeaderItem::MonthDay(d) = i { Some(d) } else { None }).collect();
-    let years: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Year(_))).collect();
+    // Period codes stand where years do; a header that mixes them with dates is not read.
+    let years: Vec<&HeaderItem> =
+        items.iter().filter(|i| matches!(i, HeaderItem::Year(_) | HeaderItem::Code(_))).collect();
+    if !days.is_empty() && items.iter().any(|i| matches!(i, HeaderItem::Code(_))) {
+        return None;
+    }
     let changes: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Change)).collect();
     let count = years.len() + changes.len();
     if count < MIN_CELLS {
@@ -485,6 +542,10 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
                     None => date,
                 }
             }
+            HeaderItem::Code(code) => match period {
+                Some(period) => format!("{period} {code}"),
+                None => code.clone(),
+            },
             _ => match period {
                 Some(period) => format!("change, {period}"),
                 None => "change".to_string(),
@@ -505,6 +566,11 @@ fn names_no_amount(text: &str) -> bool {
 
 /// One row rewritten as `label: cell (column); …` ([`quarry_core::table_row`]), or `None` when its cells do not fit the columns.
 fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&str>, section: &str) -> Option<String> {
+    // A row that leaves its change columns blank (Apple prints a change only on a table's total row)
+    // has as many cells as the table has period columns: they are those columns'.
+    let period_columns: Vec<String> = columns.iter().filter(|c| !c.starts_with("change")).cloned().collect();
+    let columns =
+        if cells.len() < columns.len() && cells.len() == period_columns.len() { &period_columns[..] } else { columns };
     if cells.len() < columns.len() {
         return None;
     }
@@ -798,6 +864,123 @@ mod tests {
         let prose = "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago.";
         assert_eq!(label_table_rows(prose), prose);
     }
+    /// Intel's management's-discussion tables name their columns by period codes, and a 1.5B model read
+    /// their rows bare: "Total restructuring and other charges $ 816 $ 664 $ 1,080 $ (460)".
+    #[test]
+    fn period_code_headers_name_their_columns() {
+        let page = "Restructuring and Other Charges\n\
+                    (In Millions) Q3 2023 Q3 2022 YTD 2023 YTD 2022\n\
+                    Employee severance and benefit arrangements $ 59 $ 607 $ 191 $ 650\n\
+                    Total restructuring and other charges $ 816 $ 664 $ 1,080 $ (460)\n\
+                    Effective tax rate 642.0 % 0.5 % (1.3)% 7.7 %\n\
+                    The 2022 Restructuring Program was approved in Q3 2022.";
+        let out = label_table_rows(page);
+        assert!(
+            out.contains("Total restructuring and other charges: $816 million (Q3 2023); $664 million (Q3 2022); $1,080 million (YTD 2023); $(460) million (YTD 2022)"),
+            "{out}"
+        );
+        assert!(out.contains("Effective tax rate: 642.0% (Q3 2023); 0.5% (Q3 2022);"), "{out}");
+        assert!(out.starts_with("Restructuring and Other Charges\nEmployee severance"), "header dropped: {out}");
+        assert!(out.ends_with("\nThe 2022 Restructuring Program was approved in Q3 2022."), "{out}");
+        let fiscal = label_table_rows("Q1 FY24 Q1 FY23\nRevenue $ 7,192 $ 8,288");
+        assert_eq!(fiscal, "Revenue: $7,192 (Q1 FY24); $8,288 (Q1 FY23)");
+        // A chart's labels with a prose line below are no table, and a code mixed with dates is not read.
+        let chart = "Q1 2022 Q1 2023\nNotebook revenue was $3.4 billion, down $2.6 billion from Q1 2022.";
+        assert_eq!(label_table_rows(chart), chart);
+        let mixed = "Q3 2023 June 30, 2022\nRevenue $ 1 $ 2";
+        assert_eq!(label_table_rows(mixed), mixed);
+    }
+
+    /// Microsoft's negative figures with a space before their closing parenthesis, and Amazon's
+    /// "(unaudited)" line between a balance sheet's dates and its first section.
+    #[test]
+    fn split_parentheses_and_an_unaudited_line_do_not_end_a_table() {
+        let page = "Three Months Ended Nine Months Ended\n\
+                    March 31, 2023 2022 2023 2022\n\
+                    (In millions)\n\
+                    Other long-term assets (554 ) (724 ) (1,285 ) (2,230 )\n\
+                    Other, net 0 169 (1 ) 172";
+        let out = label_table_rows(page);
+        assert!(out.contains("Other long-term assets: (554) million (three months ended March 31, 2023); (724) million (three months ended March 31, 2022); (1,285) million (nine months ended March 31, 2023); (2,230) million (nine months ended March 31, 2022)"), "{out}");
+        assert!(out.contains("Other, net: 0 million (three months ended March 31, 2023); 169 million (three months ended March 31, 2022); (1) million (nine months"), "{out}");
+        let sheet = "CONSOLIDATED BALANCE SHEETS\n\
+                     (in millions, except per share data)\n\
+                     December 31, 2022 March 31, 2023\n\
+                     (unaudited)\n\
+                     ASSETS\n\
+                     Current assets:\n\
+                     Cash and cash equivalents $ 53,888 $ 49,343\n\
+                     Goodwill 20,288 22,749";
+        let out = label_table_rows(sheet);
+        assert!(
+            out.contains(
+                "Cash and cash equivalents: $53,888 million (December 31, 2022); $49,343 million (March 31, 2023)"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("Goodwill: 20,288 million (December 31, 2022); 22,749 million (March 31, 2023)"), "{out}");
+        assert!(!out.contains("unaudited"), "a header line, dropped with the header: {out}");
+    }
+
+    /// NVIDIA's segment table splits each date over three lines, and its balance sheet's equity rows sit
+    /// below "Commitments and contingencies - see Note 13".
+    #[test]
+    fn dates_split_over_lines_and_note_references_keep_the_table() {
+        let page = "Revenue by Reportable Segments\n\
+                    Three Months Ended Nine Months Ended\n\
+                    October\n29,\n2023\nOctober\n30,\n2022\n$\nChange\n%\nChange\n\
+                    October\n29,\n2023\nOctober\n30,\n2022\n$\nChange\n%\nChange\n\
+                    ($ in millions)\n\
+                    Compute & Networking $ 14,645 $ 3,816 $ 10,829 284 % $ 29,507 $ 11,395 $ 18,112 159 %\n\
+                    Graphics 3,475 2,115 1,360 64 % 9,312 9,528 (216) (2)%";
+        let out = label_table_rows(page);
+        assert!(out.contains("Compute & Networking: $14,645 million (three months ended October 29, 2023); $3,816 million (three months ended October 30, 2022); $10,829 (change, three months ended); 284% (change, three months ended); $29,507 million (nine months ended October 29, 2023)"), "{out}");
+        assert!(out.contains("Graphics: 3,475 million (three months ended October 29, 2023);"), "{out}");
+        let sheet = "October 29, 2023 January 29, 2023\n\
+                     (In millions)\n\
+                     Total liabilities 20,883 19,081\n\
+                     Commitments and contingencies - see Note 13\n\
+                     Shareholders’ equity:\n\
+                     Additional paid-in capital 12,991 11,971\n\
+                     Commitments and contingencies (Note 4)\n\
+                     Retained earnings 20,360 10,171";
+        let out = label_table_rows(sheet);
+        assert!(out.contains("Shareholders’ equity\nAdditional paid-in capital: 12,991 million (October 29, 2023); 11,971 million (January 29, 2023)")
+            || out.contains("Additional paid-in capital: 12,991 million (October 29, 2023); 11,971 million (January 29, 2023)"), "{out}");
+        assert!(
+            out.contains("Retained earnings: 20,360 million (October 29, 2023); 10,171 million (January 29, 2023)"),
+            "{out}"
+        );
+        assert_eq!(
+            without_note_reference("Commitments and contingencies (Note 4)"),
+            Some("Commitments and contingencies")
+        );
+        assert_eq!(
+            without_note_reference("Commitments and contingencies - see Note 13"),
+            Some("Commitments and contingencies")
+        );
+        assert_eq!(without_note_reference("Revenue grew 4%"), None);
+    }
+
+    /// Apple prints a change column's figure only on a table's total row: the rows above it have one
+    /// cell for each period column.
+    #[test]
+    fn rows_that_leave_their_change_columns_blank_fill_the_period_columns() {
+        let page = "Other income/(expense), net (“OI&E”) was as follows (dollars in millions):\n\
+                    Three Months Ended Nine Months Ended\n\
+                    June 25,\n2022\nJune 26,\n2021 Change\nJune 25,\n2022\nJune 26,\n2021 Change\n\
+                    Interest and dividend income $ 722 $ 719 $ 2,072 $ 2,184\n\
+                    Interest expense (719) (665) (2,104) (1,973)\n\
+                    Total other income/(expense), net $ (10) $ 243 (104)% $ (97) $ 796 (112)%";
+        let out = label_table_rows(page);
+        assert!(
+            out.contains("Interest and dividend income: $722 million (three months ended June 25, 2022); $719 million (three months ended June 26, 2021); $2,072 million (nine months ended June 25, 2022); $2,184 million (nine months ended June 26, 2021)\n"),
+            "{out}"
+        );
+        assert!(out.contains("Total other income/(expense), net: $(10) million (three months ended June 25, 2022); $243 million (three months ended June 26, 2021); (104)% (change, three months ended);"), "{out}");
+        assert!(!out.contains("June 25,\n2022"), "every row written: the header is dropped: {out}");
+    }
+
     /// Intel's statements: a unit note with a semicolon ("(In Millions, Except Per Share Amounts;
     /// Unaudited)") on the line of the dates, abbreviated months; and, in one filing's text layer, a blank
     /// line between every two lines of the table.

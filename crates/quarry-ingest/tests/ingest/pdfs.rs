@@ -266,3 +266,36 @@ fn apple_rows_below_long_section_lines_and_wrapped_labels_keep_their_columns() {
         assert!(text.contains(row), "{row:?} not in Apple's 10-Q");
     }
 }
+
+/// Five filings' tables that stayed bare rows before PDF extraction version 6 (Session 38): Intel's
+/// management's-discussion tables name their columns by period codes ("Q3 2023 Q3 2022 YTD 2023 YTD
+/// 2022"); Apple's other-income rows leave the change columns blank; Microsoft's text layer writes a
+/// negative figure "(1,401 )"; Amazon prints "(unaudited)" between its balance sheet's dates and its
+/// first section; NVIDIA splits its segment table's dates over lines ("October" / "29," / "2023") above
+/// "($ in millions)", and heads its equity rows with "Commitments and contingencies - see Note 13".
+#[test]
+fn period_code_headers_blank_change_columns_split_parentheses_and_unaudited_lines_are_read() {
+    for (file, row) in [
+        (
+            "2023 Q3 INTC.pdf",
+            "Total restructuring and other charges: $816 million (Q3 2023); $664 million (Q3 2022); $1,080 million (YTD 2023); $(460) million (YTD 2022)",
+        ),
+        (
+            "2022 Q3 AAPL.pdf",
+            "Interest and dividend income: $722 million (three months ended June 25, 2022); $719 million (three months ended June 26, 2021); $2,072 million (nine months ended June 25, 2022); $2,184 million (nine months ended June 26, 2021)",
+        ),
+        (
+            "2023 Q3 MSFT.pdf",
+            "Common stock repurchased: (1,401) million (three months ended September 30, 2023); (1,171) million (three months ended September 30, 2022)",
+        ),
+        ("2023 Q1 AMZN.pdf", "Goodwill: 20,288 million (December 31, 2022); 22,749 million (March 31, 2023)"),
+        (
+            "2023 Q3 NVDA.pdf",
+            "Compute & Networking: $14,645 million (three months ended October 29, 2023); $3,816 million (three months ended October 30, 2022)",
+        ),
+        ("2023 Q3 NVDA.pdf", "Additional paid-in capital: 12,991 million (October 29, 2023); 11,971 million (January 29, 2023)"),
+    ] {
+        let text = text_of(&parse_one(&c_docs(&format!("en_sec-10-q/{file}"))));
+        assert!(text.contains(row), "{row:?} not in {file}");
+    }
+}
