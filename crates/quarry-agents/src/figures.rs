@@ -216,7 +216,10 @@ pub fn figures(text: &str) -> Vec<Figure> {
         let has_separator = digits.contains(',');
         let has_decimals = digits.contains('.');
         let is_year = !has_separator && !has_decimals && (1900.0..=2100.0).contains(&value);
-        if is_year || !(value >= 1000.0 || has_separator || has_decimals) {
+        // The year of a period code, whatever its value ("Q3 2022", "YTD 1894" — a model's loop of
+        // quarters runs past the plausible years).
+        let after_period_code = !has_separator && !has_decimals && follows_period_code(&text[..m.start()]);
+        if is_year || after_period_code || !(value >= 1000.0 || has_separator || has_decimals) {
             continue;
         }
         out.push((
@@ -226,6 +229,14 @@ pub fn figures(text: &str) -> Vec<Figure> {
     }
     out.sort_by_key(|(at, _)| *at);
     out.into_iter().map(|(_, f)| f).collect()
+}
+
+/// Whether `before` (the text before a number) ends in a period code and a space — "Q3 ", "YTD ", "FY ",
+/// "H1 ", any case — so that the number is that period's year.
+fn follows_period_code(before: &str) -> bool {
+    let Some(head) = before.strip_suffix(' ') else { return false };
+    let code = head.rsplit(|c: char| !c.is_alphanumeric()).next().unwrap_or("").to_ascii_uppercase();
+    matches!(code.as_str(), "Q1" | "Q2" | "Q3" | "Q4" | "YTD" | "FY" | "H1" | "H2")
 }
 
 /// The distinct figures of `text` (a second mention of the same figure is dropped).
@@ -301,6 +312,9 @@ mod tests {
         assert_eq!(figures("30 April 2023")[0].kind, FigureKind::Date { year: 2023, month: 4, day: 30 });
         assert_eq!(figures("in August 2022")[0].kind, FigureKind::Date { year: 2022, month: 8, day: 0 });
         assert!(figures("1. First item\n2. FY2023 and Q3 and 2024 and [3] and 42").is_empty());
+        // A period code's year is no figure, whatever its value (a model's loop wrote "YTD 1894").
+        assert!(figures("Inventory levels were lower compared to YTD 1894, Q3 1006 and fy 1850.").is_empty());
+        assert_eq!(texts("Q3 revenue was 1850 units"), ["1850"], "a code not right before the number");
     }
 
     #[test]

@@ -27,8 +27,8 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 /// - `pdf` 6: headers of period codes ("Q3 2023 Q3 2022 YTD 2023 YTD 2022", Intel's management's
 ///   discussion), dates split over lines and "($ in millions)" (NVIDIA's) and "(unaudited)" (Amazon's)
 ///   name their columns; a row that leaves its change columns blank fills the period columns (Apple's
-///   other income and expense); "(554 )" is one cell (Microsoft's); a section line naming a note keeps
-///   the table going (Session 38).
+///   other income and expense); "(554 )" is one cell (Microsoft's); a section line naming a note, and a
+///   row label wrapped inside a parenthesis (Intel's balance sheet), keep the table going (Session 38).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
         "pdf" => 6,

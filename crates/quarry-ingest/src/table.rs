@@ -44,7 +44,8 @@
 //!   or a day is header material, and the header is read from its lines joined.
 //! - A table goes on past short section lines, longer ones that end in a colon, section lines that refer
 //!   to a note ("Commitments and contingencies (Note 4)"), blank lines, and a row
-//!   label the text layer wrapped over two lines (joined again when the row below goes on in lower case).
+//!   label the text layer wrapped over two lines (joined again when the row below goes on in lower case
+//!   or closes a parenthesis the label left open).
 //! - A row with more cells than columns gives its leading cells back to the label ("Balance as of June 30,
 //!   2023 $ 10 $ 12"); a row with as many cells as the table has period columns left its change columns
 //!   blank (Apple prints a change only on the total row) and fills the period columns; a row with fewer
@@ -289,23 +290,33 @@ fn is_long_section_line(line: &str) -> bool {
 
 /// `page`'s lines, with a row label that the text layer wrapped over two lines made one line again: a
 /// line that is not a row, a header line or the end of a sentence, between a table line above
-/// ([`is_table_line`]) and a row whose label goes on in lower case below it ("Total change in unrealized
-/// gains/losses on marketable debt" / "securities (3,055) 163 (9,819) (792)"). Left apart, the first half
-/// ended the table and the second was read as a row named "securities".
+/// ([`is_table_line`]; blank lines between passed over) and a row whose label goes on below it — in
+/// lower case ("Total change in unrealized gains/losses on marketable debt" / "securities (3,055) 163
+/// (9,819) (792)"), or closing a parenthesis the line left open ("Property, plant and equipment, net of
+/// accumulated depreciation of $94,550 ($93,386 as of" / "December 31, 2022) 85,734 80,860", Intel's;
+/// Amazon's common-stock row). Left apart, the first half ended the table and the second was read as a
+/// row named "securities".
 fn join_wrapped_labels(page: &str) -> Vec<String> {
     let lines: Vec<&str> = page.lines().collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let opens_parenthesis = |line: &str| line.matches('(').count() > line.matches(')').count();
+    // The row below goes on with `line`'s label: in lower case, or closing the parenthesis `line` opened
+    // (in its label or, when the text layer took a year before it for a figure, "2022)", right after).
+    let goes_on = |line: &str, next: &str, label: &str| {
+        label.chars().next().is_some_and(char::is_lowercase)
+            || (opens_parenthesis(line) && next.find(')').is_some_and(|close| !next[..close].contains('(')))
+    };
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        let wraps = i > 0
-            && i + 1 < lines.len()
+        let above = lines[..i].iter().rev().find(|l| !l.trim().is_empty());
+        let wraps = i + 1 < lines.len()
             && !line.trim().is_empty()
             && !line.trim_end().ends_with('.')
             && row_cells(line).is_none()
             && !is_header_line(line)
-            && is_table_line(lines[i - 1])
-            && row_cells(lines[i + 1]).is_some_and(|(label, _)| label.chars().next().is_some_and(char::is_lowercase));
+            && above.is_some_and(|l| is_table_line(l))
+            && row_cells(lines[i + 1]).is_some_and(|(label, _)| goes_on(line, lines[i + 1], &label));
         if wraps {
             out.push(format!("{} {}", line.trim_end(), lines[i + 1].trim_start()));
             i += 2;
@@ -960,6 +971,25 @@ mod tests {
             Some("Commitments and contingencies")
         );
         assert_eq!(without_note_reference("Revenue grew 4%"), None);
+    }
+
+    /// Intel's balance sheet wraps a row label inside a parenthesis, after a blank line ("… of $94,550
+    /// ($93,386 as of" / "December 31, 2022) 85,734 80,860"); left apart it ended the table.
+    #[test]
+    fn a_label_wrapped_inside_a_parenthesis_is_joined_again() {
+        let page = "(In Millions, Except Par Value; Unaudited) Apr 1, 2023 Dec 31, 2022\n\
+                    Total current assets 48,314 50,407\n\
+                    \n\
+                    Property, plant and equipment, net of accumulated depreciation of $94,550 ($93,386 as of\n\
+                    December 31, 2022) 85,734 80,860\n\
+                    \n\
+                    Goodwill 27,591 27,591";
+        let out = label_table_rows(page);
+        assert!(out.contains("Property, plant and equipment, net of accumulated depreciation of $94,550 ($93,386 as of December 31, 2022): 85,734 million (Apr 1, 2023); 80,860 million (Dec 31, 2022)"), "{out}");
+        assert!(out.contains("Goodwill: 27,591 million (Apr 1, 2023); 27,591 million (Dec 31, 2022)"), "{out}");
+        // A line that opens a parenthesis above a row that does not close one stays apart.
+        let page = "2023 2022\nRevenue 1 2\nSee the table (below\nCost of sales 3 4";
+        assert!(label_table_rows(page).contains("See the table (below\n"), "{}", label_table_rows(page));
     }
 
     /// Apple prints a change column's figure only on a table's total row: the rows above it have one

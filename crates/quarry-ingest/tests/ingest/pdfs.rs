@@ -267,14 +267,15 @@ fn apple_rows_below_long_section_lines_and_wrapped_labels_keep_their_columns() {
     }
 }
 
-/// Five filings' tables that stayed bare rows before PDF extraction version 6 (Session 38): Intel's
+/// Six filings' tables that stayed bare rows before PDF extraction version 6 (Session 38): Intel's
 /// management's-discussion tables name their columns by period codes ("Q3 2023 Q3 2022 YTD 2023 YTD
 /// 2022"); Apple's other-income rows leave the change columns blank; Microsoft's text layer writes a
 /// negative figure "(1,401 )"; Amazon prints "(unaudited)" between its balance sheet's dates and its
 /// first section; NVIDIA splits its segment table's dates over lines ("October" / "29," / "2023") above
-/// "($ in millions)", and heads its equity rows with "Commitments and contingencies - see Note 13".
+/// "($ in millions)", and heads its equity rows with "Commitments and contingencies - see Note 13"; Intel
+/// wraps a balance-sheet label inside a parenthesis ("… ($93,386 as of" / "December 31, 2022) 85,734 …").
 #[test]
-fn period_code_headers_blank_change_columns_split_parentheses_and_unaudited_lines_are_read() {
+fn table_headers_and_rows_of_extraction_version_6_are_read() {
     for (file, row) in [
         (
             "2023 Q3 INTC.pdf",
@@ -294,6 +295,11 @@ fn period_code_headers_blank_change_columns_split_parentheses_and_unaudited_line
             "Compute & Networking: $14,645 million (three months ended October 29, 2023); $3,816 million (three months ended October 30, 2022)",
         ),
         ("2023 Q3 NVDA.pdf", "Additional paid-in capital: 12,991 million (October 29, 2023); 11,971 million (January 29, 2023)"),
+        (
+            "2023 Q1 INTC.pdf",
+            "Property, plant and equipment, net of accumulated depreciation of $94,550 ($93,386 as of December 31, 2022): 85,734 million (Apr 1, 2023); 80,860 million (Dec 31, 2022)",
+        ),
+        ("2023 Q1 INTC.pdf", "Retained earnings: 65,649 million (Apr 1, 2023); 70,405 million (Dec 31, 2022)"),
     ] {
         let text = text_of(&parse_one(&c_docs(&format!("en_sec-10-q/{file}"))));
         assert!(text.contains(row), "{row:?} not in {file}");
