@@ -86,25 +86,29 @@ struct Patterns {
     not_amount: Regex,
 }
 
+/// A month's name or its abbreviation, as a regex group: a header's dates ("Oct. 29") and a month alone
+/// on a line of a date split over lines are read by it.
+const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
+
 fn patterns() -> &'static Patterns {
     static PATTERNS: OnceLock<Patterns> = OnceLock::new();
     PATTERNS.get_or_init(|| Patterns {
-        header_item: Regex::new(
+        header_item: Regex::new(&format!(
             r"(?ix)
             (?P<period>\b(?:three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)\s+(?:months|weeks)\s+ended\b
                       |\b(?:fiscal\s+)?(?:years?|quarters?)\s+ended\b)
-            |(?P<code>\b(?:(?:q[1-4]|ytd|h[12])\s+(?:19|20)\d{2}|(?:q[1-4]\s+)?fy\s?(?:(?:19|20)\d{2}|\d{2}))\b)
-            |(?P<monthday>\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}\b,?)
-            |(?P<year>\b(?:19|20)\d{2}\b)
+            |(?P<code>\b(?:(?:q[1-4]|ytd|h[12])\s+(?:19|20)\d{{2}}|(?:q[1-4]\s+)?fy\s?(?:(?:19|20)\d{{2}}|\d{{2}}))\b)
+            |(?P<monthday>\b{MONTH}\.?\s+\d{{1,2}}\b,?)
+            |(?P<year>\b(?:19|20)\d{{2}}\b)
             |(?P<change>(?:%\s*)?\bchange\b)",
-        )
+        ))
         .expect("the pattern is valid"),
         unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").expect("the pattern is valid"),
         exception: Regex::new(r"(?i)\bexcept\b[^()]*").expect("the pattern is valid"),
         column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").expect("the pattern is valid"),
         leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:\$\s*)?(?:in\s+)?[a-z ,;\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
         number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").expect("the pattern is valid"),
-        date_part: Regex::new(r"(?i)^\s*(?:(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?|\d{1,2},)\s*$").expect("the pattern is valid"),
+        date_part: Regex::new(&format!(r"(?i)^\s*(?:{MONTH}\.?|\d{{1,2}},)\s*$")).expect("the pattern is valid"),
         note_reference: Regex::new(r"(?i)\s*(?:[-–—]\s*)?\(?\s*(?:see\s+)?notes?\s+\d+(?:\s*(?:,|and)\s*\d+)*\s*\)?\s*$").expect("the pattern is valid"),
         unaudited: Regex::new(r"(?i)^\s*\(?\s*unaudited\s*\)?\s*$").expect("the pattern is valid"),
         not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").expect("the pattern is valid"),
