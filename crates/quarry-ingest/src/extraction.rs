@@ -29,9 +29,11 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 ///   name their columns; a row that leaves its change columns blank fills the period columns (Apple's
 ///   other income and expense); "(554 )" is one cell (Microsoft's); a section line naming a note, and a
 ///   row label wrapped inside a parenthesis (Intel's balance sheet), keep the table going (Session 38).
+/// - `pdf` 7: a header line that starts with a column's title and ends with the first column's date
+///   ("Interest Rate April 30, 2023", NVIDIA's debt notes) names the columns (Session 39).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
-        "pdf" => 6,
+        "pdf" => 7,
         _ => UNSTAMPED_EXTRACTION_VERSION,
     }
 }
@@ -60,10 +62,10 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 6, "period-code headers, split dates, blank change columns (Session 38)");
+        assert_eq!(extraction_version("pdf"), 7, "a column title before the first date of a header (Session 39)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
-        assert_eq!(failure_version("pdf"), 6, "the PDF reading is newer than the set of formats (3, OCR)");
+        assert_eq!(failure_version("pdf"), 7, "the PDF reading is newer than the set of formats (3, OCR)");
         assert!(failure_version("pdf") >= RECOGNITION_VERSION, "scans refused before OCR are read again");
     }
 }

@@ -41,7 +41,9 @@
 //!   number of shares, which are reflected in thousands") does not count; a note that gives its rows two
 //!   units ("net income in millions and shares in thousands") gives none.
 //! - A header's dates may be split over lines ("October" / "29," / "2023"): a line that holds only a month
-//!   or a day is header material, and the header is read from its lines joined.
+//!   or a day is header material, and the header is read from its lines joined. The header's first line
+//!   may start with another column's title of up to four capitalised words ("Interest Rate April 30,
+//!   2023", NVIDIA's debt note): its dates count, its title does not.
 //! - A table goes on past short section lines, longer ones that end in a colon, section lines that refer
 //!   to a note ("Commitments and contingencies (Note 4)"), blank lines, and a row
 //!   label the text layer wrapped over two lines (joined again when the row below goes on in lower case
@@ -445,6 +447,34 @@ fn is_header_line(line: &str) -> bool {
     p.leftover.is_match(&rest)
 }
 
+/// What of `line` is header material: the whole line when it is a header line ([`is_header_line`]),
+/// the dates after a column title ([`titled_header`]), or `None`.
+fn header_part(line: &str) -> Option<&str> {
+    if is_header_line(line) {
+        Some(line)
+    } else {
+        titled_header(line)
+    }
+}
+
+/// Most words of a column title that a header line may start with ([`titled_header`]).
+const MAX_TITLE_WORDS: usize = 4;
+
+/// The header items of a line that starts with another column's title and ends with the dates or
+/// years of the columns right of it — NVIDIA's debt note prints "Effective" over "Interest Rate April
+/// 30, 2023", then "January 29," and "2023" below — when the title is one to [`MAX_TITLE_WORDS`]
+/// words of letters, each capitalised (no sentence: "… were as follows as of April 30, 2023" is none,
+/// nor Apple's caption "Operations for the three months ended December 31, 2022 and …") and the
+/// rest is a header line ([`is_header_line`]). `None` otherwise.
+fn titled_header(line: &str) -> Option<&str> {
+    let found = patterns().header_item.find(line)?;
+    let (title, items) = line.split_at(found.start());
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let title_like = (1..=MAX_TITLE_WORDS).contains(&words.len())
+        && words.iter().all(|w| w.chars().all(char::is_alphabetic) && w.chars().next().is_some_and(char::is_uppercase));
+    (title_like && is_header_line(items)).then_some(items)
+}
+
 /// The first line of the header above row `first_row`, and the header's items in reading order (`None`
 /// when there is no header with a year or a period code).
 fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderItem>>) {
@@ -459,16 +489,21 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
         }
         if is_header_line(line) {
             seen_header = true;
+        } else if seen_header && titled_header(line).is_some() {
+            // A column's title with the dates of the columns right of it ("Interest Rate April 30,
+            // 2023"): the header's first line.
+            start -= 1;
+            break;
         } else if !is_section_line(line) || seen_header {
             break;
         }
         start -= 1;
     }
     // Section lines above the header are not part of it.
-    while start < first_row && !is_header_line(lines[start]) {
+    while start < first_row && header_part(lines[start]).is_none() {
         start += 1;
     }
-    let text = lines[start..first_row].iter().filter(|l| is_header_line(l)).cloned().collect::<Vec<_>>().join(" ");
+    let text = lines[start..first_row].iter().filter_map(|l| header_part(l)).collect::<Vec<_>>().join(" ");
     let items: Vec<HeaderItem> = patterns()
         .header_item
         .captures_iter(&text)
@@ -994,6 +1029,41 @@ mod tests {
         // A line that opens a parenthesis above a row that does not close one stays apart.
         let page = "2023 2022\nRevenue 1 2\nSee the table (below\nCost of sales 3 4";
         assert!(label_table_rows(page).contains("See the table (below\n"), "{}", label_table_rows(page));
+    }
+
+    /// NVIDIA's debt note: the last column titles share a line with the first date ("Interest Rate
+    /// April 30, 2023"), the second date is split over two lines, and each row's term and rate stand
+    /// between its label and the two amounts. (A label with a percentage names no amount in the
+    /// table's unit, so "(In millions)" is not written after the figures: `names_no_amount`.)
+    #[test]
+    fn a_column_title_before_the_first_date_is_part_of_the_header() {
+        let page = "The carrying value of our outstanding notes, the calendar year of maturity, and the associated interest rates were as follows:\n\
+                    Carrying Value at\n\
+                    Expected\n\
+                    Remaining Term\n\
+                    (years)\n\
+                    Effective\n\
+                    Interest Rate April 30, 2023\n\
+                    January 29,\n\
+                    2023\n\
+                    (In millions)\n\
+                    0.309% Notes Due 2023 0.1 0.41% $ 1,250 $ 1,250\n\
+                    3.70% Notes Due 2060 36.9 3.73% 500 500";
+        let out = label_table_rows(page);
+        assert!(
+            out.contains("0.309% Notes Due 2023 0.1 0.41%: $1,250 (April 30, 2023); $1,250 (January 29, 2023)\n"),
+            "{out}"
+        );
+        assert!(out.contains("3.70% Notes Due 2060 36.9 3.73%: 500 (April 30, 2023); 500 (January 29, 2023)"), "{out}");
+        // A sentence ending in a date is no column title.
+        let page = "Our notes were as follows as of April 30, 2023\nJanuary 29,\n2023\nNotes Due 2026 1,000 1,000";
+        assert!(label_table_rows(page).contains("Notes Due 2026 1,000 1,000"), "{}", label_table_rows(page));
+        // Nor is a caption whose last words are a period and its dates (Apple's share-based compensation).
+        let page = "Operations for the three months ended December 31, 2022 and December 25, 2021 (in millions):\n\
+                    Three Months Ended\nDecember 31,\n2022\nDecember 25,\n2021\n\
+                    Share-based compensation expense $ 2,905 $ 2,265";
+        let out = label_table_rows(page);
+        assert!(out.contains("Share-based compensation expense: $2,905 (three months ended December 31, 2022); $2,265 (three months ended December 25, 2021)"), "{out}");
     }
 
     /// Apple prints a change column's figure only on a table's total row: the rows above it have one

@@ -275,7 +275,7 @@ fn apple_rows_below_long_section_lines_and_wrapped_labels_keep_their_columns() {
 /// "($ in millions)", and heads its equity rows with "Commitments and contingencies - see Note 13"; Intel
 /// wraps a balance-sheet label inside a parenthesis ("… ($93,386 as of" / "December 31, 2022) 85,734 …").
 #[test]
-fn table_headers_and_rows_of_extraction_version_6_are_read() {
+fn table_headers_and_rows_of_extraction_versions_6_and_7_are_read() {
     for (file, row) in [
         (
             "2023 Q3 INTC.pdf",
@@ -300,6 +300,12 @@ fn table_headers_and_rows_of_extraction_version_6_are_read() {
             "Property, plant and equipment, net of accumulated depreciation of $94,550 ($93,386 as of December 31, 2022): 85,734 million (Apr 1, 2023); 80,860 million (Dec 31, 2022)",
         ),
         ("2023 Q1 INTC.pdf", "Retained earnings: 65,649 million (Apr 1, 2023); 70,405 million (Dec 31, 2022)"),
+        // Version 7: a column title before the first date ("Interest Rate April 30, 2023").
+        ("2023 Q1 NVDA.pdf", "3.50% Notes Due 2050 26.9 3.54%: 2,000 (April 30, 2023); 2,000 (January 29, 2023)"),
+        (
+            "2023 Q2 NVDA.pdf",
+            "Corporate debt securities Level 2: $5,978 million (July 30, 2023); $4,797 million (January 29, 2023)",
+        ),
     ] {
         let text = text_of(&parse_one(&c_docs(&format!("en_sec-10-q/{file}"))));
         assert!(text.contains(row), "{row:?} not in {file}");
