@@ -48,6 +48,32 @@ fn a_token_budget_splits_calls_without_changing_vectors() {
     }
 }
 
+#[test]
+fn calls_run_side_by_side_give_the_vectors_of_one_session() {
+    let _engines = crate::one_engine_at_a_time();
+    // 40 texts at 64 padded tokens a call: a dozen calls, shared by two one-thread sessions.
+    let mut side_by_side = EmbedderConfig::default_model().unwrap();
+    side_by_side.threads = 2;
+    side_by_side.batch_tokens = 64;
+    let mut one_session = side_by_side.clone();
+    one_session.threads = 1;
+    let texts: Vec<String> = (0..40)
+        .map(|i| {
+            format!(
+                "Note {i}: revenue for the quarter rose {i} percent on data center demand{}.",
+                " again".repeat(i % 5)
+            )
+        })
+        .collect();
+    let parallel = Embedder::new(&side_by_side).unwrap().embed(&texts).unwrap();
+    let serial = Embedder::new(&one_session).unwrap().embed(&texts).unwrap();
+    assert_eq!(parallel.len(), texts.len());
+    for (i, (a, b)) in parallel.iter().zip(&serial).enumerate() {
+        let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
+        assert!(cos > 0.99999, "text {i}: cos {cos} between the side-by-side and the one-session vectors");
+    }
+}
+
 fn norm(v: &[f32]) -> f32 {
     v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
