@@ -171,6 +171,7 @@ enum Engine {
 /// (Python onnxruntime 1.31.1, 600 chunks of C_private_library: 10.3 s against 11.3–12.1 s, 2026-12-04):
 /// ONNX Runtime's intra-op split of MiniLM's small matrices waits on its threads, independent batches do
 /// not. A query stays on `main`, where two threads make it faster (3.5 ms against 5.1 ms for 19 tokens).
+/// Each session holds about 100 MB (the model's weights as ONNX Runtime lays them out, and its arena).
 struct OnnxEngine {
     main: TextEmbedding,
     /// Made on the first call of several batches (a process that only embeds queries never pays for them).
@@ -255,8 +256,10 @@ impl Embedder {
     /// caller's order. Similar lengths waste little on padding, and the token cap keeps the attention
     /// tensors — and with them ONNX Runtime's arena, which never shrinks — small: a call of 32 texts of
     /// 512 tokens needs 32 × 12 heads × 512² × 4 bytes = 400 MB for one attention score tensor alone.
-    /// Several inference calls run side by side, one one-thread ONNX Runtime session per core (made on
-    /// the first such call), each taking the next call in turn; the vectors are the same as one session's.
+    /// Texts that need more than one call run side by side, one one-thread ONNX Runtime session per core
+    /// (made on the first such call, freed by [`Embedder::release_side_sessions`]), each taking the next
+    /// call in turn; those calls hold at most `batch_tokens / threads` padded tokens each, so the arenas
+    /// together grow no larger than one call's. The vectors are the same as one session's.
     /// e5: the engine packs texts into windows itself (no padding), so they go to it in order.
     pub fn embed<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
         self.embed_as(texts, false)
@@ -287,26 +290,36 @@ impl Embedder {
             .map_err(|e| IndexError::Embedding(format!("tokenizer: {e}")))?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| tokens[i]);
-        // Cut the sorted texts into calls; sorted ascending, so the last text of a call is its longest.
-        let mut batches: Vec<std::ops::Range<usize>> = Vec::new();
-        let mut start = 0;
-        while start < order.len() {
-            let mut end = start + 1;
-            while end < order.len()
-                && end - start < self.batch_size
-                && (end - start + 1) * tokens[order[end]] <= self.batch_tokens
-            {
-                end += 1;
+        // Cut the sorted texts into calls of at most `cap` padded tokens; sorted ascending, so the last
+        // text of a call is its longest.
+        let cut = |cap: usize| {
+            let mut batches: Vec<std::ops::Range<usize>> = Vec::new();
+            let mut start = 0;
+            while start < order.len() {
+                let mut end = start + 1;
+                while end < order.len()
+                    && end - start < self.batch_size
+                    && (end - start + 1) * tokens[order[end]] <= cap
+                {
+                    end += 1;
+                }
+                batches.push(start..end);
+                start = end;
             }
-            batches.push(start..end);
-            start = end;
+            batches
+        };
+        let mut batches = cut(self.batch_tokens);
+        let side_by_side = batches.len() > 1 && engine.threads > 1;
+        if side_by_side {
+            // The sessions' calls together hold at most `batch_tokens` padded tokens, as one call did.
+            batches = cut(self.batch_tokens / engine.threads);
         }
         let run = |session: &mut TextEmbedding, range: &std::ops::Range<usize>| {
             let batch: Vec<&str> = order[range.clone()].iter().map(|&i| texts[i].as_ref()).collect();
             session.embed(&batch, Some(batch.len())).map_err(|e| IndexError::Embedding(e.to_string()))
         };
         let mut out = vec![Vec::new(); texts.len()];
-        if batches.len() < 2 || engine.threads < 2 {
+        if !side_by_side {
             for range in &batches {
                 for (vector, &i) in run(&mut engine.main, range)?.into_iter().zip(&order[range.clone()]) {
                     out[i] = vector;
@@ -386,6 +399,16 @@ impl Embedder {
                     Arc::new(count)
                 }
             }
+        }
+    }
+
+    /// Frees the one-thread sessions a call of several batches made (see [`Embedder::embed`]): about
+    /// 100 MB of model and arena each. An ingest calls it when its chunks are embedded, so the memory is
+    /// not held through the vector index build or a long search session; the next such call makes them
+    /// again.
+    pub fn release_side_sessions(&mut self) {
+        if let Engine::Onnx(engine) = &mut self.model {
+            engine.workers.clear();
         }
     }
 

@@ -990,6 +990,7 @@ impl Library {
             timing.write_seconds += writing.elapsed().as_secs_f64();
             on_event(IngestEvent::Indexed { documents: ids.len(), chunks: chunks.len() });
         }
+        embedder.lock().map_err(|_| StoreError::Embedding("embedder lock poisoned".into()))?.release_side_sessions();
         let seconds = started.elapsed().as_secs_f64();
         // A speed from a few chunks says little; keep the last one measured on a real group.
         if done >= group_size.min(64) && seconds > 0.0 {

@@ -65,12 +65,17 @@ fn calls_run_side_by_side_give_the_vectors_of_one_session() {
             )
         })
         .collect();
-    let parallel = Embedder::new(&side_by_side).unwrap().embed(&texts).unwrap();
+    let mut embedder = Embedder::new(&side_by_side).unwrap();
+    let parallel = embedder.embed(&texts).unwrap();
+    // Released sessions are made again by the next call that needs them.
+    embedder.release_side_sessions();
+    let again = embedder.embed(&texts).unwrap();
     let serial = Embedder::new(&one_session).unwrap().embed(&texts).unwrap();
     assert_eq!(parallel.len(), texts.len());
-    for (i, (a, b)) in parallel.iter().zip(&serial).enumerate() {
+    for (i, ((a, b), c)) in parallel.iter().zip(&serial).zip(&again).enumerate() {
         let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
         assert!(cos > 0.99999, "text {i}: cos {cos} between the side-by-side and the one-session vectors");
+        assert_eq!(a, c, "text {i}: the sessions made again gave another vector");
     }
 }
 
