@@ -330,8 +330,9 @@ fn letters_and_digits(text: &str) -> usize {
 /// text in place of the text layer's where it is better: in `Force` mode wherever OCR found text, in
 /// `Auto` mode where it found more letters and digits; the pages whose text OCR gave go to `read`. One
 /// warning names them (and how many were turned upright); pages OCR could not read are named in
-/// another. True when OCR read the pages asked for (false: OCR off, nothing to read, models or PDFium
-/// missing, rendering failed).
+/// another. In `Auto` mode a page OCR could add nothing to (blank, or only text the layer maps:
+/// [`crate::pdf_fallback::pages_ocr_could_add`]) is not rendered. True when OCR read the pages asked for,
+/// or found them all blank (false: OCR off, nothing to read, models or PDFium missing, rendering failed).
 fn read_pages_by_ocr(
     texts: &mut [(u32, String)],
     bytes: &[u8],
@@ -350,6 +351,16 @@ fn read_pages_by_ocr(
     if wanted.is_empty() {
         return false;
     }
+    // A blank page, or one holding only a page number, has nothing OCR could read: rendering it and
+    // running the detector took 0.5–2.5 s a page for nothing (2026-12-04, docs/evaluation/ingest-and-search.md).
+    let wanted = match (ocr.mode, pdfium) {
+        (OcrMode::Auto, Some(library)) => match crate::pdf_fallback::pages_ocr_could_add(library, bytes, &wanted) {
+            Ok(pages) if pages.is_empty() => return true,
+            Ok(pages) => pages,
+            Err(_) => wanted,
+        },
+        _ => wanted,
+    };
     let (Some(models), Some(library)) = (ocr.models, pdfium) else {
         warnings.push(format!(
             "{} page(s) without a text layer left out: the OCR models or PDFium are not installed (run scripts/setup.sh)",

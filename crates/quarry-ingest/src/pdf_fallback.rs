@@ -161,6 +161,68 @@ pub(crate) fn render_pages(
     Ok(())
 }
 
+/// Most characters a page's text objects may hold together for [`pages_ocr_could_add`] to pass it by
+/// (a page number up to 999).
+const PAGE_NUMBER_CHARS: usize = 3;
+
+/// Of `pages` (1-based), those OCR could read more of than their text layer: every page but one that
+/// carries no annotation and draws nothing but shapes painted white and at most a page number
+/// ([`PAGE_NUMBER_CHARS`]) in characters PDFium maps — a blank page, or a word processor's white page
+/// background with the page number. Pictures, shadings, form objects, coloured shapes and any longer
+/// text may draw words the text layer lacks or maps wrongly (fonts without a character map come out
+/// empty, as control characters, in the private use area, or as other letters), so a page holding any
+/// of them is kept. Errors: PDFium cannot open the document.
+pub(crate) fn pages_ocr_could_add(library: &Path, bytes: &[u8], pages: &[u32]) -> Result<Vec<u32>, FallbackError> {
+    let document = open(library, bytes)?;
+    let all = document.pages();
+    Ok(pages
+        .iter()
+        .copied()
+        .filter(|&number| match all.get(number as PdfPageIndex - 1) {
+            Ok(page) => !page.annotations().is_empty() || ocr_could_add(&page),
+            Err(_) => true,
+        })
+        .collect())
+}
+
+/// Whether a page's objects may show words its text layer lacks (see [`pages_ocr_could_add`]); unknown
+/// properties count as "may".
+fn ocr_could_add(page: &PdfPage) -> bool {
+    let zero = |size: Result<PdfPoints, PdfiumError>| size.map(|s| s.value <= 0.0).unwrap_or(false);
+    let white = |color: Result<PdfColor, PdfiumError>| {
+        color.map(|c| c.red() == 255 && c.green() == 255 && c.blue() == 255).unwrap_or(false)
+    };
+    let unmapped =
+        |c: char| c == '\u{FFFD}' || ('\u{E000}'..='\u{F8FF}').contains(&c) || (c.is_control() && !c.is_whitespace());
+    let mut chars = 0;
+    for object in page.objects().iter() {
+        if zero(object.width()) || zero(object.height()) {
+            continue;
+        }
+        match &object {
+            PdfPageObject::Text(text) => {
+                let text = text.text();
+                if text.is_empty() || text.chars().any(unmapped) {
+                    return true;
+                }
+                chars += text.chars().filter(|c| !c.is_whitespace()).count();
+                if chars > PAGE_NUMBER_CHARS {
+                    return true;
+                }
+            }
+            PdfPageObject::Path(path) => {
+                let filled = path.fill_mode().map(|mode| mode != PdfPathFillMode::None).unwrap_or(true);
+                let stroked = path.is_stroked().unwrap_or(true);
+                if (filled && !white(object.fill_color())) || (stroked && !white(object.stroke_color())) {
+                    return true;
+                }
+            }
+            _ => return true,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +234,28 @@ mod tests {
         let path = eval.join(rel);
         assert!(path.is_file(), "evaluation document not found at {} (set QUARRY_EVAL_DIR)", path.display());
         path
+    }
+
+    #[test]
+    fn blank_pages_are_not_given_to_ocr_and_pictures_and_scans_are() {
+        let library =
+            quarry_core::models::find_model_file(LIBRARY_FILE).expect("PDFium, installed by scripts/setup.sh");
+        let protocols = "C_private_library/docs/en_nih-clinical-trial-protocols";
+        // Pages 6, 23 and 24 are blank but for the page number over Word's white page background; page 1
+        // holds a picture (a logo).
+        let blank = std::fs::read(shared_file(&format!("{protocols}/NCT06150378_Prot_SAP_000.pdf"))).unwrap();
+        assert_eq!(pages_ocr_could_add(&library, &blank, &[1, 6, 23, 24]).ok(), Some(vec![1]));
+        // The last page of a 10-Q: one white rectangle, nothing else.
+        let filing = std::fs::read(shared_file("C_private_library/docs/en_sec-10-q/2023 Q2 MSFT.pdf")).unwrap();
+        assert_eq!(pages_ocr_could_add(&library, &filing, &[74]).ok(), Some(vec![]));
+        // A scanned page: a picture of text.
+        let scan = std::fs::read(shared_file(&format!("{protocols}/NCT06155240_Prot_SAP_000.pdf"))).unwrap();
+        assert_eq!(pages_ocr_could_add(&library, &scan, &[1]).ok(), Some(vec![1]));
+        // Text the layer maps wrongly: to other letters ("'(6&5,37,21") and to the private use area.
+        for wrong in ["issue4722.pdf", "issue215.pdf"] {
+            let bytes = std::fs::read(shared_file(&format!("B_documents/pdfjs_test_pdfs/{wrong}"))).unwrap();
+            assert_eq!(pages_ocr_could_add(&library, &bytes, &[1]).ok(), Some(vec![1]), "{wrong}");
+        }
     }
 
     #[test]
