@@ -40,7 +40,7 @@ pub use deep_search::deep_search;
 pub use deep_search::{deep_search_evidence, Evidence};
 pub use events::{no_events, AgentEvent, EventSink, PassageRef};
 pub use fused::FusedRetriever;
-pub use naive::naive_rag;
+pub use naive::{naive_rag, naive_reading, NaiveReading};
 pub use quarry_core::rank_fusion::RankFusion;
 pub use report::{render_report, ReportOptions};
 pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};

@@ -327,8 +327,12 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
             let wider = runtime
                 .block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
-            // A subject no document found is about, or a quarter none is for: NaiveRAG declines without the model.
-            let uncovered = quarry_agents::document_match::decline_without_model(&q.text, &wider);
+            // What NaiveRAG reads: the function it acts on itself.
+            let reading = quarry_agents::naive_reading(&q.text, &wider, &config);
+            let uncovered = match &reading {
+                quarry_agents::NaiveReading::Decline(text) => Some(text.clone()),
+                _ => None,
+            };
             let subject = quarry_agents::document_match::question_subject(&q.text).map(|subject| {
                 let mentions = quarry_agents::document_match::subject_mentions(&subject, &wider);
                 serde_json::json!({"name": subject, "in_context": mentions.in_context, "in_text": mentions.in_text, "of": wider.len()})
@@ -339,18 +343,12 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             } else {
                 report.sums.declined_unanswerable.push(declines);
             }
-            // Several documents alike: NaiveRAG reads each one's share, one document at a time.
-            let tied = quarry_agents::document_match::tied_documents(
-                &q.text,
-                wider.clone(),
-                config.max_documents_per_answer,
-                args.k,
-                config.passages_per_document,
-            );
-            report.sums.per_document.push(f64::from(u8::from(tied.is_some())));
-            // One prompt per document when answering per document, one prompt otherwise.
-            let (naive, read) = match tied {
-                Some(tied) => (
+            // Several documents alike: NaiveRAG reads each one's share, one document at a time, one prompt
+            // per document; one prompt otherwise; nothing when it declines.
+            let per_document = matches!(reading, quarry_agents::NaiveReading::PerDocument(_));
+            report.sums.per_document.push(f64::from(u8::from(per_document)));
+            let (naive, read) = match reading {
+                quarry_agents::NaiveReading::PerDocument(tied) => (
                     tied.documents.concat(),
                     tied.documents
                         .iter()
@@ -359,11 +357,11 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                         })
                         .collect(),
                 ),
-                None => {
-                    let naive = quarry_agents::document_match::select(&q.text, wider, args.k);
+                quarry_agents::NaiveReading::Passages(naive) => {
                     let read = as_read(&naive, &q.text, &config);
                     (naive, read)
                 }
+                quarry_agents::NaiveReading::Decline(_) => (Vec::new(), Vec::new()),
             };
             report.sums.seconds += started.elapsed().as_secs_f64();
             bar.inc(1);
