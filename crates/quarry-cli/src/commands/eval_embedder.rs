@@ -152,12 +152,16 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
         return Ok(());
     }
     println!(
-        "{} chunks of library {} ({} threads, at most {} texts and {} padded tokens a call)\n",
+        "{} chunks of library {} on {} cores, at most {} texts and {} padded tokens a call: Quarry runs its \
+         calls side by side, one one-thread session per core (each call then at most {} padded tokens); \
+         the reference runs one session with {} intra-op threads\n",
         texts.len(),
         args.library,
         config.threads,
         config.batch_size,
-        config.batch_tokens
+        config.batch_tokens,
+        config.batch_tokens / config.threads.max(1),
+        config.threads
     );
     println!("| engine | chunks | tokens | seconds | chunks/s | tokens/s |");
     println!("|---|---:|---:|---:|---:|---:|");
