@@ -48,8 +48,8 @@ pub struct EmbedderConfig {
     /// Longest input in tokens; longer texts are truncated by the tokenizer.
     pub max_length: usize,
     /// Cores to compute on (default: all available). ONNX: a call that fits in one inference batch runs
-    /// on one session with this many intra-op threads, a call of several batches on this many sessions
-    /// of one thread each (see [`Embedder::embed`]).
+    /// on one session with this many intra-op threads, a call of several batches on up to
+    /// [`MAX_SIDE_SESSIONS`] sessions sharing these threads (see [`Embedder::embed`]).
     pub threads: usize,
     /// Most texts per inference call.
     pub batch_size: usize,
@@ -159,14 +159,20 @@ fn onnx_runtime(library: &Path) -> Result<ort::environment::Environment, IndexEr
     quarry_onnx::runtime(library).map_err(IndexError::ModelFiles)
 }
 
+/// Most ONNX sessions a call of several batches runs on side by side. Each holds about 100 MB, so on a
+/// many-core machine the cores are shared out over at most this many sessions (8 cores: 4 sessions of
+/// 2 intra-op threads) instead of a session per core.
+pub const MAX_SIDE_SESSIONS: usize = 4;
+
 enum Engine {
     Onnx(Box<OnnxEngine>),
     E5(Arc<E5Engine>),
 }
 
 /// fastembed sessions of one ONNX model: `main` runs a call that fits in one inference batch on all
-/// `threads` cores (ONNX Runtime's intra-op threads); a call of several batches runs on `workers`, one
-/// session of one intra-op thread per core, each taking the next batch in turn. Two one-thread sessions
+/// `threads` cores (ONNX Runtime's intra-op threads); a call of several batches runs on `workers` —
+/// `sessions` of them, one per core up to [`MAX_SIDE_SESSIONS`], the cores shared out among them —
+/// each taking the next batch in turn. Two one-thread sessions
 /// on 2 cores computed the same chunks' vectors in 0.85–0.89 of the time one two-thread session took
 /// (Python onnxruntime 1.31.1, 600 chunks of C_private_library: 10.3 s against 11.3–12.1 s, 2026-12-04):
 /// ONNX Runtime's intra-op split of MiniLM's small matrices waits on its threads, independent batches do
@@ -176,17 +182,18 @@ struct OnnxEngine {
     main: TextEmbedding,
     /// Made on the first call of several batches (a process that only embeds queries never pays for them).
     workers: Vec<TextEmbedding>,
-    /// What `workers` are made from: the model and tokenizer files as read, and the options with one
-    /// intra-op thread.
+    /// What `workers` are made from: the model and tokenizer files as read, and the options with
+    /// `threads / sessions` intra-op threads.
     model: UserDefinedEmbeddingModel,
     worker_options: InitOptionsUserDefined,
-    threads: usize,
+    /// How many `workers` a call of several batches runs on: `min(threads, MAX_SIDE_SESSIONS)`.
+    sessions: usize,
 }
 
 impl OnnxEngine {
-    /// The one-thread sessions, one per core, made on first use.
+    /// The side sessions, made on first use.
     fn workers(&mut self) -> Result<&mut [TextEmbedding], IndexError> {
-        while self.workers.len() < self.threads {
+        while self.workers.len() < self.sessions {
             let session = TextEmbedding::try_new_from_user_defined(self.model.clone(), self.worker_options.clone())
                 .map_err(|e| IndexError::Embedding(e.to_string()))?;
             self.workers.push(session);
@@ -235,8 +242,9 @@ impl Embedder {
                 .map_err(|e| IndexError::Embedding(e.to_string()))?;
         let probe = main.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
-        let engine =
-            OnnxEngine { main, workers: Vec::new(), model, worker_options: options.with_intra_threads(1), threads };
+        let sessions = threads.min(MAX_SIDE_SESSIONS);
+        let worker_options = options.with_intra_threads(threads / sessions);
+        let engine = OnnxEngine { main, workers: Vec::new(), model, worker_options, sessions };
         Ok(Embedder {
             model: Engine::Onnx(Box::new(engine)),
             model_dir: config.model_dir.clone(),
@@ -257,9 +265,9 @@ impl Embedder {
     /// tensors — and with them ONNX Runtime's arena, which never shrinks — small: a call of 32 texts of
     /// 512 tokens needs 32 × 12 heads × 512² × 4 bytes = 400 MB for one attention score tensor alone.
     /// Texts that need more than one call run side by side, one one-thread ONNX Runtime session per core
-    /// (made on the first such call, freed by [`Embedder::release_side_sessions`]), each taking the next
-    /// call in turn; those calls hold at most `batch_tokens / threads` padded tokens each, so the arenas
-    /// together grow no larger than one call's. The vectors are the same as one session's.
+    /// (up to [`MAX_SIDE_SESSIONS`], the cores then shared out; made on the first such call, freed by
+    /// [`Embedder::release_side_sessions`]), each taking the next call in turn; those calls hold at most
+    /// `batch_tokens / sessions` padded tokens each, so the arenas together grow no larger than one call's. The vectors are the same as one session's.
     /// e5: the engine packs texts into windows itself (no padding), so they go to it in order.
     pub fn embed<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
         self.embed_as(texts, false)
@@ -309,10 +317,10 @@ impl Embedder {
             batches
         };
         let mut batches = cut(self.batch_tokens);
-        let side_by_side = batches.len() > 1 && engine.threads > 1;
+        let side_by_side = batches.len() > 1 && engine.sessions > 1;
         if side_by_side {
             // The sessions' calls together hold at most `batch_tokens` padded tokens, as one call did.
-            batches = cut(self.batch_tokens / engine.threads);
+            batches = cut(self.batch_tokens / engine.sessions);
         }
         let run = |session: &mut TextEmbedding, range: &std::ops::Range<usize>| {
             let batch: Vec<&str> = order[range.clone()].iter().map(|&i| texts[i].as_ref()).collect();

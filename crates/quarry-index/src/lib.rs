@@ -23,8 +23,8 @@ mod tokenizer;
 mod vector;
 
 pub use embed::{
-    disable_onnx_runtime_telemetry, Embedder, EmbedderConfig, EmbeddingEngine, TokenCounter, MINILM_MODEL_ID,
-    MULTILINGUAL_E5_MODEL_ID,
+    disable_onnx_runtime_telemetry, Embedder, EmbedderConfig, EmbeddingEngine, TokenCounter, MAX_SIDE_SESSIONS,
+    MINILM_MODEL_ID, MULTILINGUAL_E5_MODEL_ID,
 };
 pub use error::IndexError;
 pub use fusion::{

@@ -151,16 +151,18 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
+    let sessions = config.threads.clamp(1, quarry_index::MAX_SIDE_SESSIONS);
     println!(
         "{} chunks of library {} on {} cores, at most {} texts and {} padded tokens a call: Quarry runs its \
-         calls side by side, one one-thread session per core (each call then at most {} padded tokens); \
+         calls side by side on {} sessions sharing the cores (each call then at most {} padded tokens); \
          the reference runs one session with {} intra-op threads\n",
         texts.len(),
         args.library,
         config.threads,
         config.batch_size,
         config.batch_tokens,
-        config.batch_tokens / config.threads.max(1),
+        sessions,
+        config.batch_tokens / sessions,
         config.threads
     );
     println!("| engine | chunks | tokens | seconds | chunks/s | tokens/s |");

@@ -71,6 +71,15 @@ fn calls_run_side_by_side_give_the_vectors_of_one_session() {
     embedder.release_side_sessions();
     let again = embedder.embed(&texts).unwrap();
     let serial = Embedder::new(&one_session).unwrap().embed(&texts).unwrap();
+    // More cores than sessions: at most MAX_SIDE_SESSIONS sessions share them.
+    let mut many_cores = side_by_side.clone();
+    many_cores.threads = quarry_index::MAX_SIDE_SESSIONS + 2;
+    let shared_out = Embedder::new(&many_cores).unwrap().embed(&texts).unwrap();
+    assert_eq!(shared_out.len(), texts.len());
+    for (i, (a, b)) in shared_out.iter().zip(&serial).enumerate() {
+        let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
+        assert!(cos > 0.99999, "text {i}: cos {cos} with the cores shared out over the side sessions");
+    }
     assert_eq!(parallel.len(), texts.len());
     for (i, ((a, b), c)) in parallel.iter().zip(&serial).zip(&again).enumerate() {
         let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b));
