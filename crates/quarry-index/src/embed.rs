@@ -110,6 +110,12 @@ impl EmbedderConfig {
         }
     }
 
+    /// How many sessions a call of several batches runs on side by side: one per core of
+    /// [`EmbedderConfig::threads`], at most [`MAX_SIDE_SESSIONS`] (see [`Embedder::embed`]).
+    pub fn side_sessions(&self) -> usize {
+        self.threads.clamp(1, MAX_SIDE_SESSIONS)
+    }
+
     /// The set-up script's ONNX Runtime library. Errors: not found (the message says where it looked).
     pub fn default_onnx_runtime() -> Result<PathBuf, IndexError> {
         find_model_file(quarry_onnx::LIBRARY_FILE).map_err(IndexError::ModelFiles)
@@ -186,7 +192,7 @@ struct OnnxEngine {
     /// `threads / sessions` intra-op threads.
     model: UserDefinedEmbeddingModel,
     worker_options: InitOptionsUserDefined,
-    /// How many `workers` a call of several batches runs on: `min(threads, MAX_SIDE_SESSIONS)`.
+    /// How many `workers` a call of several batches runs on ([`EmbedderConfig::side_sessions`]).
     sessions: usize,
 }
 
@@ -242,7 +248,7 @@ impl Embedder {
                 .map_err(|e| IndexError::Embedding(e.to_string()))?;
         let probe = main.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
-        let sessions = threads.min(MAX_SIDE_SESSIONS);
+        let sessions = config.side_sessions();
         let worker_options = options.with_intra_threads(threads / sessions);
         let engine = OnnxEngine { main, workers: Vec::new(), model, worker_options, sessions };
         Ok(Embedder {
@@ -267,7 +273,8 @@ impl Embedder {
     /// Texts that need more than one call run side by side, one one-thread ONNX Runtime session per core
     /// (up to [`MAX_SIDE_SESSIONS`], the cores then shared out; made on the first such call, freed by
     /// [`Embedder::release_side_sessions`]), each taking the next call in turn; those calls hold at most
-    /// `batch_tokens / sessions` padded tokens each, so the arenas together grow no larger than one call's. The vectors are the same as one session's.
+    /// `batch_tokens / sessions` padded tokens each, so the arenas together grow no larger than one
+    /// call's. The vectors are the same as one session's.
     /// e5: the engine packs texts into windows itself (no padding), so they go to it in order.
     pub fn embed<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
         self.embed_as(texts, false)
@@ -327,15 +334,19 @@ impl Embedder {
             session.embed(&batch, Some(batch.len())).map_err(|e| IndexError::Embedding(e.to_string()))
         };
         let mut out = vec![Vec::new(); texts.len()];
+        // A call's vectors back to the caller's order.
+        let mut place = |range: &std::ops::Range<usize>, vectors: Vec<Vec<f32>>| {
+            for (vector, &i) in vectors.into_iter().zip(&order[range.clone()]) {
+                out[i] = vector;
+            }
+        };
         if !side_by_side {
             for range in &batches {
-                for (vector, &i) in run(&mut engine.main, range)?.into_iter().zip(&order[range.clone()]) {
-                    out[i] = vector;
-                }
+                place(range, run(&mut engine.main, range)?);
             }
             return Ok(out);
         }
-        // Several calls: one session per core, each taking the next call in turn.
+        // Several calls: the side sessions, each taking the next call in turn.
         let next = std::sync::atomic::AtomicUsize::new(0);
         let done: Vec<Result<CallsComputed, IndexError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = engine
@@ -372,9 +383,7 @@ impl Embedder {
         })?;
         for computed in done {
             for (b, vectors) in computed? {
-                for (vector, &i) in vectors.into_iter().zip(&order[batches[b].clone()]) {
-                    out[i] = vector;
-                }
+                place(&batches[b], vectors);
             }
         }
         Ok(out)
@@ -410,7 +419,7 @@ impl Embedder {
         }
     }
 
-    /// Frees the one-thread sessions a call of several batches made (see [`Embedder::embed`]): about
+    /// Frees the side sessions a call of several batches made (see [`Embedder::embed`]): about
     /// 100 MB of model and arena each. An ingest calls it when its chunks are embedded, so the memory is
     /// not held through the vector index build or a long search session; the next such call makes them
     /// again.

@@ -327,7 +327,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
             let wider = runtime
                 .block_on(libraries[0].retriever.retrieve(&q.text, args.k * quarry_agents::document_match::WIDENING))?;
-            // What NaiveRAG reads: the function it acts on itself.
+            // NaiveRAG's own choice of what to read of that search (a decline, one answer per document, or one).
             let reading = quarry_agents::naive_reading(&q.text, &wider, &config);
             let uncovered = match &reading {
                 quarry_agents::NaiveReading::Decline(text) => Some(text.clone()),

@@ -151,7 +151,7 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
-    let sessions = config.threads.clamp(1, quarry_index::MAX_SIDE_SESSIONS);
+    let sessions = config.side_sessions();
     println!(
         "{} chunks of library {} on {} cores, at most {} texts and {} padded tokens a call: Quarry runs its \
          calls side by side on {} sessions sharing the cores (each call then at most {} padded tokens); \
