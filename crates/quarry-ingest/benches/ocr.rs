@@ -5,9 +5,10 @@
 //! `cargo bench -p quarry-ingest --bench ocr` (after `scripts/setup.sh`; the pages come from
 //! ../shared/eval: docling's OCR samples, markitdown's scanned medical report, the C library's scan, and a
 //! Chinese page of `fduthesis.pdf` rendered as a picture). The first page includes loading the models;
-//! it is reported apart. Prints a Markdown table.
+//! it is reported apart. Prints a Markdown table: per page also the process's resident set once the page
+//! is read; then the resident set after `release_engine` (what a parse worker keeps once a file is done).
 
-use quarry_ingest::ocr::{recognise, render_pdf_page, OcrModels};
+use quarry_ingest::ocr::{recognise, release_engine, render_pdf_page, OcrModels};
 use quarry_ingest::ParseOptions;
 use std::path::Path;
 use std::time::Instant;
@@ -27,8 +28,8 @@ fn main() {
     let options = ParseOptions::default();
     let pdfium = options.pdfium_library.clone().expect("PDFium (run scripts/setup.sh)");
     let models = OcrModels::find().expect("OCR models (run scripts/setup.sh)");
-    println!("| page | pixels | turned | render ms | OCR ms | lines | characters |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| page | pixels | turned | render ms | OCR ms | lines | characters | resident after, MiB |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let (mut total_ms, mut counted) = (0u128, 0u32);
     for (index, (file, page)) in pages.iter().enumerate() {
         let bytes = std::fs::read(eval.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -38,34 +39,44 @@ fn main() {
         let started = Instant::now();
         let read = recognise(&models, &image).unwrap_or_else(|e| panic!("{file}: {e}"));
         let ocr_ms = started.elapsed().as_millis();
+        let (width, height) = image.dimensions();
         if index > 0 {
             total_ms += ocr_ms;
             counted += 1;
         }
         let name = file.rsplit('/').next().unwrap_or(file);
         let note = if index == 0 { " (models loaded)" } else { "" };
+        drop(image);
         println!(
-            "| {name} p. {page}{note} | {}×{} | {}° | {render_ms} | {ocr_ms} | {} | {} |",
-            image.width(),
-            image.height(),
+            "| {name} p. {page}{note} | {}×{} | {}° | {render_ms} | {ocr_ms} | {} | {} | {} |",
+            width,
+            height,
             read.rotation,
             read.lines.len(),
-            read.text.chars().filter(|c| !c.is_whitespace()).count()
+            read.text.chars().filter(|c| !c.is_whitespace()).count(),
+            status_kib("VmRSS:") / 1024
         );
     }
+    let loaded = status_kib("VmRSS:") / 1024;
+    release_engine();
     println!();
+    println!(
+        "resident set with the models loaded {loaded} MiB, after release_engine {} MiB",
+        status_kib("VmRSS:") / 1024
+    );
     println!(
         "OCR {:.2} s a page on average over {counted} pages after the first; peak RSS {} MiB",
         total_ms as f64 / counted.max(1) as f64 / 1000.0,
-        peak_rss_kib() / 1024
+        status_kib("VmHWM:") / 1024
     );
 }
 
-/// The process's peak resident set (`VmHWM` in /proc/self/status), KiB; 0 where unknown.
-fn peak_rss_kib() -> u64 {
+/// A size in /proc/self/status (`VmHWM:` the peak resident set, `VmRSS:` the current one), KiB; 0 where
+/// unknown.
+fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).map(|l| l.to_string()))
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }

@@ -171,6 +171,8 @@ fn worker_loop() -> std::io::Result<()> {
                 io_error = write_line(&mut out, &Reply::Event(event)).err();
             }
         });
+        // A scan's OCR memory is not kept for the files after it.
+        crate::ocr::release_engine();
         if let Some(e) = io_error {
             return Err(e);
         }

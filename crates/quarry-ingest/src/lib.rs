@@ -63,3 +63,19 @@ pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
         "unknown panic".to_string()
     }
 }
+
+/// Real files of ../shared/eval for the unit tests.
+#[cfg(test)]
+pub(crate) mod test_files {
+    use std::path::{Path, PathBuf};
+
+    /// `rel` under ../shared/eval (or `$QUARRY_EVAL_DIR`); panics naming the path when it is missing.
+    pub(crate) fn shared_file(rel: &str) -> PathBuf {
+        let eval = std::env::var_os("QUARRY_EVAL_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"));
+        let path = eval.join(rel);
+        assert!(path.is_file(), "evaluation document not found at {} (set QUARRY_EVAL_DIR)", path.display());
+        path
+    }
+}

@@ -27,7 +27,7 @@ use quarry_onnx::ort::session::Session;
 use quarry_onnx::ort::value::Tensor;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The image's longer side is brought down to this many pixels before detection (rapidocr's `max_side_len`).
 pub const MAX_SIDE: u32 = 2000;
@@ -152,17 +152,29 @@ impl Engine {
     }
 }
 
-/// One engine a process (a parse worker), loaded on first use; the models of the first call win.
-static ENGINE: OnceLock<Mutex<Result<Engine, String>>> = OnceLock::new();
+/// One engine a process (a parse worker), loaded on first use and kept until [`release_engine`]; the
+/// models of the call that loaded it win.
+static ENGINE: Mutex<Option<Result<Engine, String>>> = Mutex::new(None);
+
+/// Unloads the OCR models, if loaded, and with them what ONNX Runtime's arenas grew to while reading
+/// pages: a 2,000-pixel page grows a process by about 600 MiB, which the engine otherwise keeps for as
+/// long as the process lives. A parse worker calls it after each file that was read by OCR, so workers
+/// going on to other files do not each hold a scan's memory (one worker per core); the next scan loads
+/// the models again (docs/evaluation/ingest-and-search.md, Session 41). Returns whether it was loaded.
+pub fn release_engine() -> bool {
+    match ENGINE.lock() {
+        Ok(mut engine) => engine.take().is_some(),
+        Err(poisoned) => poisoned.into_inner().take().is_some(),
+    }
+}
 
 /// Reads the text on `image` (any size; brought to at most [`MAX_SIDE`] pixels on its longer side).
 ///
 /// Errors: the models or ONNX Runtime cannot be loaded, or a model fails to run — a message naming the
 /// file or the step. An image with no text gives an empty [`OcrPage::text`], not an error.
 pub fn recognise(models: &OcrModels, image: &RgbImage) -> Result<OcrPage, String> {
-    let engine = ENGINE.get_or_init(|| Mutex::new(Engine::load(models)));
-    let mut guard = engine.lock().map_err(|_| "OCR engine poisoned by an earlier panic".to_string())?;
-    let engine = guard.as_mut().map_err(|e| e.clone())?;
+    let mut guard = ENGINE.lock().map_err(|_| "OCR engine poisoned by an earlier panic".to_string())?;
+    let engine = guard.get_or_insert_with(|| Engine::load(models)).as_mut().map_err(|e| e.clone())?;
     let mut image = fit(image);
     let mut boxes = detect(engine, &image)?;
     let mut rotation = 0;
@@ -632,6 +644,25 @@ fn reading_order(lines: &mut Vec<OcrLine>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A parse worker unloads the models after each file (`release_engine`, freeing what the page grew
+    /// ONNX Runtime's arenas by); the next scan loads them again and reads the same text. (The only
+    /// test of this binary that runs OCR, so no other test loads or unloads the engine meanwhile.)
+    #[test]
+    fn the_engine_is_unloaded_after_a_file_and_loaded_again_by_the_next_scan() {
+        let models = OcrModels::find().expect("OCR models (run scripts/setup.sh)");
+        let pdfium = crate::ParseOptions::default().pdfium_library.expect("PDFium (run scripts/setup.sh)");
+        let scan = crate::test_files::shared_file("B_documents/docling_tests/ocr/sources/ocr_test_rotated_180.pdf");
+        let image = render_pdf_page(&pdfium, &std::fs::read(scan).unwrap(), 1).unwrap();
+        release_engine();
+        let first = recognise(&models, &image).unwrap();
+        assert!(first.text.contains("Docling"), "{:?}", first.text);
+        assert!(release_engine(), "the first page loaded the models");
+        assert!(!release_engine(), "nothing is left to unload");
+        let again = recognise(&models, &image).unwrap();
+        assert_eq!(again, first, "reloaded models read the page the same way");
+        assert!(release_engine());
+    }
 
     #[test]
     fn transparent_pixels_become_white_not_black() {

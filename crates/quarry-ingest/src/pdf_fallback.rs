@@ -226,15 +226,7 @@ fn ocr_could_add(page: &PdfPage) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn shared_file(rel: &str) -> std::path::PathBuf {
-        let eval = std::env::var_os("QUARRY_EVAL_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval"));
-        let path = eval.join(rel);
-        assert!(path.is_file(), "evaluation document not found at {} (set QUARRY_EVAL_DIR)", path.display());
-        path
-    }
+    use crate::test_files::shared_file;
 
     #[test]
     fn blank_pages_are_not_given_to_ocr_and_pictures_and_scans_are() {
