@@ -270,11 +270,11 @@ impl Embedder {
     /// caller's order. Similar lengths waste little on padding, and the token cap keeps the attention
     /// tensors — and with them ONNX Runtime's arena, which never shrinks — small: a call of 32 texts of
     /// 512 tokens needs 32 × 12 heads × 512² × 4 bytes = 400 MB for one attention score tensor alone.
-    /// Texts that need more than one call run side by side, one one-thread ONNX Runtime session per core
-    /// (up to [`MAX_SIDE_SESSIONS`], the cores then shared out; made on the first such call, freed by
-    /// [`Embedder::release_side_sessions`]), each taking the next call in turn; those calls hold at most
-    /// `batch_tokens / sessions` padded tokens each, so the arenas together grow no larger than one
-    /// call's. The vectors are the same as one session's.
+    /// Texts that need more than one call run side by side on ONNX Runtime sessions of their own, one per
+    /// core up to [`MAX_SIDE_SESSIONS`] (`threads / sessions` intra-op threads each; made on the first
+    /// such call, freed by [`Embedder::release_side_sessions`]), each taking the next call in turn; those
+    /// calls hold at most `batch_tokens / sessions` padded tokens each, so the arenas together grow no
+    /// larger than one call's. The vectors are the same as one session's.
     /// e5: the engine packs texts into windows itself (no padding), so they go to it in order.
     pub fn embed<S: AsRef<str> + Send + Sync>(&mut self, texts: &[S]) -> Result<Vec<Vec<f32>>, IndexError> {
         self.embed_as(texts, false)
