@@ -9,8 +9,10 @@
 //! a paragraph, so a sentence without a marker takes the markers of the next sentence of the same
 //! paragraph. A claim that names a quarter ("the first quarter of fiscal 2024", "Q1 2024") must cite a
 //! passage naming that quarter too, in its text or its document's context line — the second quarter's
-//! filing does not support a first-quarter figure even when the number occurs in it. Other names
-//! (companies, products) are not checked yet.
+//! filing does not support a first-quarter figure even when the number occurs in it. The same holds for
+//! the other names a claim states ([`names`]: companies, segments, products, people — runs of capitalised
+//! words — and Chinese names in quotation marks): each must occur in a passage it cites, so "Intel's
+//! revenue was $14.2 billion [1]" citing AMD's filing is marked even when the figure is there.
 
 use crate::answer::{pieces, Citation, Piece};
 use crate::figures::{figures, states, Figure, FigureKind};
@@ -29,8 +31,8 @@ pub struct ClaimCheck {
     pub supported: bool,
     /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`,
     /// `figures not in the cited passages: $13.5 billion, 19%`, `the cited passages do not name the
-    /// period it states: Q1 2024` or `figures from a row of another line item: $6,976 million (AWS:
-    /// Operating income)`. Empty when supported.
+    /// period it states: Q1 2024`, `the cited passages do not name: Intel` or `figures from a row of
+    /// another line item: $6,976 million (AWS: Operating income)`. Empty when supported.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub problem: String,
 }
@@ -67,6 +69,119 @@ pub fn quarters(text: &str) -> Vec<(u8, u16)> {
         }
     }
     out
+}
+
+/// Words written with a capital that name no entity: months and weekdays (the dates of a period), the
+/// pronoun "I", and the words a sentence or a lead-in starts with are left out by position instead
+/// ([`names`]).
+const NOT_NAMES: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "i",
+];
+
+/// The names `text` states, in order, each once: runs of words that start with a capital letter
+/// ("NVIDIA", "Data Center", "Apple's" → "Apple", "AWS"), and Chinese text in quotation marks or title
+/// marks (“托举哥”, 「…」, 《…》, at most 20 characters). A capitalised word that starts the sentence
+/// or follows a colon, semicolon or opening bracket counts only when it is written in capitals or
+/// possessive ("Apple's …"), since any word is capitalised there; months, weekdays and "I" never count
+/// ([`NOT_NAMES`]), nor words with digits ("Q1", "10-Q", "FY2024": periods and forms are checked as
+/// periods and figures). The claim check asks each name's words (letters only, case ignored) to occur in
+/// a passage the claim cites — its text or its document's context line, which names the issuer.
+pub fn names(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    let mut starts_clause = true;
+    let push = |run: &mut Vec<String>, out: &mut Vec<String>| {
+        if !run.is_empty() {
+            let name = run.join(" ");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            run.clear();
+        }
+    };
+    for token in text.split_whitespace() {
+        let opens = token.starts_with(['(', '[', '"', '“', '‘']);
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        let (word, possessive) = match word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")) {
+            Some(stem) => (stem, true),
+            None => (word, token.trim_end_matches([',', '.', ';', ':', ')', ']']).ends_with(['\'', '’'])),
+        };
+        let letters = word.chars().filter(|c| c.is_alphabetic()).count();
+        let capitalised = word.chars().next().is_some_and(|c| c.is_uppercase())
+            && word.chars().all(|c| c.is_alphabetic() || matches!(c, '&' | '.' | '-' | '\'' | '’'))
+            && letters >= 2
+            && !word.chars().any(quarry_core::is_cjk_char);
+        let all_capitals = capitalised && word.chars().filter(|c| c.is_alphabetic()).all(|c| c.is_uppercase());
+        let counts = capitalised
+            && !NOT_NAMES.contains(&word.to_lowercase().as_str())
+            && (!(starts_clause || opens) || all_capitals || possessive);
+        if counts {
+            run.push(word.to_string());
+        } else {
+            push(&mut run, &mut out);
+        }
+        // A name ends where its clause or phrase does ("Apple, Microsoft", "NVIDIA's Data Center").
+        if possessive || token.ends_with([',', ';', ':', '.', ')', ']', '"', '”']) {
+            push(&mut run, &mut out);
+        }
+        starts_clause =
+            token.ends_with([':', ';', '.', '!', '?']) || (token.ends_with(['-', '–', '—']) && word.is_empty());
+    }
+    push(&mut run, &mut out);
+    static QUOTED: OnceLock<Regex> = OnceLock::new();
+    let quoted =
+        QUOTED.get_or_init(|| Regex::new(r#"[“「《"]([^”」》"…]{2,20})[”」》"]"#).expect("the pattern is valid"));
+    for c in quoted.captures_iter(text) {
+        let inner = c[1].trim().to_string();
+        if inner.chars().any(quarry_core::is_cjk_char) && !out.contains(&inner) {
+            out.push(inner);
+        }
+    }
+    out
+}
+
+/// Whether `name` ([`names`]) occurs in a passage read as `words` (its lower-case words) and `compact`
+/// (its lower-case text without white space): a Chinese name as written, any other name word by word
+/// (words of one letter, as in "U.S.", are not checked).
+fn names_in(name: &str, words: &std::collections::HashSet<String>, compact: &str) -> bool {
+    if name.chars().any(quarry_core::is_cjk_char) {
+        let name: String = name.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
+        return compact.contains(&name);
+    }
+    name.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .all(|w| words.contains(&w.to_lowercase()))
 }
 
 /// Phrases that say the documents do not answer (lower case). An answer made of these is an abstention.
@@ -268,6 +383,10 @@ struct SourcesRead {
     quarters: Vec<Vec<(u8, u16)>>,
     /// The words (and CJK character pairs) of each, as [`crate::answer::stems`] reads them.
     stems: Vec<std::collections::HashSet<String>>,
+    /// The lower-case words of each (letters and digits between other characters), for [`names_in`].
+    words: Vec<std::collections::HashSet<String>>,
+    /// Each in lower case without white space, for the Chinese names of [`names_in`].
+    compact: Vec<String>,
 }
 
 /// What the claim check reads of each source's table rows — only the check needs them, not the
@@ -363,6 +482,18 @@ impl SourcesRead {
             figures: read.iter().map(|t| figures(t)).collect(),
             quarters: read.iter().map(|t| quarters(t)).collect(),
             stems: read.iter().map(|t| crate::answer::stems(t)).collect(),
+            words: sources
+                .iter()
+                .zip(&read)
+                .map(|(c, t)| format!("{}\n{t}", c.passage.file_name()))
+                .map(|t| {
+                    t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+                })
+                .collect(),
+            compact: read
+                .iter()
+                .map(|t| t.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase())
+                .collect(),
         }
     }
 
@@ -496,6 +627,10 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 .filter(|q| !known.iter().any(|n| read.quarters[n - 1].contains(q)))
                 .map(|(q, y)| format!("Q{q} {y}"))
                 .collect();
+            let unnamed: Vec<String> = names(&text)
+                .into_iter()
+                .filter(|name| !known.iter().any(|n| names_in(name, &read.words[n - 1], &read.compact[n - 1])))
+                .collect();
             let named = crate::line_item::line_items(&text);
             let other_item: Vec<String> = stated
                 .iter()
@@ -505,6 +640,8 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 format!("figures not in the cited passages: {}", missing.join(", "))
             } else if !other_period.is_empty() {
                 format!("the cited passages do not name the period it states: {}", other_period.join(", "))
+            } else if !unnamed.is_empty() {
+                format!("the cited passages do not name: {}", unnamed.join(", "))
             } else if !other_item.is_empty() {
                 format!("figures from a row of another line item: {}", other_item.join(", "))
             } else {
@@ -931,7 +1068,10 @@ mod tests {
     #[test]
     fn a_figure_absent_from_its_cited_passage_is_unsupported() {
         let sources = [
-            source(1, "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago."),
+            source(
+                1,
+                "NVIDIA revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13% from a year ago.",
+            ),
             source(2, "Revenue for the second quarter of fiscal year 2024 was $13.51 billion."),
         ];
         let checks = check_claims(
@@ -1087,5 +1227,57 @@ mod tests {
         );
         assert_eq!(repairs.iter().map(|r| r.to).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(repairs[0].from, Vec::<usize>::new());
+    }
+
+    #[test]
+    fn names_are_runs_of_capitalised_words_and_quoted_chinese_text() {
+        assert_eq!(names("NVIDIA's revenue in the first quarter of fiscal 2024 was $7.19 billion."), ["NVIDIA"]);
+        assert_eq!(
+            names("In April 2023, revenue from Data Center rose; Gaming fell at Microsoft and Apple."),
+            ["Data Center", "Microsoft", "Apple"]
+        );
+        // A sentence's first word, a lead-in's, periods, forms and the pronoun are not names.
+        assert_eq!(names("Revenue was $7,192 million in Q1 FY2024 (Form 10-Q), as I read it."), Vec::<String>::new());
+        assert_eq!(names("Total: Operating income rose."), Vec::<String>::new());
+        // Capitals and possessives count at a sentence's start too.
+        assert_eq!(names("AWS sales rose. Apple's margin fell."), ["AWS", "Apple"]);
+        assert_eq!(names("视频中的“托举哥”救下了孩子，见《中国联通年报》。"), ["托举哥", "中国联通年报"]);
+    }
+
+    #[test]
+    fn a_claim_naming_what_its_passages_do_not_is_unsupported() {
+        let nvidia = |number: usize, text: &str| {
+            let mut c = source(number, text);
+            c.passage.context = "NVIDIA CORPORATION · Form 10-Q · first quarter of fiscal 2024 · 2023 Q1 NVDA".into();
+            c
+        };
+        let sources = [nvidia(1, "Revenue for the first quarter of fiscal year 2024 was $7.19 billion, down 13%.")];
+        // The issuer from the context line, the figure from the text: supported.
+        let right =
+            check_claims("NVIDIA's revenue in the first quarter of fiscal 2024 was $7.19 billion [1].", &sources);
+        assert!(right[0].supported, "{right:?}");
+        // The same figure said of another company, and a segment the passage does not name: marked.
+        let wrong = check_claims(
+            "Intel's revenue in the first quarter of fiscal 2024 was $7.19 billion [1]. \
+             Revenue from the Gaming segment fell 13% [1].",
+            &sources,
+        );
+        assert_eq!(
+            wrong.iter().map(|c| c.problem.as_str()).collect::<Vec<_>>(),
+            ["the cited passages do not name: Intel", "the cited passages do not name: Gaming"]
+        );
+        // A name in the file name counts (the model reads it in the passage's header), case ignored.
+        let file = check_claims(
+            "The Nvda filing states revenue of $7.19 billion [1].",
+            &[source(1, "Revenue was $7.19 billion.")],
+        );
+        assert!(file[0].supported, "{file:?}");
+        // A Chinese name in quotation marks must be in a cited passage as written.
+        let chinese = [source(1, "中国联通2023年营业收入为3726亿元。")];
+        assert!(check_claims("“中国联通”的营业收入为3726亿元[1]。", &chinese)[0].supported);
+        assert_eq!(
+            check_claims("“托举哥”所在公司的营业收入为3726亿元[1]。", &chinese)[0].problem,
+            "the cited passages do not name: 托举哥"
+        );
     }
 }
