@@ -12,7 +12,7 @@
 //! filing does not support a first-quarter figure even when the number occurs in it. The same holds for
 //! the other names a claim states ([`names`]: companies, segments, products, people — runs of capitalised
 //! words — and Chinese names in quotation marks): each must occur in a passage it cites, so "Intel's
-//! revenue was $14.2 billion [1]" citing AMD's filing is marked even when the figure is there.
+//! revenue was $14.2 billion \[1\]" citing AMD's filing is marked even when the figure is there.
 
 use crate::answer::{pieces, Citation, Piece};
 use crate::figures::{figures, states, Figure, FigureKind};

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The program and arguments that start a worker, which must call [`run_worker`].
@@ -69,14 +69,108 @@ pub struct IsolationConfig {
     /// Set it to stop: workers finish the file each is reading and take no new one (the app's Cancel).
     /// Shared by clones of this config.
     pub stop: Arc<AtomicBool>,
+    /// How many workers may read pages by OCR at once (default [`OcrPermits::default_limit`]); shared by
+    /// clones of this config, so batches started from one config share the limit.
+    pub ocr_permits: Arc<OcrPermits>,
+}
+
+/// Permits to read by OCR, one per worker that has loaded the OCR models, shared by the supervisors of a
+/// batch. OCR's models and ONNX Runtime's buffers over a 2,000-pixel page take up to about 1 GiB in a
+/// worker (`cargo bench --bench ocr`), and each engine already runs on up to four cores, so a folder of
+/// scans read by one worker per core held one engine per core at once (8 GiB on an 8-core laptop) while
+/// the engines fought over the cores. A worker asks for a permit before it loads the models for a file
+/// (`ocr::set_before_load`) and its supervisor returns it when the worker has finished that file (the
+/// worker unloads the models then, `ocr::release_engine`) or died. Files without pages to read by OCR
+/// never ask.
+#[derive(Debug)]
+pub struct OcrPermits {
+    limit: usize,
+    state: Mutex<PermitCounts>,
+    freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct PermitCounts {
+    held: usize,
+    most_held: usize,
+    granted: u64,
+}
+
+/// Memory one OCR engine may take at its peak, in bytes, for [`OcrPermits::default_limit`]: 1,002 MiB
+/// measured over 2,000-pixel pages (`cargo bench --bench ocr`, docs/evaluation/ingest-and-search.md),
+/// rounded up.
+pub const OCR_ENGINE_BYTES: u64 = 1280 << 20;
+
+impl OcrPermits {
+    /// At most `limit` workers read by OCR at once (at least 1).
+    pub fn new(limit: usize) -> Self {
+        OcrPermits { limit: limit.max(1), state: Mutex::new(PermitCounts::default()), freed: Condvar::new() }
+    }
+
+    /// The limit for this machine and `workers` workers: as many engines as the cores keep busy (an engine
+    /// runs on `min(cores, 4)` threads, so one per four cores, at least one) and as the memory available
+    /// now holds ([`OCR_ENGINE_BYTES`] each, of /proc/meminfo's `MemAvailable`; not counted off Linux),
+    /// at least 1 and at most `workers`.
+    pub fn default_limit(workers: usize) -> usize {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let by_cores = cores.div_ceil(4).max(1);
+        let by_memory = available_memory_bytes().map_or(usize::MAX, |bytes| (bytes / OCR_ENGINE_BYTES).max(1) as usize);
+        by_cores.min(by_memory).min(workers.max(1))
+    }
+
+    /// Most workers that may read by OCR at once.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Most permits held at once so far.
+    pub fn most_held(&self) -> usize {
+        self.counts().most_held
+    }
+
+    /// Permits granted so far (one per file a worker read by OCR).
+    pub fn granted(&self) -> u64 {
+        self.counts().granted
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, PermitCounts> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits until fewer than the limit are held, then holds one.
+    fn acquire(&self) {
+        let mut counts = self.counts();
+        while counts.held >= self.limit {
+            counts = self.freed.wait(counts).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        counts.held += 1;
+        counts.granted += 1;
+        counts.most_held = counts.most_held.max(counts.held);
+    }
+
+    fn release(&self) {
+        let mut counts = self.counts();
+        counts.held = counts.held.saturating_sub(1);
+        drop(counts);
+        self.freed.notify_one();
+    }
+}
+
+/// `MemAvailable` of /proc/meminfo in bytes; `None` off Linux or when it cannot be read.
+fn available_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 impl IsolationConfig {
     /// Workers started by `worker`, one per core, with the default limits above and parse options.
     pub fn new(worker: WorkerCommand) -> Self {
+        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         IsolationConfig {
             worker,
-            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            workers,
             document_timeout: Duration::from_secs(60),
             file_timeout: Duration::from_secs(600),
             max_reply_bytes: 1 << 30,
@@ -84,6 +178,7 @@ impl IsolationConfig {
             options: ParseOptions::default(),
             include_documents: true,
             stop: Arc::new(AtomicBool::new(false)),
+            ocr_permits: Arc::new(OcrPermits::new(OcrPermits::default_limit(workers))),
         }
     }
 }
@@ -95,6 +190,8 @@ enum Request {
     File { file: InputFile, options: ParseOptions, include_documents: bool },
     /// Reduce a web page's HTML to readable text ([`crate::readable_text`]): answered by `Page`.
     Page { html: String, url: String },
+    /// The answer to `OcrWanted`: the worker may load the OCR models now.
+    OcrGranted,
 }
 
 /// A line from worker to supervisor.
@@ -102,7 +199,12 @@ enum Request {
 enum Reply {
     Event(ParseEvent),
     End,
-    Page { title: String, text: String },
+    Page {
+        title: String,
+        text: String,
+    },
+    /// The worker is about to load the OCR models for the file it reads and waits for `OcrGranted`.
+    OcrWanted,
 }
 
 /// The worker's main loop: caps the address space at its size at start-up plus `memory_limit_bytes`
@@ -145,8 +247,26 @@ fn address_space_bytes() -> Option<u64> {
 fn worker_loop() -> std::io::Result<()> {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    for line in stdin.lock().lines() {
-        let line = line?;
+    // OCR waits for its supervisor's permit (`OcrPermits`): one line out, one line back, on this thread.
+    crate::ocr::set_before_load(Box::new(|| {
+        let refused = |e: &dyn std::fmt::Display| format!("no permit to read by OCR from the parse supervisor: {e}");
+        write_line(&mut std::io::stdout().lock(), &Reply::OcrWanted).map_err(|e| refused(&e))?;
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) => Err(refused(&"it went away")),
+            Ok(_) => match serde_json::from_str::<Request>(&line) {
+                Ok(Request::OcrGranted) => Ok(()),
+                _ => Err(refused(&"it answered something else")),
+            },
+            Err(e) => Err(refused(&e)),
+        }
+    }));
+    loop {
+        // One line at a time, the lock let go in between: the OCR hook above reads its answer too.
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            break;
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -159,6 +279,8 @@ fn worker_loop() -> std::io::Result<()> {
                 write_line(&mut out, &Reply::Page { title, text })?;
                 continue;
             }
+            // Not asked for: nothing to do.
+            Request::OcrGranted => continue,
         };
         let mut io_error = None;
         parse_file(&file.path, &file.display, &options, &mut |mut event| {
@@ -202,7 +324,7 @@ pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_out
             let queue = Arc::clone(&queue);
             let sender = sender.clone();
             scope.spawn(move || {
-                let mut supervisor = Supervisor { config, worker: None };
+                let mut supervisor = Supervisor { config, worker: None, ocr_permit: false };
                 loop {
                     if config.stop.load(Ordering::Relaxed) {
                         break;
@@ -285,6 +407,8 @@ fn read_bounded_lines(source: impl std::io::Read, max_bytes: u64, lines: mpsc::S
 struct Supervisor<'a> {
     config: &'a IsolationConfig,
     worker: Option<Worker>,
+    /// Whether its worker holds one of `config.ocr_permits` (until the end of the file it reads).
+    ocr_permit: bool,
 }
 
 impl Supervisor<'_> {
@@ -342,8 +466,20 @@ impl Supervisor<'_> {
         Ok(Worker { child, stdin, lines, stderr_tail })
     }
 
-    /// Parses one file, emitting every outcome, whatever happens to the worker.
+    /// Parses one file, emitting every outcome, whatever happens to the worker; an OCR permit its worker
+    /// took for the file is returned when the file is done, or the worker dead.
     fn parse(&mut self, file: &InputFile, emit: &mut dyn FnMut(FileOutcome)) {
+        self.parse_file(file, emit);
+        self.return_ocr_permit();
+    }
+
+    fn return_ocr_permit(&mut self) {
+        if std::mem::take(&mut self.ocr_permit) {
+            self.config.ocr_permits.release();
+        }
+    }
+
+    fn parse_file(&mut self, file: &InputFile, emit: &mut dyn FnMut(FileOutcome)) {
         let request = Request::File {
             file: file.clone(),
             options: self.config.options.clone(),
@@ -379,6 +515,22 @@ impl Supervisor<'_> {
                         emit(*outcome);
                     }
                     Ok(Reply::End) => return,
+                    // The worker waits (no timeout runs meanwhile) until fewer workers read by OCR than
+                    // the limit; then it has its full budgets again.
+                    Ok(Reply::OcrWanted) => {
+                        if !self.ocr_permit {
+                            self.config.ocr_permits.acquire();
+                            self.ocr_permit = true;
+                        }
+                        deadline = deadline.max(Instant::now() + self.config.document_timeout);
+                        let granted = serde_json::to_string(&Request::OcrGranted).unwrap_or_default();
+                        let Some(worker) = self.worker.as_mut() else { return };
+                        if writeln!(worker.stdin, "{granted}").and_then(|_| worker.stdin.flush()).is_err() {
+                            let error = self.death_reason();
+                            self.kill();
+                            return report_unfinished(open, &file.display, error, emit);
+                        }
+                    }
                     // Stray output (a library printing to stdout): not ours, skip it.
                     Ok(Reply::Page { .. }) | Err(_) => {}
                 },
@@ -498,6 +650,7 @@ impl Supervisor<'_> {
             let _ = worker.child.kill();
             let _ = worker.child.wait();
         }
+        self.return_ocr_permit();
     }
 
     fn stop(&mut self) {
@@ -529,7 +682,7 @@ impl PageReader {
     /// than `document_timeout` (`Timeout`) or replies more than `max_reply_bytes` (`TooLarge`).
     pub fn read(&self, html: &str, url: &str) -> Result<(String, String), IngestError> {
         let mut kept = self.worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut supervisor = Supervisor { config: &self.config, worker: kept.take() };
+        let mut supervisor = Supervisor { config: &self.config, worker: kept.take(), ocr_permit: false };
         let result = supervisor.read_page(html, url);
         *kept = supervisor.worker.take();
         result
@@ -539,7 +692,7 @@ impl PageReader {
 impl Drop for PageReader {
     fn drop(&mut self) {
         let worker = self.worker.get_mut().map(Option::take).unwrap_or_else(|poisoned| poisoned.into_inner().take());
-        drop(Supervisor { config: &self.config, worker });
+        drop(Supervisor { config: &self.config, worker, ocr_permit: false });
     }
 }
 

@@ -156,6 +156,24 @@ impl Engine {
 /// models of the call that loaded it win.
 static ENGINE: Mutex<Option<Result<Engine, String>>> = Mutex::new(None);
 
+/// Called before the OCR models are loaded, when set ([`set_before_load`]).
+type BeforeLoad = Box<dyn FnMut() -> Result<(), String> + Send>;
+
+/// What runs before each load of the models (a parse worker's wait for its supervisor's permission).
+static BEFORE_LOAD: Mutex<Option<BeforeLoad>> = Mutex::new(None);
+
+/// Makes `hook` run before every load of the OCR models in this process — the first page a file needs
+/// OCR for, since [`release_engine`] unloads them after each file — and wait for it: a parse worker asks
+/// its supervisor whether another worker may read by OCR now (`isolate`'s OCR permits), so a folder of
+/// scans does not hold one OCR engine's memory (up to about 1 GiB) in every worker at once. An error from
+/// `hook` fails that page's OCR with its message. Replaces an earlier hook.
+pub fn set_before_load(hook: BeforeLoad) {
+    match BEFORE_LOAD.lock() {
+        Ok(mut slot) => *slot = Some(hook),
+        Err(poisoned) => *poisoned.into_inner() = Some(hook),
+    }
+}
+
 /// Unloads the OCR models, if loaded, and with them what ONNX Runtime's arenas grew to while reading
 /// pages: a 2,000-pixel page grows a process by about 600 MiB, which the engine otherwise keeps for as
 /// long as the process lives. A parse worker calls it after every file (a no-op when no page was read
@@ -174,6 +192,13 @@ pub fn release_engine() -> bool {
 /// file or the step. An image with no text gives an empty [`OcrPage::text`], not an error.
 pub fn recognise(models: &OcrModels, image: &RgbImage) -> Result<OcrPage, String> {
     let mut guard = ENGINE.lock().map_err(|_| "OCR engine poisoned by an earlier panic".to_string())?;
+    if guard.is_none() {
+        if let Some(hook) =
+            BEFORE_LOAD.lock().map_err(|_| "OCR hook poisoned by an earlier panic".to_string())?.as_mut()
+        {
+            hook()?;
+        }
+    }
     let engine = guard.get_or_insert_with(|| Engine::load(models)).as_mut().map_err(|e| e.clone())?;
     let mut image = fit(image);
     let mut boxes = detect(engine, &image)?;

@@ -2,10 +2,11 @@
 //! worker processes, write a per-file TSV report and print a per-format summary.
 
 use anyhow::Context;
-use quarry_ingest::isolate::{parse_isolated, IsolationConfig, WorkerCommand};
+use quarry_ingest::isolate::{parse_isolated, IsolationConfig, OcrPermits, WorkerCommand};
 use quarry_ingest::{collect_inputs, report, FileOutcome, Status};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -40,6 +41,10 @@ pub struct WorkerArgs {
     /// (PNG, JPEG, TIFF) are read by OCR unless `off`.
     #[arg(long, default_value = "auto")]
     pub ocr: quarry_ingest::OcrMode,
+    /// Parser workers that may read pages by OCR at once, each holding up to about 1 GiB while it does
+    /// (default: one per four cores, as many as the free memory holds, at most --workers).
+    #[arg(long)]
+    pub ocr_at_once: Option<usize>,
 }
 
 impl WorkerArgs {
@@ -51,6 +56,8 @@ impl WorkerArgs {
         if let Some(workers) = self.workers {
             config.workers = workers.max(1);
         }
+        let ocr_at_once = self.ocr_at_once.unwrap_or_else(|| OcrPermits::default_limit(config.workers));
+        config.ocr_permits = Arc::new(OcrPermits::new(ocr_at_once.min(config.workers)));
         config.document_timeout = Duration::from_secs(self.timeout_secs.max(1));
         config.memory_limit_bytes = self.memory_limit_mb << 20;
         config.options.ocr = self.ocr;

@@ -134,3 +134,31 @@ fn a_missing_path_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("/no/such/folder") && stderr.contains("No such file"), "{stderr}");
 }
+
+/// Two scans read by two real workers that may not both hold the OCR models at once (`--ocr-at-once
+/// 1`): each asks its supervisor before loading them and waits its turn, and both scans are read, with
+/// the same characters as with one permit per worker.
+#[test]
+fn scans_read_by_ocr_one_worker_at_a_time_are_read_whole() {
+    let sources = eval_dir().join("B_documents/docling_tests/ocr/sources");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["ocr_test_rotated_90.pdf", "ocr_test_rotated_180.pdf"] {
+        std::fs::copy(sources.join(name), dir.path().join(name)).unwrap();
+    }
+    let folder = dir.path().to_str().unwrap();
+    let chars = |rows: Vec<HashMap<String, String>>| -> Vec<(String, String)> {
+        let mut read: Vec<(String, String)> = rows
+            .into_iter()
+            .map(|row| {
+                assert_eq!(row["status"], "ok", "{row:?}");
+                (row["path"].clone(), row["chars"].clone())
+            })
+            .collect();
+        read.sort();
+        read
+    };
+    let one_at_a_time = chars(parse_report(&[folder, "--workers", "2", "--ocr-at-once", "1"]));
+    assert_eq!(one_at_a_time.len(), 2);
+    assert!(one_at_a_time.iter().all(|(_, n)| n.parse::<usize>().unwrap() > 50), "{one_at_a_time:?}");
+    assert_eq!(one_at_a_time, chars(parse_report(&[folder, "--workers", "2", "--ocr-at-once", "2"])));
+}

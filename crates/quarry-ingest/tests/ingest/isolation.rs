@@ -2,7 +2,7 @@
 //! a request and then misbehave, which exercises exactly the supervisor's paths (the real worker is
 //! tested through the `quarry` binary in quarry-cli's tests, including the memory cap).
 
-use quarry_ingest::isolate::{parse_isolated, IsolationConfig, PageReader, WorkerCommand};
+use quarry_ingest::isolate::{parse_isolated, IsolationConfig, OcrPermits, PageReader, WorkerCommand};
 use quarry_ingest::{IngestError, InputFile, Status};
 use std::time::{Duration, Instant};
 
@@ -203,4 +203,39 @@ fn a_worker_that_closes_its_pipes_and_lives_on_does_not_hang_the_batch() {
     assert_eq!(outcomes.len(), 2);
     assert!(outcomes.iter().all(|(_, o)| o.status == Status::Crashed), "{outcomes:?}");
     assert!(started.elapsed() < Duration::from_secs(15), "the batch waited for the worker");
+}
+
+/// A worker that asks for an OCR permit for every file, as the real one does before it loads the OCR
+/// models, holds it for 0.3 s and ends the file; `then` runs after the permit is granted.
+fn ocr_worker(then: &str) -> IsolationConfig {
+    let script = format!(
+        "while read line; do echo '\"OcrWanted\"'; read grant; case \"$grant\" in *OcrGranted*) {then} ;; esac; done"
+    );
+    let mut config = shell_worker(&script);
+    config.workers = 2;
+    config.document_timeout = Duration::from_secs(5);
+    config
+}
+
+#[test]
+fn no_more_workers_read_by_ocr_at_once_than_the_permits_allow() {
+    for limit in [1, 2] {
+        let mut config = ocr_worker("sleep 0.3; echo '\"End\"'");
+        config.ocr_permits = std::sync::Arc::new(OcrPermits::new(limit));
+        parse_isolated(&inputs(6), &config, |_, _| {});
+        assert_eq!(config.ocr_permits.granted(), 6, "every file got its permit");
+        assert_eq!(config.ocr_permits.most_held(), limit, "at most {limit} at once, and the limit used");
+    }
+}
+
+#[test]
+fn a_worker_that_dies_holding_an_ocr_permit_gives_it_back() {
+    let mut config = ocr_worker("kill -SEGV $$");
+    config.ocr_permits = std::sync::Arc::new(OcrPermits::new(1));
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(3), &config, |i, o| outcomes.push((i, o)));
+    // Each file's worker died after its permit was granted; the next file's worker got one all the same.
+    assert_eq!(outcomes.len(), 3);
+    assert!(outcomes.iter().all(|(_, o)| o.status == Status::Crashed), "{outcomes:?}");
+    assert_eq!(config.ocr_permits.granted(), 3);
 }
