@@ -116,6 +116,17 @@ impl EmbedderConfig {
         self.threads.clamp(1, MAX_SIDE_SESSIONS)
     }
 
+    /// The intra-op threads of each side session ([`EmbedderConfig::side_sessions`] of them): the cores
+    /// shared out evenly, the first sessions taking one more each when they do not divide evenly — 6
+    /// cores give `[2, 2, 1, 1]`, 8 give `[2, 2, 2, 2]`, 2 give `[1, 1]` — so every core has a thread
+    /// (with `threads / sessions` each, 6 cores left 2 idle). Sessions take the next call as they finish
+    /// one, so a faster session takes more calls.
+    pub fn side_session_threads(&self) -> Vec<usize> {
+        let threads = self.threads.max(1);
+        let sessions = self.side_sessions();
+        (0..sessions).map(|i| threads / sessions + usize::from(i < threads % sessions)).collect()
+    }
+
     /// The set-up script's ONNX Runtime library. Errors: not found (the message says where it looked).
     pub fn default_onnx_runtime() -> Result<PathBuf, IndexError> {
         find_model_file(quarry_onnx::LIBRARY_FILE).map_err(IndexError::ModelFiles)
@@ -188,10 +199,11 @@ struct OnnxEngine {
     main: TextEmbedding,
     /// Made on the first call of several batches (a process that only embeds queries never pays for them).
     workers: Vec<TextEmbedding>,
-    /// What `workers` are made from: the model and tokenizer files as read, and the options with
-    /// `threads / sessions` intra-op threads.
+    /// What `workers` are made from: the model and tokenizer files as read, and the options.
     model: UserDefinedEmbeddingModel,
     worker_options: InitOptionsUserDefined,
+    /// Each of `workers`' intra-op threads ([`EmbedderConfig::side_session_threads`]).
+    worker_threads: Vec<usize>,
     /// How many `workers` a call of several batches runs on ([`EmbedderConfig::side_sessions`]).
     sessions: usize,
 }
@@ -200,7 +212,9 @@ impl OnnxEngine {
     /// The side sessions, made on first use.
     fn workers(&mut self) -> Result<&mut [TextEmbedding], IndexError> {
         while self.workers.len() < self.sessions {
-            let session = TextEmbedding::try_new_from_user_defined(self.model.clone(), self.worker_options.clone())
+            let threads = self.worker_threads.get(self.workers.len()).copied().unwrap_or(1);
+            let options = self.worker_options.clone().with_intra_threads(threads);
+            let session = TextEmbedding::try_new_from_user_defined(self.model.clone(), options)
                 .map_err(|e| IndexError::Embedding(e.to_string()))?;
             self.workers.push(session);
         }
@@ -248,9 +262,9 @@ impl Embedder {
                 .map_err(|e| IndexError::Embedding(e.to_string()))?;
         let probe = main.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
-        let sessions = config.side_sessions();
-        let worker_options = options.with_intra_threads(threads / sessions);
-        let engine = OnnxEngine { main, workers: Vec::new(), model, worker_options, sessions };
+        let worker_threads = config.side_session_threads();
+        let sessions = worker_threads.len();
+        let engine = OnnxEngine { main, workers: Vec::new(), model, worker_options: options, worker_threads, sessions };
         Ok(Embedder {
             model: Engine::Onnx(Box::new(engine)),
             model_dir: config.model_dir.clone(),
@@ -271,7 +285,7 @@ impl Embedder {
     /// tensors — and with them ONNX Runtime's arena, which never shrinks — small: a call of 32 texts of
     /// 512 tokens needs 32 × 12 heads × 512² × 4 bytes = 400 MB for one attention score tensor alone.
     /// Texts that need more than one call run side by side on ONNX Runtime sessions of their own, one per
-    /// core up to [`MAX_SIDE_SESSIONS`] (`threads / sessions` intra-op threads each; made on the first
+    /// core up to [`MAX_SIDE_SESSIONS`] (the cores shared out, [`EmbedderConfig::side_session_threads`]; made on the first
     /// such call, freed by [`Embedder::release_side_sessions`]), each taking the next call in turn; those
     /// calls hold at most `batch_tokens / sessions` padded tokens each, so the arenas together grow no
     /// larger than one call's. The vectors are the same as one session's.
@@ -447,5 +461,38 @@ impl Embedder {
     /// Languages the model was trained on (see [`EmbedderConfig::languages`]).
     pub fn languages(&self) -> &[String] {
         &self.languages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_core_gets_a_side_session_thread() {
+        let mut config = EmbedderConfig {
+            engine: EmbeddingEngine::Onnx,
+            onnx_runtime: PathBuf::new(),
+            model_dir: PathBuf::new(),
+            model_id: String::new(),
+            max_length: 512,
+            threads: 1,
+            batch_size: 32,
+            batch_tokens: 1024,
+            languages: Vec::new(),
+        };
+        let cases = [
+            (1, vec![1]),
+            (2, vec![1, 1]),
+            (5, vec![2, 1, 1, 1]),
+            (6, vec![2, 2, 1, 1]),
+            (8, vec![2; 4]),
+            (11, vec![3, 3, 3, 2]),
+        ];
+        for (cores, expected) in cases {
+            config.threads = cores;
+            assert_eq!(config.side_session_threads(), expected, "{cores} cores");
+            assert_eq!(expected.iter().sum::<usize>(), cores);
+        }
     }
 }
