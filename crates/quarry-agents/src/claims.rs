@@ -155,8 +155,8 @@ pub fn names(text: &str) -> Vec<String> {
         if possessive || token.ends_with([',', ';', ':', '.', ')', ']', '"', '”']) {
             push(&mut run, &mut out);
         }
-        starts_clause =
-            token.ends_with([':', ';', '.', '!', '?']) || (token.ends_with(['-', '–', '—']) && word.is_empty());
+        // Punctuation alone ("…", "-", "•") leaves a clause's start where it was: "… This AI" starts at "This".
+        starts_clause = token.ends_with([':', ';', '.', '!', '?']) || (word.is_empty() && starts_clause);
     }
     push(&mut run, &mut out);
     static QUOTED: OnceLock<Regex> = OnceLock::new();
@@ -1241,6 +1241,10 @@ mod tests {
         assert_eq!(names("Total: Operating income rose."), Vec::<String>::new());
         // Capitals and possessives count at a sentence's start too.
         assert_eq!(names("AWS sales rose. Apple's margin fell."), ["AWS", "Apple"]);
+        assert_eq!(
+            names("… This AI may be developed by Microsoft. - Total Revenue rose."),
+            ["AI", "Microsoft", "Revenue"]
+        );
         assert_eq!(names("视频中的“托举哥”救下了孩子，见《中国联通年报》。"), ["托举哥", "中国联通年报"]);
     }
 
