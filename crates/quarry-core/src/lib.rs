@@ -9,6 +9,7 @@ mod document;
 mod error_code;
 mod format;
 pub mod models;
+pub mod proc_info;
 pub mod rank_fusion;
 pub mod retrieval;
 pub mod table_row;
@@ -18,5 +19,6 @@ pub use chat::{ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, Rol
 pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
 pub use error_code::{is_disk_full_io, Coded, ErrorCode, ENOSPC_MESSAGE};
 pub use format::Format;
+pub use proc_info::proc_kib;
 pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
 pub use text_stats::{count_cjk_chars, is_cjk_char, is_mostly_cjk, mostly_cjk};

@@ -209,10 +209,7 @@ pub fn choose_default_model(
 
 /// Total RAM in bytes (Linux: `MemTotal` of /proc/meminfo); `None` where it cannot be read.
 pub fn total_memory_bytes() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    quarry_core::proc_kib("/proc/meminfo", "MemTotal:").map(|kib| kib * 1024)
 }
 
 /// A GGUF chat model loaded in this process.

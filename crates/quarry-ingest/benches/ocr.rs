@@ -74,9 +74,5 @@ fn main() {
 /// A size in /proc/self/status (`VmHWM:` the peak resident set, `VmRSS:` the current one), KiB; 0 where
 /// unknown.
 fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).map(|l| l.to_string()))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
+    quarry_core::proc_kib("/proc/self/status", field).unwrap_or(0)
 }

@@ -133,10 +133,5 @@ fn print_row(format: &str, t: &Totals) {
 
 /// Peak resident set size of this process (VmHWM), in KiB; 0 where /proc is not available.
 fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    quarry_core::proc_kib("/proc/self/status", "VmHWM:").unwrap_or(0)
 }

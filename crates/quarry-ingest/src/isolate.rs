@@ -158,10 +158,7 @@ impl OcrPermits {
 
 /// `MemAvailable` of /proc/meminfo in bytes; `None` off Linux or when it cannot be read.
 fn available_memory_bytes() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib << 10)
+    quarry_core::proc_kib("/proc/meminfo", "MemAvailable:").map(|kib| kib << 10)
 }
 
 impl IsolationConfig {
@@ -238,10 +235,7 @@ pub fn run_worker(memory_limit_bytes: u64) -> std::io::Result<()> {
 
 /// This process's virtual address space in bytes (`VmSize` of /proc/self/status); `None` off Linux.
 fn address_space_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib << 10)
+    quarry_core::proc_kib("/proc/self/status", "VmSize:").map(|kib| kib << 10)
 }
 
 fn worker_loop() -> std::io::Result<()> {

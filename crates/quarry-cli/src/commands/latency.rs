@@ -153,14 +153,7 @@ fn reset_peak_rss() -> bool {
 /// This process's peak and current resident set (`VmHWM`, `VmRSS` in /proc/self/status), in KiB; zeros where
 /// /proc is not available.
 fn rss_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .unwrap_or(0)
-    };
+    let field = |name: &str| quarry_core::proc_kib("/proc/self/status", name).unwrap_or(0);
     (field("VmHWM:"), field("VmRSS:"))
 }
 
