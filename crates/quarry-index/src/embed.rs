@@ -202,18 +202,16 @@ struct OnnxEngine {
     /// What `workers` are made from: the model and tokenizer files as read, and the options.
     model: UserDefinedEmbeddingModel,
     worker_options: InitOptionsUserDefined,
-    /// Each of `workers`' intra-op threads ([`EmbedderConfig::side_session_threads`]).
+    /// Each of `workers`' intra-op threads ([`EmbedderConfig::side_session_threads`]): one entry per
+    /// side session a call of several batches runs on.
     worker_threads: Vec<usize>,
-    /// How many `workers` a call of several batches runs on ([`EmbedderConfig::side_sessions`]).
-    sessions: usize,
 }
 
 impl OnnxEngine {
     /// The side sessions, made on first use.
     fn workers(&mut self) -> Result<&mut [TextEmbedding], IndexError> {
-        while self.workers.len() < self.sessions {
-            let threads = self.worker_threads.get(self.workers.len()).copied().unwrap_or(1);
-            let options = self.worker_options.clone().with_intra_threads(threads);
+        while self.workers.len() < self.worker_threads.len() {
+            let options = self.worker_options.clone().with_intra_threads(self.worker_threads[self.workers.len()]);
             let session = TextEmbedding::try_new_from_user_defined(self.model.clone(), options)
                 .map_err(|e| IndexError::Embedding(e.to_string()))?;
             self.workers.push(session);
@@ -263,8 +261,7 @@ impl Embedder {
         let probe = main.embed(["dimension probe"], None).map_err(|e| IndexError::Embedding(e.to_string()))?;
         let dimension = probe.first().map(Vec::len).unwrap_or(0);
         let worker_threads = config.side_session_threads();
-        let sessions = worker_threads.len();
-        let engine = OnnxEngine { main, workers: Vec::new(), model, worker_options: options, worker_threads, sessions };
+        let engine = OnnxEngine { main, workers: Vec::new(), model, worker_options: options, worker_threads };
         Ok(Embedder {
             model: Engine::Onnx(Box::new(engine)),
             model_dir: config.model_dir.clone(),
@@ -338,10 +335,11 @@ impl Embedder {
             batches
         };
         let mut batches = cut(self.batch_tokens);
-        let side_by_side = batches.len() > 1 && engine.sessions > 1;
+        let sessions = engine.worker_threads.len();
+        let side_by_side = batches.len() > 1 && sessions > 1;
         if side_by_side {
             // The sessions' calls together hold at most `batch_tokens` padded tokens, as one call did.
-            batches = cut(self.batch_tokens / engine.sessions);
+            batches = cut(self.batch_tokens / sessions);
         }
         let run = |session: &mut TextEmbedding, range: &std::ops::Range<usize>| {
             let batch: Vec<&str> = order[range.clone()].iter().map(|&i| texts[i].as_ref()).collect();

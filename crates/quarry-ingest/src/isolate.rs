@@ -118,11 +118,6 @@ impl OcrPermits {
         by_cores.min(by_memory).min(workers.max(1))
     }
 
-    /// Most workers that may read by OCR at once.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Most permits held at once so far.
     pub fn most_held(&self) -> usize {
         self.counts().most_held

@@ -56,8 +56,10 @@ impl WorkerArgs {
         if let Some(workers) = self.workers {
             config.workers = workers.max(1);
         }
-        let ocr_at_once = self.ocr_at_once.unwrap_or_else(|| OcrPermits::default_limit(config.workers));
-        config.ocr_permits = Arc::new(OcrPermits::new(ocr_at_once.min(config.workers)));
+        // Unset: IsolationConfig::new's default; a limit above --workers gates nothing, as one equal to it.
+        if let Some(at_once) = self.ocr_at_once {
+            config.ocr_permits = Arc::new(OcrPermits::new(at_once));
+        }
         config.document_timeout = Duration::from_secs(self.timeout_secs.max(1));
         config.memory_limit_bytes = self.memory_limit_mb << 20;
         config.options.ocr = self.ocr;
