@@ -467,6 +467,36 @@ impl RowsRead {
     }
 }
 
+/// Each figure of the claim `text` with the line items ([`crate::line_item::line_items`], by index) it
+/// is stated for: those the text names between the figure before it (or the sentence's start) and it —
+/// "operating expenses were $14,316 million …, lower than its revenue, which was $12,755 million" states
+/// the second amount for revenue alone — or, when that stretch names none ("revenue and operating
+/// income were $7,192 million and $2,140 million"), every item the sentence names (`named`). A
+/// percentage keeps every item too: its base follows it ("operating expenses were 26% of revenue"). An
+/// item that is the base of the percentage before a figure ("34.9% of revenue, against $2,508 million")
+/// is not what that figure is stated for: the stretch is read from its first comma, semicolon or
+/// closing bracket.
+fn items_of_figures(text: &str, named: &[usize]) -> Vec<(Figure, Vec<usize>)> {
+    let stated = crate::figures::figures_at(text);
+    let mut out = Vec::with_capacity(stated.len());
+    let mut from = 0;
+    let mut after_percent = false;
+    for (at, figure) in stated {
+        let mut stretch = &text[from.min(at)..at];
+        if after_percent && stretch.trim_start().starts_with("of ") {
+            stretch = stretch.find([',', ';', ')']).map_or("", |end| &stretch[end + 1..]);
+        }
+        let near = crate::line_item::line_items(stretch);
+        from = at + text[at..].find(figure.text.as_str()).map_or(0, |start| start + figure.text.len());
+        after_percent = figure.kind == FigureKind::Percent;
+        // A percentage names its base after it ("26% of its revenues" under operating expenses' row "% of
+        // net revenue"): it keeps the sentence's items.
+        let own = !near.is_empty() && matches!(figure.kind, FigureKind::Amount | FigureKind::Number);
+        out.push((figure, if own { near } else { named.to_vec() }));
+    }
+    out
+}
+
 /// Share of a sentence's words (and CJK character pairs) that one passage must hold for the sentence to
 /// count as copied from it ([`SourcesRead::quoting`]): nearly all, so a paraphrase is not cited by it.
 const QUOTED_SHARE: f64 = 0.8;
@@ -632,9 +662,11 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 .filter(|name| !known.iter().any(|n| names_in(name, &read.words[n - 1], &read.compact[n - 1])))
                 .collect();
             let named = crate::line_item::line_items(&text);
-            let other_item: Vec<String> = stated
-                .iter()
-                .filter_map(|f| rows.other_line_item(&known, f, &named).map(|row| format!("{} ({row})", f.text)))
+            let other_item: Vec<String> = items_of_figures(&text, &named)
+                .into_iter()
+                .filter_map(|(f, items)| {
+                    rows.other_line_item(&known, &f, &items).map(|row| format!("{} ({row})", f.text))
+                })
                 .collect();
             if !missing.is_empty() {
                 format!("figures not in the cited passages: {}", missing.join(", "))
@@ -936,6 +968,48 @@ mod tests {
         let two = [source(1, AMAZON_AWS), source(2, "AWS revenue grew to $6,976 million.")];
         assert!(
             problem("AWS revenue was $6,976 million [1].", &two).starts_with("figures from a row of another line item")
+        );
+    }
+
+    #[test]
+    fn each_figure_is_read_for_the_line_item_named_just_before_it() {
+        // Apple's Q1 2023 operating expenses (sec10q-069, Session 42's recording): the model stated the
+        // prior year's operating expenses as the quarter's revenue.
+        let opex = [source(
+            1,
+            "Operating Expenses\n\
+             Total operating expenses: $14,316 million (three months ended December 31, 2022); $12,755 million (three months ended December 25, 2021)",
+        )];
+        assert_eq!(
+            problem(
+                "Operating expenses were $14,316 million (three months ended December 31, 2022), which was lower \
+                 than its revenue for the same quarter, which was $12,755 million (three months ended December 25, 2021) [1].",
+                &opex
+            ),
+            "figures from a row of another line item: $12,755 million (Operating Expenses: Total operating expenses)"
+        );
+        // Both figures stated for the item named before them.
+        assert_eq!(
+            problem("Operating expenses were $14,316 million, against $12,755 million a year earlier [1].", &opex),
+            ""
+        );
+        // The stretch before a figure names no item: every item of the sentence counts, as before.
+        assert_eq!(problem("Revenue and operating expenses were $14,316 million and $12,755 million [1].", &opex), "");
+        // A percentage is stated for its base too: operating expenses' row "% of net revenue".
+        let shares = [source(1, "Operating Expenses\n% of net revenue: 34.9% (three months ended April 30, 2023)")];
+        assert_eq!(problem("Operating expenses were 34.9% of revenue [1].", &shares), "");
+        // The base of a percentage is not what the next figure is stated for.
+        let with_share = [source(
+            1,
+            "Total operating expenses: $14,316 million (three months ended December 31, 2022); $12,755 million (three months ended December 25, 2021)\n\
+             Operating expenses were 12.2% of revenue.",
+        )];
+        assert_eq!(
+            problem(
+                "Operating expenses were $14,316 million, or 12.2% of revenue, against $12,755 million a year earlier [1].",
+                &with_share
+            ),
+            ""
         );
     }
 

@@ -104,6 +104,12 @@ fn number_and_half_unit(digits: &str) -> Option<(f64, f64)> {
 
 /// Every figure in `text`, in order of appearance. Citation markers (`[2]`) are not figures.
 pub fn figures(text: &str) -> Vec<Figure> {
+    figures_at(text).into_iter().map(|(_, f)| f).collect()
+}
+
+/// [`figures`], each with the byte offset in `text` where its match starts (an amount's match may
+/// start with the space before its currency sign; [`Figure::text`] is trimmed).
+pub fn figures_at(text: &str) -> Vec<(usize, Figure)> {
     let [date, percent, amount, plain] = patterns();
     let mut taken: Vec<std::ops::Range<usize>> = Vec::new();
     let mut out: Vec<(usize, Figure)> = Vec::new();
@@ -228,7 +234,7 @@ pub fn figures(text: &str) -> Vec<Figure> {
         ));
     }
     out.sort_by_key(|(at, _)| *at);
-    out.into_iter().map(|(_, f)| f).collect()
+    out
 }
 
 /// Whether `before` (the text before a number) ends in a period code and a space — "Q3 ", "YTD ", "FY ",
