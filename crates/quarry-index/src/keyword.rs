@@ -10,7 +10,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tantivy::collector::TopDocs;
 use tantivy::index::SegmentId;
-use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING,
@@ -205,42 +204,85 @@ impl KeywordIndex {
         let mut scores = vec![0.0f32; slots];
         // Per term: its frequency in each document (summed over the document's chunks).
         let mut frequency = vec![0.0f32; slots];
-        let mut touched: Vec<u32> = Vec::new();
         for term in &terms {
-            for segment in searcher.segment_readers() {
-                let Some(owner) = layout.owners.get(&segment.segment_id()) else { continue };
-                let text = segment.inverted_index(self.text)?;
-                let Some(mut postings) = text.read_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)?
-                else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    let slot = owner[doc as usize];
-                    if slot != NO_DOCUMENT {
-                        if frequency[slot as usize] == 0.0 {
-                            touched.push(slot);
-                        }
-                        frequency[slot as usize] += postings.term_freq() as f32;
-                    }
-                    doc = postings.advance();
-                }
-            }
-            let df = touched.len() as f32;
+            let per_document = self.term_frequencies(&searcher, &layout, term, &mut frequency)?;
+            let df = per_document.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            for &slot in &touched {
-                let tf = frequency[slot as usize];
+            for &(slot, tf) in per_document.iter() {
                 let norm = K1 * (1.0 - B + B * layout.lengths[slot as usize] / layout.average_length);
                 scores[slot as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
-                frequency[slot as usize] = 0.0;
             }
-            touched.clear();
         }
         let (lowest, highest) = layout.alive.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &slot| {
             let score = scores[slot as usize];
             (lo.min(score), hi.max(score))
         });
         Ok(DocumentScores { layout, scores, lowest, highest })
+    }
+
+    /// `term`'s frequency in each document of `layout` that holds it, as (slot, frequency summed over the
+    /// document's chunks), in the order the documents are first met: one walk of the term's postings in
+    /// every segment, `scratch` (one 0.0 per slot, left all 0.0) adding them up. A term with at least
+    /// [`CACHED_TERM_POSTINGS`] postings is kept with the layout (so until the index changes), within
+    /// [`CACHED_TERM_ENTRIES`]: at 1M chunks a common word's postings are long, and the document prior
+    /// walked them for every query again.
+    fn term_frequencies(
+        &self,
+        searcher: &tantivy::Searcher,
+        layout: &DocumentLayout,
+        term: &Term,
+        scratch: &mut [f32],
+    ) -> Result<TermFrequencies, IndexError> {
+        if let Some(cached) = layout.terms.lock().ok().and_then(|terms| terms.1.get(term).cloned()) {
+            return Ok(cached);
+        }
+        let mut touched: Vec<u32> = Vec::new();
+        let mut postings_walked = 0usize;
+        for segment in searcher.segment_readers() {
+            let Some(runs) = layout.runs.get(&segment.segment_id()) else { continue };
+            let text = segment.inverted_index(self.text)?;
+            // Block by block: 128 chunk ids and their term frequencies decoded at once.
+            let Some(mut postings) = text.read_block_postings(term, IndexRecordOption::WithFreqs).map_err(io_error)?
+            else {
+                continue;
+            };
+            postings_walked += postings.doc_freq() as usize;
+            // The run holding each posting's chunk: found by binary search for a block's first chunk, then
+            // walked forward (postings ascend), so the 4 MB chunk → document map of a 1M-chunk segment is
+            // not read at a random place per posting.
+            let mut run = 0;
+            loop {
+                let docs = postings.docs();
+                let Some(&first) = docs.first() else { break };
+                run += runs[run..].partition_point(|&(end, _)| end <= first);
+                for (&doc, &freq) in docs.iter().zip(postings.freqs()) {
+                    while runs[run].0 <= doc {
+                        run += 1;
+                    }
+                    let slot = runs[run].1;
+                    if slot != NO_DOCUMENT {
+                        if scratch[slot as usize] == 0.0 {
+                            touched.push(slot);
+                        }
+                        scratch[slot as usize] += freq as f32;
+                    }
+                }
+                postings.advance();
+            }
+        }
+        let per_document: Vec<(u32, f32)> =
+            touched.iter().map(|&slot| (slot, std::mem::take(&mut scratch[slot as usize]))).collect();
+        let per_document = Arc::new(per_document);
+        if postings_walked >= CACHED_TERM_POSTINGS {
+            if let Ok(mut terms) = layout.terms.lock() {
+                let (kept, map) = &mut *terms;
+                if *kept + per_document.len() <= CACHED_TERM_ENTRIES && !map.contains_key(term) {
+                    *kept += per_document.len();
+                    map.insert(term.clone(), Arc::clone(&per_document));
+                }
+            }
+        }
+        Ok(per_document)
     }
 
     /// Which document owns each committed chunk, and each document's length, for `searcher`'s segments:
@@ -258,6 +300,7 @@ impl KeywordIndex {
         let mut chunks: Vec<u32> = Vec::new();
         let mut lengths: Vec<f32> = Vec::new();
         let mut owners = HashMap::new();
+        let mut runs = HashMap::new();
         for segment in searcher.segment_readers() {
             let mut owner = vec![NO_DOCUMENT; segment.max_doc() as usize];
             let ids = segment.inverted_index(self.document)?;
@@ -292,6 +335,7 @@ impl KeywordIndex {
                     lengths[slot as usize] += norms.fieldnorm(doc as u32) as f32;
                 }
             }
+            runs.insert(segment.segment_id(), owner_runs(&owner));
             owners.insert(segment.segment_id(), owner);
         }
         let alive: Vec<u32> = (0..names.len() as u32).filter(|&slot| chunks[slot as usize] > 0).collect();
@@ -300,7 +344,9 @@ impl KeywordIndex {
         } else {
             (alive.iter().map(|&slot| lengths[slot as usize]).sum::<f32>() / alive.len() as f32).max(1.0)
         };
-        let layout = Arc::new(DocumentLayout { state, slots, names, lengths, alive, average_length, owners });
+        let terms = Mutex::new((0, HashMap::new()));
+        let layout =
+            Arc::new(DocumentLayout { state, slots, names, lengths, alive, average_length, owners, runs, terms });
         if let Ok(mut cache) = self.layout.lock() {
             *cache = Some(Arc::clone(&layout));
         }
@@ -396,6 +442,37 @@ struct DocumentLayout {
     average_length: f32,
     /// Per segment: chunk (tantivy doc id) → slot, [`NO_DOCUMENT`] for deleted chunks.
     owners: HashMap<SegmentId, Vec<u32>>,
+    /// Per segment: the same map as runs of chunks of one slot ([`owner_runs`]).
+    runs: HashMap<SegmentId, Vec<(u32, u32)>>,
+    /// Terms with long postings, each with its frequency per document ([`KeywordIndex::term_frequencies`]),
+    /// and how many (document, frequency) entries they hold together.
+    terms: Mutex<(usize, HashMap<Term, TermFrequencies>)>,
+}
+
+/// A term's frequency in each document holding it: (slot, frequency summed over the document's chunks).
+type TermFrequencies = Arc<Vec<(u32, f32)>>;
+
+/// Fewest postings (chunks holding it, over all segments) of a term whose per-document frequencies are
+/// kept ([`KeywordIndex::term_frequencies`]); a rarer term is walked again, which costs microseconds.
+const CACHED_TERM_POSTINGS: usize = 4_096;
+
+/// Most (document, frequency) entries kept for one state of the index, over all terms: 8 bytes each,
+/// 32 MB in all (at 10,000 documents, at least 400 terms' worth).
+const CACHED_TERM_ENTRIES: usize = 4_000_000;
+
+/// `owner` (chunk → slot) as runs of consecutive chunks with one slot, each (end, slot) with `end` the
+/// first chunk after the run, ascending; the last ends at `owner.len()`. An ingest adds a document's
+/// chunks together, so a segment has about one run per document (10,000 for 1M chunks of 100 each)
+/// and the runs fit in a core's cache where the map does not.
+fn owner_runs(owner: &[u32]) -> Vec<(u32, u32)> {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for (doc, &slot) in owner.iter().enumerate() {
+        match runs.last_mut() {
+            Some(last) if last.1 == slot => last.0 = doc as u32 + 1,
+            _ => runs.push((doc as u32 + 1, slot)),
+        }
+    }
+    runs
 }
 
 /// A BM25 score with the chunk's address in a searcher's segments.
@@ -508,6 +585,46 @@ mod tests {
         assert_eq!(index.count_document("d2").unwrap(), 0);
         assert_eq!(index.count_document("d1").unwrap(), 1);
         assert_eq!(index.payload().unwrap().as_deref(), Some("{\"chunks_version\":7}"));
+    }
+
+    #[test]
+    fn a_common_terms_frequencies_per_document_are_kept_until_the_index_changes() {
+        let mut index = KeywordIndex::in_memory().unwrap();
+        // 42 documents of 100 chunks: "revenue" in every chunk (long postings), "growth" in every other.
+        let chunks = CACHED_TERM_POSTINGS as u64 + 104;
+        for chunk in 0..chunks {
+            let text = if chunk % 2 == 0 { "revenue growth" } else { "revenue" };
+            index.add(chunk, &format!("doc-{}", chunk / 100), text).unwrap();
+        }
+        index.commit().unwrap();
+        let first = index.document_scores("revenue growth").unwrap();
+        let layout = index.layout.lock().unwrap().clone().unwrap();
+        let [revenue, growth] = [index.query_terms("revenue").unwrap(), index.query_terms("growth").unwrap()]
+            .map(|mut terms| terms.pop().unwrap());
+        {
+            let kept = layout.terms.lock().unwrap();
+            assert!(kept.1.contains_key(&revenue), "a term in {chunks} chunks is kept");
+            assert!(!kept.1.contains_key(&growth), "a term in half of them is walked again");
+            assert_eq!(kept.0, 42, "one entry per document holding it");
+            assert_eq!(kept.1[&revenue].iter().map(|e| e.1).sum::<f32>(), chunks as f32);
+        }
+        let again = index.document_scores("revenue growth").unwrap();
+        assert_eq!(again.get("doc-0"), first.get("doc-0"));
+        assert_eq!(again.range(), first.range());
+        // A commit makes a new layout: what was kept is not used for the new state.
+        index.add(chunks, "doc-0", "revenue revenue revenue revenue").unwrap();
+        index.commit().unwrap();
+        let after = index.document_scores("revenue growth").unwrap();
+        assert_ne!(after.get("doc-0"), first.get("doc-0"));
+        let layout = index.layout.lock().unwrap().clone().unwrap();
+        let kept = layout.terms.lock().unwrap();
+        assert_eq!(kept.1[&revenue].iter().map(|e| e.1).sum::<f32>(), chunks as f32 + 4.0, "read again");
+    }
+
+    #[test]
+    fn owner_runs_group_consecutive_chunks_of_one_document() {
+        assert_eq!(owner_runs(&[]), vec![]);
+        assert_eq!(owner_runs(&[3, 3, NO_DOCUMENT, 3, 5, 5]), vec![(2, 3), (3, NO_DOCUMENT), (4, 3), (6, 5)]);
     }
 
     #[test]
