@@ -37,6 +37,12 @@ pub struct LatencyArgs {
     /// A queries.jsonl (one `{"text": …}` per line) to ask the `--library`.
     #[arg(long = "queries")]
     pub queries_file: Option<PathBuf>,
+    /// With `--library`: the search modes timed, in this order (comma-separated: bm25, dense, hybrid).
+    /// Each mode asks the same questions, so what a search keeps (Lance's caches, the document prior's
+    /// kept terms) favours the later modes; `--modes hybrid` times hybrid search on questions seen for
+    /// the first time.
+    #[arg(long, value_delimiter = ',', requires = "library")]
+    pub modes: Vec<SearchMode>,
     /// Library sizes in chunks, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
     pub sizes: Vec<usize>,
@@ -78,11 +84,12 @@ pub struct LatencyArgs {
 /// The searches one latency table measures: each mode as the library is set up, then BM25 and hybrid
 /// with the document prior `prior` when given. Yields (label, mode, prior weight or `None` for the
 /// library's own).
-fn measured_searches(prior: Option<f32>) -> Vec<(String, SearchMode, Option<f32>)> {
+fn measured_searches(prior: Option<f32>, modes: &[SearchMode]) -> Vec<(String, SearchMode, Option<f32>)> {
+    let modes = if modes.is_empty() { SearchMode::ALL.as_slice() } else { modes };
     let mut searches: Vec<(String, SearchMode, Option<f32>)> =
-        SearchMode::ALL.iter().map(|&mode| (mode.name().to_string(), mode, None)).collect();
+        modes.iter().map(|&mode| (mode.name().to_string(), mode, None)).collect();
     if let Some(weight) = prior {
-        for mode in [SearchMode::Bm25, SearchMode::Hybrid] {
+        for mode in modes.iter().copied().filter(|m| *m != SearchMode::Dense) {
             searches.push((format!("{}, document prior {weight}", mode.name()), mode, Some(weight)));
         }
     }
@@ -172,6 +179,7 @@ fn library_latency(
     queries_file: &std::path::Path,
     count: usize,
     prior: Option<f32>,
+    modes: &[SearchMode],
 ) -> anyhow::Result<()> {
     let queries = read_queries(queries_file, count)?;
     let rt = tokio::runtime::Runtime::new()?;
@@ -182,7 +190,7 @@ fn library_latency(
     println!("| mode | p50 ms | p95 ms | mean ms | first query ms |\n|---|---:|---:|---:|---:|");
     let queries: Vec<&String> = queries.iter().collect();
     let mut part_rows = Vec::new();
-    for (label, mode, weight) in measured_searches(prior) {
+    for (label, mode, weight) in measured_searches(prior, modes) {
         let (first, mut times, parts) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
         times.sort_by(f64::total_cmp);
         let mean = times.iter().sum::<f64>() / times.len() as f64;
@@ -298,7 +306,7 @@ fn library_ann_recall(
 pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>) -> anyhow::Result<()> {
     if let (Some(name), Some(file)) = (&args.library, &args.queries_file) {
         let data = data()?;
-        library_latency(&data, name, file, args.queries, args.document_prior)?;
+        library_latency(&data, name, file, args.queries, args.document_prior, &args.modes)?;
         if let Some(count) = args.ann_recall_queries {
             library_ann_recall(&data, name, file, count, &args.ef, &args.nprobes, &args.refine_factors)?;
         }
@@ -503,7 +511,7 @@ pub fn latency(args: LatencyArgs, data: impl FnOnce() -> anyhow::Result<DataDir>
             // The peak resident set of the searching process: reset the high-water mark, open, search.
             let reset = reset_peak_rss();
             let mut library = rt.block_on(Library::open_read(&data, &name))?;
-            for (label, mode, weight) in measured_searches(args.document_prior) {
+            for (label, mode, weight) in measured_searches(args.document_prior, &[]) {
                 let (first, times, _) = time_searches(&rt, &mut library, &queries, mode, weight, &embedder)?;
                 let mut rows = vec![(label.clone(), times.clone())];
                 if mode == SearchMode::Hybrid {

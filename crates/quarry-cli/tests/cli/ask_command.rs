@@ -669,6 +669,14 @@ fn eval_latency_skips_exact_timing_above_its_limit_and_keeps_the_library_for_a_s
         line.split('|').nth(4).unwrap().trim().parse().unwrap()
     };
     assert!(at_10("400") >= at_10("default") && at_10("400") >= 0.9, "{table}");
+
+    // Only the modes asked for are timed (a mode's questions seen for the first time).
+    let args = ["eval", "latency", "--library", "bench-1000", "--queries", queries.to_str().unwrap()];
+    let output = run(&kept, &[&args[..], &["--query-count", "3", "--modes", "hybrid"]].concat());
+    let table = String::from_utf8_lossy(&output.stdout);
+    let timed: Vec<&str> = table.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| mode")).collect();
+    assert_eq!(timed.len(), 2, "one latency row and one breakdown row:\n{table}");
+    assert!(timed.iter().all(|l| l.starts_with("| hybrid |")), "{table}");
 }
 
 #[test]
