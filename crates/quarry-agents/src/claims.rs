@@ -476,12 +476,12 @@ impl RowsRead {
 /// item that is the base of the percentage before a figure ("34.9% of revenue, against $2,508 million")
 /// is not what that figure is stated for: the stretch is read from its first comma, semicolon or
 /// closing bracket.
-fn items_of_figures(text: &str, named: &[usize]) -> Vec<(Figure, Vec<usize>)> {
-    let stated = crate::figures::figures_at(text);
+/// `stated` are the claim's figures with their offsets ([`crate::figures::figures_at`]).
+fn items_of_figures<'a>(text: &str, stated: &'a [(usize, Figure)], named: &[usize]) -> Vec<(&'a Figure, Vec<usize>)> {
     let mut out = Vec::with_capacity(stated.len());
     let mut from = 0;
     let mut after_percent = false;
-    for (at, figure) in stated {
+    for &(at, ref figure) in stated {
         let mut stretch = &text[from.min(at)..at];
         if after_percent && stretch.trim_start().starts_with("of ") {
             stretch = stretch.find([',', ';', ')']).map_or("", |end| &stretch[end + 1..]);
@@ -632,7 +632,8 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
             .filter(|(file, _)| sources.iter().any(|c| c.passage.file_name() == *file))
             .map_or(s.text.as_str(), |(_, rest)| rest);
         let text = plain(own);
-        let stated = figures(&text);
+        // Each figure with where it stands in the sentence (the line items named before it: [`items_of_figures`]).
+        let stated = crate::figures::figures_at(&text);
         let words = word_count(&text);
         // No claim: a short heading, a lead-in to a list ("The changes are as follows:"), a decline.
         if (stated.is_empty() && (words < 4 || text.ends_with([':', '：']))) || is_decline(&text) {
@@ -650,8 +651,12 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         } else if known.is_empty() {
             "cites a passage the answer was not given".to_string()
         } else {
-            let missing: Vec<&str> =
-                stated.iter().filter(|f| !read.any_states(&known, f)).map(|f| f.text.as_str()).collect();
+            let missing: Vec<&str> = stated
+                .iter()
+                .map(|(_, f)| f)
+                .filter(|f| !read.any_states(&known, f))
+                .map(|f| f.text.as_str())
+                .collect();
             let other_period: Vec<String> = quarters(&text)
                 .into_iter()
                 .filter(|q| !known.iter().any(|n| read.quarters[n - 1].contains(q)))
@@ -662,10 +667,10 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 .filter(|name| !known.iter().any(|n| names_in(name, &read.words[n - 1], &read.compact[n - 1])))
                 .collect();
             let named = crate::line_item::line_items(&text);
-            let other_item: Vec<String> = items_of_figures(&text, &named)
+            let other_item: Vec<String> = items_of_figures(&text, &stated, &named)
                 .into_iter()
                 .filter_map(|(f, items)| {
-                    rows.other_line_item(&known, &f, &items).map(|row| format!("{} ({row})", f.text))
+                    rows.other_line_item(&known, f, &items).map(|row| format!("{} ({row})", f.text))
                 })
                 .collect();
             if !missing.is_empty() {

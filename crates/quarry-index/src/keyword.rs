@@ -248,8 +248,8 @@ impl KeywordIndex {
             };
             postings_walked += postings.doc_freq() as usize;
             // The run holding each posting's chunk: found by binary search for a block's first chunk, then
-            // walked forward (postings ascend), so the 4 MB chunk → document map of a 1M-chunk segment is
-            // not read at a random place per posting.
+            // walked forward (postings ascend) — no random read per posting, as a chunk → slot array (4 MB
+            // for a 1M-chunk segment) cost.
             let mut run = 0;
             loop {
                 let docs = postings.docs();
@@ -299,7 +299,6 @@ impl KeywordIndex {
         let mut names: Vec<String> = Vec::new();
         let mut chunks: Vec<u32> = Vec::new();
         let mut lengths: Vec<f32> = Vec::new();
-        let mut owners = HashMap::new();
         let mut runs = HashMap::new();
         for segment in searcher.segment_readers() {
             let mut owner = vec![NO_DOCUMENT; segment.max_doc() as usize];
@@ -336,7 +335,6 @@ impl KeywordIndex {
                 }
             }
             runs.insert(segment.segment_id(), owner_runs(&owner));
-            owners.insert(segment.segment_id(), owner);
         }
         let alive: Vec<u32> = (0..names.len() as u32).filter(|&slot| chunks[slot as usize] > 0).collect();
         let average_length = if alive.is_empty() {
@@ -345,8 +343,7 @@ impl KeywordIndex {
             (alive.iter().map(|&slot| lengths[slot as usize]).sum::<f32>() / alive.len() as f32).max(1.0)
         };
         let terms = Mutex::new((0, HashMap::new()));
-        let layout =
-            Arc::new(DocumentLayout { state, slots, names, lengths, alive, average_length, owners, runs, terms });
+        let layout = Arc::new(DocumentLayout { state, slots, names, lengths, alive, average_length, runs, terms });
         if let Ok(mut cache) = self.layout.lock() {
             *cache = Some(Arc::clone(&layout));
         }
@@ -383,12 +380,7 @@ impl KeywordIndex {
         let mut results = Vec::with_capacity(hits.len());
         for (score, address) in hits {
             let segment = searcher.segment_reader(address.segment_ord);
-            let slot = layout
-                .owners
-                .get(&segment.segment_id())
-                .and_then(|owner| owner.get(address.doc_id as usize))
-                .copied()
-                .unwrap_or(NO_DOCUMENT);
+            let slot = layout.runs.get(&segment.segment_id()).map_or(NO_DOCUMENT, |runs| slot_of(runs, address.doc_id));
             if slot == NO_DOCUMENT {
                 continue;
             }
@@ -423,7 +415,7 @@ impl KeywordIndex {
     }
 }
 
-/// Marks a chunk slot with no (alive) document in [`DocumentLayout::owners`].
+/// Marks a chunk with no (alive) document in [`DocumentLayout::runs`].
 const NO_DOCUMENT: u32 = u32::MAX;
 
 /// Chunks grouped by document, for one committed state of the index (see `KeywordIndex::document_layout`).
@@ -440,9 +432,8 @@ struct DocumentLayout {
     alive: Vec<u32>,
     /// Mean length over alive documents, in tokens (at least 1).
     average_length: f32,
-    /// Per segment: chunk (tantivy doc id) → slot, [`NO_DOCUMENT`] for deleted chunks.
-    owners: HashMap<SegmentId, Vec<u32>>,
-    /// Per segment: the same map as runs of chunks of one slot ([`owner_runs`]).
+    /// Per segment: which slot owns each chunk (tantivy doc id), [`NO_DOCUMENT`] for deleted chunks, as
+    /// runs of consecutive chunks of one slot ([`owner_runs`]; one chunk's: [`slot_of`]).
     runs: HashMap<SegmentId, Vec<(u32, u32)>>,
     /// Terms with long postings, each with its frequency per document ([`KeywordIndex::term_frequencies`]),
     /// and how many (document, frequency) entries they hold together.
@@ -473,6 +464,11 @@ fn owner_runs(owner: &[u32]) -> Vec<(u32, u32)> {
         }
     }
     runs
+}
+
+/// The slot owning chunk `doc` in `runs` ([`owner_runs`]); [`NO_DOCUMENT`] past the last run.
+fn slot_of(runs: &[(u32, u32)], doc: u32) -> u32 {
+    runs.get(runs.partition_point(|&(end, _)| end <= doc)).map_or(NO_DOCUMENT, |&(_, slot)| slot)
 }
 
 /// A BM25 score with the chunk's address in a searcher's segments.
@@ -624,7 +620,10 @@ mod tests {
     #[test]
     fn owner_runs_group_consecutive_chunks_of_one_document() {
         assert_eq!(owner_runs(&[]), vec![]);
-        assert_eq!(owner_runs(&[3, 3, NO_DOCUMENT, 3, 5, 5]), vec![(2, 3), (3, NO_DOCUMENT), (4, 3), (6, 5)]);
+        let runs = owner_runs(&[3, 3, NO_DOCUMENT, 3, 5, 5]);
+        assert_eq!(runs, vec![(2, 3), (3, NO_DOCUMENT), (4, 3), (6, 5)]);
+        let slots: Vec<u32> = (0..7).map(|doc| slot_of(&runs, doc)).collect();
+        assert_eq!(slots, vec![3, 3, NO_DOCUMENT, 3, 5, 5, NO_DOCUMENT]);
     }
 
     #[test]

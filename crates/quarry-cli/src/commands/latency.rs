@@ -76,8 +76,8 @@ pub struct LatencyArgs {
     /// IVF partitions probed, scored by `--ann-recall-queries`; 0 stands for Lance's adaptive probing.
     #[arg(long = "nprobes", value_delimiter = ',', default_values_t = vec![0usize, 40])]
     pub nprobes: Vec<usize>,
-    /// Refine factors scored by `--ann-recall-queries` (2 is Quarry's default, `quarry_store::store::ANN_REFINE_FACTOR`).
-    #[arg(long = "refine-factors", value_delimiter = ',', default_values_t = vec![2u32])]
+    /// Refine factors scored by `--ann-recall-queries` (default: Quarry's, `quarry_store::store::ANN_REFINE_FACTOR`).
+    #[arg(long = "refine-factors", value_delimiter = ',', default_values_t = vec![quarry_store::store::ANN_REFINE_FACTOR])]
     pub refine_factors: Vec<u32>,
 }
 
