@@ -29,12 +29,19 @@ pub fn context_overlap(question: &str, passage: &Passage) -> usize {
 }
 
 /// What a question and a context line are matched by: their [`word_stems`], plus each quarter they name
-/// as one term of its own ([`quarter_terms`]). Matched word by word, "Q3 2023" shares "Q3" with a filing
-/// named `2022 Q3 MSFT` and "2023" with its "first quarter of fiscal 2023" just as much as it shares
-/// both with `2023 Q3 MSFT`; the quarter term goes to the filing that names that quarter of that year.
+/// as one term of its own ([`quarter_terms`]) in place of the words that name it. Matched word by word,
+/// "Q3 2023" would share "Q3" with a filing named `2022 Q3 MSFT` and "2023" with its "first quarter of
+/// fiscal 2023" just as much as it shares both with `2023 Q3 MSFT`, and "the first quarter of 2023"
+/// would share "first" with any filing of a first quarter; as one term, the quarter goes to the
+/// filings that name that quarter of that year.
 pub(crate) fn match_terms(text: &str) -> std::collections::HashSet<String> {
-    let mut terms = word_stems(text);
-    terms.extend(quarter_terms(text));
+    let mentions = quarter_mentions(text);
+    let mut words = text.to_string();
+    for mention in &mentions {
+        words.replace_range(mention.span.clone(), &" ".repeat(mention.span.len()));
+    }
+    let mut terms = word_stems(&words);
+    terms.extend(mentions.into_iter().map(|m| m.term));
     terms
 }
 
@@ -42,6 +49,22 @@ pub(crate) fn match_terms(text: &str) -> std::collections::HashSet<String> {
 /// 2023" — each as the term `q3·2023` (quarter and year as written: a fiscal year is not turned into a
 /// calendar one).
 pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
+    quarter_mentions(text).into_iter().map(|m| m.term).collect()
+}
+
+/// One quarter named in a text ([`quarter_mentions`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct QuarterMention {
+    /// `q<quarter>·<year>`, e.g. `q1·2023`.
+    pub term: String,
+    /// Where the text names it (byte range).
+    pub span: std::ops::Range<usize>,
+    /// Whether it is written as a fiscal quarter ("fiscal", "FY").
+    pub fiscal: bool,
+}
+
+/// The quarters `text` names, in the order of [`quarter_terms`], with where and how.
+pub(crate) fn quarter_mentions(text: &str) -> Vec<QuarterMention> {
     static PATTERNS: std::sync::OnceLock<[regex::Regex; 3]> = std::sync::OnceLock::new();
     let [code_first, year_first, spelled] = PATTERNS.get_or_init(|| {
         [
@@ -55,11 +78,78 @@ pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
     });
     let ordinal =
         |w: &str| ["first", "second", "third", "fourth"].iter().position(|o| o.eq_ignore_ascii_case(w)).map(|i| i + 1);
-    let mut terms = Vec::new();
-    terms.extend(code_first.captures_iter(text).map(|c| format!("q{}·{}", &c[1], &c[2])));
-    terms.extend(year_first.captures_iter(text).map(|c| format!("q{}·{}", &c[2], &c[1])));
-    terms.extend(spelled.captures_iter(text).filter_map(|c| Some(format!("q{}·{}", ordinal(&c[1])?, &c[2]))));
-    terms
+    let mention = |c: &regex::Captures, quarter: usize, year: &str| {
+        let whole = c.get(0).expect("a match");
+        let written = whole.as_str().to_lowercase();
+        QuarterMention {
+            term: format!("q{quarter}·{year}"),
+            span: whole.range(),
+            fiscal: written.contains("fiscal") || written.contains("fy"),
+        }
+    };
+    let mut mentions = Vec::new();
+    for c in code_first.captures_iter(text) {
+        mentions.push(mention(&c, c[1].parse().unwrap_or(0), &c[2]));
+    }
+    for c in year_first.captures_iter(text) {
+        mentions.push(mention(&c, c[2].parse().unwrap_or(0), &c[1]));
+    }
+    for c in spelled.captures_iter(text) {
+        if let Some(quarter) = ordinal(&c[1]) {
+            mentions.push(mention(&c, quarter, &c[2]));
+        }
+    }
+    // A text such as "Q3 2023 Q4" can be read two ways; keep the first reading of any overlap.
+    let mut kept: Vec<QuarterMention> = Vec::new();
+    for m in mentions {
+        if !kept.iter().any(|k| k.span.start < m.span.end && m.span.start < k.span.end) {
+            kept.push(m);
+        }
+    }
+    kept
+}
+
+/// Whether the quarter `question` names is the one its reader most likely means in `passage`'s
+/// document, when a filing's own words and its file name name different quarters: a quarter asked for
+/// as fiscal ("Q1 FY2024", "the first quarter of fiscal 2024") is the one the document states (its
+/// context line without the file name); a quarter asked for without "fiscal" ("Q1 2023") is the one the
+/// file's name gives, the label the person filed it under. Microsoft's 10-Q for the quarter ended
+/// December 31, 2022 calls it the second quarter of fiscal 2023; filed as `2023 Q1 MSFT.pdf`, it is
+/// what "Microsoft's first quarter of 2023" means to the person who named it so — and the filing of
+/// the quarter ended September 30, 2022, "first quarter of fiscal year 2023" in its own words, is what
+/// "the first quarter of fiscal 2023" means. Used only to break a tie in [`context_overlap`]; false
+/// when the question names no quarter.
+pub(crate) fn quarter_as_meant(question: &[QuarterMention], passage: &Passage) -> bool {
+    if question.is_empty() || passage.context.is_empty() {
+        return false;
+    }
+    let file_name = std::path::Path::new(&passage.path).file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let stated: String = passage
+        .context
+        .split(CONTEXT_SEPARATOR)
+        .filter(|part| file_name.is_empty() || !part.trim().eq_ignore_ascii_case(file_name))
+        .collect::<Vec<_>>()
+        .join(CONTEXT_SEPARATOR);
+    let (named_by_file, stated) = (quarter_terms(file_name), quarter_terms(&stated));
+    question.iter().any(|q| if q.fiscal { stated.contains(&q.term) } else { named_by_file.contains(&q.term) })
+}
+
+/// What separates the parts of a context line (`quarry_ingest::document_context`).
+const CONTEXT_SEPARATOR: &str = " · ";
+
+/// How well `passage`'s document matches what `question` names: the match terms they share
+/// ([`context_overlap`]), then whether its quarter is the one the question most likely means
+/// ([`quarter_as_meant`]). Compared as a pair: the second only breaks ties.
+fn document_match(
+    question_terms: &std::collections::HashSet<String>,
+    quarters: &[QuarterMention],
+    passage: &Passage,
+) -> (usize, bool) {
+    if passage.context.is_empty() {
+        return (0, false);
+    }
+    let shared = question_terms.intersection(&match_terms(&passage.context)).count();
+    (shared, shared > 0 && quarter_as_meant(quarters, passage))
 }
 
 /// What NaiveRAG reads of `found` (a search [`WIDENING`] × `k` deep, best first): the matching
@@ -78,13 +168,9 @@ pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
 /// `question`. With `query` = `question` this is [`select`].
 pub fn select_for_query(query: &str, question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
     let (query_words, question_words) = (match_terms(query), match_terms(question));
-    // Each passage's context terms are read once for both counts.
+    let (query_quarters, question_quarters) = (quarter_mentions(query), quarter_mentions(question));
     let key = |p: &Passage| {
-        if p.context.is_empty() {
-            return (0, 0);
-        }
-        let context = match_terms(&p.context);
-        (query_words.intersection(&context).count(), question_words.intersection(&context).count())
+        (document_match(&query_words, &query_quarters, p), document_match(&question_words, &question_quarters, p))
     };
     let (mut passages, first_group) = match_order_by(found, key, asks_for_latest(question));
     if first_group > 0 {
@@ -441,7 +527,8 @@ pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<
 /// The order of [`prefer_matching_documents`] and how many passages lead it as its first group (the best
 /// match, of the latest period for a "latest" question; 0 when no context shares a word with `question`).
 fn match_order(question: &str, passages: Vec<Passage>) -> (Vec<Passage>, usize) {
-    match_order_by(passages, |p| context_overlap(question, p), asks_for_latest(question))
+    let (terms, quarters) = (match_terms(question), quarter_mentions(question));
+    match_order_by(passages, |p| document_match(&terms, &quarters, p), asks_for_latest(question))
 }
 
 /// [`match_order`] for any match `key` (higher is better; the default, e.g. 0 or (0, 0), is no match):
@@ -586,6 +673,55 @@ mod tests {
         let ids = |ps: &[Passage]| ps.iter().map(|p| p.chunk_id).collect::<Vec<_>>();
         assert_eq!(ids(&select("Did Microsoft repurchase shares in Q3 2023?", found.clone(), 2)), [2, 1]);
         assert_eq!(ids(&select("What did Microsoft report for the first quarter of fiscal 2023?", found, 2)), [1, 2]);
+    }
+
+    /// A passage of a filing whose file is named as its context line's last part says.
+    fn filing(id: u64, context: &str) -> Passage {
+        let file_name = context.rsplit(" · ").next().unwrap_or_default();
+        Passage { path: format!("/filings/{file_name}.pdf"), document_id: file_name.into(), ..passage(id, context) }
+    }
+
+    #[test]
+    fn a_quarter_is_one_term_in_place_of_its_words_and_knows_whether_it_is_fiscal() {
+        let mentions = quarter_mentions("Q1 FY2024 and the first quarter of 2023");
+        assert_eq!(
+            mentions.iter().map(|m| (m.term.as_str(), m.fiscal)).collect::<Vec<_>>(),
+            [("q1·2024", true), ("q1·2023", false)]
+        );
+        assert_eq!(&"Q1 FY2024 and the first quarter of 2023"[mentions[1].span.clone()], "first quarter of 2023");
+        let terms = match_terms("Amazon's R&D in the first quarter of 2023");
+        assert!(terms.contains("q1·2023") && !terms.contains("first") && !terms.contains("2023"), "{terms:?}");
+        // A year alone stays a word.
+        assert!(match_terms("Apple's net sales in 2023").contains("2023"));
+    }
+
+    #[test]
+    fn a_quarter_asked_for_without_fiscal_is_the_file_names_and_with_fiscal_the_documents_own() {
+        // Microsoft's fiscal year ends in June: its filing for the quarter ended December 31, 2022 is its
+        // second quarter of fiscal 2023, filed here as "2023 Q1 MSFT".
+        let september = "MICROSOFT CORPORATION · Form 10-Q · quarterly period ended September 30, 2022 · first quarter of fiscal 2023 · 2022 Q3 MSFT";
+        let december = "MICROSOFT CORPORATION · Form 10-Q · quarterly period ended December 31, 2022 · second quarter of fiscal 2023 · 2023 Q1 MSFT";
+        let march = "MICROSOFT CORPORATION · Form 10-Q · quarterly period ended March 31, 2023 · third quarter of fiscal 2023 · 2023 Q2 MSFT";
+        let found = vec![filing(1, september), filing(2, december), filing(3, march), filing(4, september)];
+        let first = |question: &str| select(question, found.clone(), 4)[0].chunk_id;
+        assert_eq!(first("How much did Microsoft spend on research and development in the first quarter of 2023?"), 2);
+        assert_eq!(first("How much did Microsoft spend on research and development in Q1 2023?"), 2);
+        assert_eq!(
+            first("How much did Microsoft spend on research and development in the first quarter of fiscal 2023?"),
+            1
+        );
+        assert_eq!(first("What was Microsoft's operating income in Q2 FY2023?"), 2);
+        assert_eq!(first("What was Microsoft's operating income in Q2 2023?"), 3);
+        // One filing is read, not an answer per filing.
+        let question = "How much did Microsoft spend on research and development in the first quarter of 2023?";
+        assert_eq!(tied_documents(question, found.clone(), 4, 8, 2), None);
+        // Another company's filing of that quarter shares only the quarter.
+        let amazon = "AMAZON.COM, INC. · Form 10-Q · quarterly period ended March 31, 2023 · 2023 Q1 AMZN";
+        let intel = "INTEL CORPORATION · Form 10-Q · quarterly period ended April 1, 2023 · first quarter of 2023 · 2023 Q1 INTC";
+        let found = vec![filing(1, intel), filing(2, amazon), filing(3, intel)];
+        let question = "In the first quarter of 2023, what was Amazon's R&D expenditure?";
+        assert_eq!(select(question, found.clone(), 3).iter().map(|p| p.chunk_id).collect::<Vec<_>>(), [2, 1, 3]);
+        assert_eq!(tied_documents(question, found, 4, 8, 2), None);
     }
 
     #[test]
