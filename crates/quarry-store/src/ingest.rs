@@ -220,6 +220,9 @@ pub struct IngestSummary {
     pub chunks: usize,
     /// Chunks embedded by this run (this run's, and any an earlier stopped run left waiting).
     pub embedded_chunks: usize,
+    /// Chunks of files read again (by a newer reading of their format, or a failure retried) whose text
+    /// came out as before: they kept the embedding they had instead of being embedded again.
+    pub kept_embeddings: usize,
     /// Chunks still waiting for their embeddings when the run ended (a stopped run leaves them; the
     /// next `add` or `sync` embeds them).
     pub waiting_chunks: usize,
@@ -728,15 +731,18 @@ impl Library {
                 on_event(IngestEvent::FileDone { path: outcome.path.clone() });
             }
             if batch.chunks >= options.batch_chunks.max(1) {
-                let (documents, chunks) = self.flush(&mut batch, &known_by_id, on_event).await?;
+                let Flushed { documents, chunks, kept_embeddings } =
+                    self.flush(&mut batch, &known_by_id, on_event).await?;
                 summary.indexed += documents;
                 summary.chunks += chunks;
+                summary.kept_embeddings += kept_embeddings;
             }
         }
         let _ = parser.join();
-        let (documents, chunks) = self.flush(&mut batch, &known_by_id, on_event).await?;
+        let Flushed { documents, chunks, kept_embeddings } = self.flush(&mut batch, &known_by_id, on_event).await?;
         summary.indexed += documents;
         summary.chunks += chunks;
+        summary.kept_embeddings += kept_embeddings;
 
         summary.cancelled =
             options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) && finished_inputs.len() < plan.len();
@@ -860,13 +866,18 @@ impl Library {
 
     /// Commits a batch in the crash-safe order, without embeddings: rows `pending` → chunks (zero
     /// vectors, `embedded = false`) → tantivy (payload = chunks version) → rows `keyword_only` → failure
-    /// and archive rows. Returns (documents, chunks) committed. [`Library::embed_waiting`] embeds them.
+    /// and archive rows. Returns what was committed. [`Library::embed_waiting`] embeds the chunks — but
+    /// for a document written again (read again by a newer reading of its format), a chunk whose text
+    /// and context line come out as before gets the embedding its old chunk had, in the same step as
+    /// the chunks are added: a reading that changes a few tables of a filing re-embeds those chunks, not
+    /// the whole library. The embedding is a function of the embedded text and the library's model, so
+    /// the vector is the one embedding would compute again.
     async fn flush(
         &mut self,
         batch: &mut Batch,
         known: &HashMap<&str, &DocumentRecord>,
         on_event: &mut (dyn FnMut(IngestEvent) + Send),
-    ) -> Result<(usize, usize), StoreError> {
+    ) -> Result<Flushed, StoreError> {
         let taken = std::mem::take(batch);
         // Rows being written again (a retried failure, a file read again for a newer reading of its
         // format): the old rows go first. A kill between here and the new rows leaves the file not whole
@@ -879,7 +890,13 @@ impl Library {
             .filter(|id| known.contains_key(id.as_str()))
             .cloned()
             .collect();
+        // The embeddings of the chunks about to be written again, by the text they were embedded from.
+        let mut previous: HashMap<String, Vec<f32>> = HashMap::new();
         if !rewrite.is_empty() {
+            for (chunk, vector) in self.store.embedded_chunks_of(&rewrite).await? {
+                let context = known.get(chunk.document_id.as_str()).and_then(|d| d.context.as_deref());
+                previous.insert(indexed_text(context, &chunk.text), vector);
+            }
             self.store.delete_chunks_of(&rewrite).await?;
             self.store.delete_documents(&rewrite).await?;
             for id in &rewrite {
@@ -887,7 +904,7 @@ impl Library {
                 self.keyword.delete_document(id)?;
             }
         }
-        let mut committed = (0, 0);
+        let mut committed = Flushed::default();
         if !taken.documents.is_empty() {
             let rows: Vec<DocumentRecord> = taken.documents.iter().map(|(d, _)| d.clone()).collect();
             let contexts: HashMap<&str, &str> =
@@ -895,6 +912,17 @@ impl Library {
             let chunks: Vec<ChunkRecord> = taken.documents.iter().flat_map(|(_, c)| c.iter().cloned()).collect();
             self.store.add_documents(&rows).await?;
             self.store.add_chunks_waiting(&chunks).await?;
+            if !previous.is_empty() {
+                let (kept, vectors): (Vec<ChunkRecord>, Vec<Vec<f32>>) = chunks
+                    .iter()
+                    .filter_map(|c| {
+                        let text = indexed_text(contexts.get(c.document_id.as_str()).copied(), &c.text);
+                        previous.get(&text).map(|v| (c.clone(), v.clone()))
+                    })
+                    .unzip();
+                self.store.set_vectors(&kept, &vectors).await?;
+                committed.kept_embeddings = kept.len();
+            }
             for chunk in &chunks {
                 // Each chunk is keyword-indexed (and later embedded) with its document's context line.
                 self.keyword.add(
@@ -906,11 +934,12 @@ impl Library {
             self.commit_keyword().await?;
             let ids: Vec<String> = rows.iter().map(|d| d.document_id.clone()).collect();
             self.store.set_state(&ids, DocumentState::KeywordOnly).await?;
-            committed = (rows.len(), chunks.len());
+            committed.documents = rows.len();
+            committed.chunks = chunks.len();
         }
         self.store.add_documents(&taken.finals).await?;
-        if committed.0 > 0 {
-            on_event(IngestEvent::KeywordIndexed { documents: committed.0, chunks: committed.1 });
+        if committed.documents > 0 {
+            on_event(IngestEvent::KeywordIndexed { documents: committed.documents, chunks: committed.chunks });
         }
         Ok(committed)
     }
@@ -1001,6 +1030,17 @@ impl Library {
         timing.chunks = done;
         Ok(timing)
     }
+}
+
+/// What one [`Library::flush`] committed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Flushed {
+    /// Documents written (searchable by keyword).
+    documents: usize,
+    /// Their chunks.
+    chunks: usize,
+    /// Of those, chunks that kept the embedding of the same text written before ([`IngestSummary::kept_embeddings`]).
+    kept_embeddings: usize,
 }
 
 /// A parsed file with its document's chunks when it has one (`None`: no document, or chunk it yourself).

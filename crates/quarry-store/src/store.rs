@@ -518,6 +518,30 @@ impl Store {
         Ok(chunks)
     }
 
+    /// The chunks of `document_ids` whose embedding is computed, each with its vector of
+    /// [`Store::dimension`] floats (any order). Every chunk of a library made before the `embedded`
+    /// column is embedded.
+    pub async fn embedded_chunks_of(
+        &self,
+        document_ids: &[String],
+    ) -> Result<Vec<(ChunkRecord, Vec<f32>)>, StoreError> {
+        if document_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut filter = sql_in_strings("document_id", document_ids.iter().map(String::as_str));
+        if self.embedded_column {
+            filter = format!("{EMBEDDED} = true AND {filter}");
+        }
+        let mut vectors: std::collections::HashMap<u64, Vec<f32>> =
+            self.chunk_vectors(Some(filter.clone())).await?.into_iter().collect();
+        Ok(self
+            .chunks_where(Some(filter))
+            .await?
+            .into_iter()
+            .filter_map(|chunk| vectors.remove(&chunk.chunk_id).map(|vector| (chunk, vector)))
+            .collect())
+    }
+
     /// Deletes every chunk of the given documents (one commit per 500 documents).
     pub async fn delete_chunks_of(&self, document_ids: &[String]) -> Result<(), StoreError> {
         for part in document_ids.chunks(500) {

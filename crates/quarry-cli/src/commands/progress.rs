@@ -131,6 +131,12 @@ impl IngestProgress {
         if summary.reread > 0 {
             eprintln!("{} unchanged files were read again with a newer reading of their format", summary.reread);
         }
+        if summary.kept_embeddings > 0 {
+            eprintln!(
+                "{} of their chunks read as before kept their embeddings; {} were embedded",
+                summary.kept_embeddings, summary.embedded_chunks
+            );
+        }
         if summary.waiting_chunks > 0 {
             eprintln!(
                 "{} chunks are searchable by keyword and still wait for their embeddings; the next `quarry add` or `quarry sync` embeds them",

@@ -477,8 +477,9 @@ fn an_archive_cut_off_between_its_members_by_a_kill_is_read_again() {
 
 /// A library whose PDFs were read by an older reading of the format (rows written before the
 /// `extraction_version` stamp, as every library made before 2026-11-27 has them): `sync` reads those files
-/// again, same bytes and same document ids, and leaves the other formats alone; a second `sync` has
-/// nothing to do.
+/// again, same bytes and same document ids, and leaves the other formats alone; chunks whose text comes
+/// out as before keep their embeddings (here all: the reading is the same) instead of being embedded
+/// again; a second `sync` has nothing to do.
 #[test]
 fn sync_reads_again_the_files_an_older_parser_read() {
     let tmp = tempfile::tempdir().unwrap();
@@ -508,6 +509,17 @@ fn sync_reads_again_the_files_an_older_parser_read() {
     };
     let before = rows(&data);
     assert!(before.iter().all(|d| d.extraction_version == Some(quarry_ingest::extraction_version(&d.format))));
+    let vectors = |data: &Path| -> std::collections::BTreeMap<u64, Vec<f32>> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let dir = quarry_store::DataDir::at(data);
+            let library = quarry_store::Library::open_read(&dir, "old").await.unwrap();
+            library.store().chunk_vectors(None).await.unwrap().into_iter().collect()
+        })
+    };
+    let vectors_before = vectors(&data);
+    let pdf_chunks: u64 = before.iter().filter(|d| d.format == "pdf").map(|d| d.chunk_count as u64).sum();
+    assert!(pdf_chunks > 0);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let dir = quarry_store::DataDir::at(&data);
@@ -526,6 +538,12 @@ fn sync_reads_again_the_files_an_older_parser_read() {
     assert_eq!(synced["reread"].as_u64(), Some(2), "{synced}");
     assert_eq!(synced["indexed"].as_u64(), Some(4), "the four PDFs, written again: {synced}");
     assert_eq!(synced["unchanged"].as_u64(), Some(1), "the DOCX is not read again: {synced}");
+    assert_eq!(
+        (synced["kept_embeddings"].as_u64(), synced["embedded_chunks"].as_u64()),
+        (Some(pdf_chunks), Some(0)),
+        "the same text read again keeps its embeddings: {synced}"
+    );
+    assert_eq!(vectors(&data), vectors_before, "every chunk has the vector it had");
     for key in ["removed", "skipped", "failed", "moved"] {
         assert_eq!(synced[key].as_u64(), Some(0), "{key}: {synced}");
     }
