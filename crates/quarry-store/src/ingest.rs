@@ -220,8 +220,9 @@ pub struct IngestSummary {
     pub chunks: usize,
     /// Chunks embedded by this run (this run's, and any an earlier stopped run left waiting).
     pub embedded_chunks: usize,
-    /// Chunks of files read again (by a newer reading of their format, or a failure retried) whose text
-    /// came out as before: they kept the embedding they had instead of being embedded again.
+    /// Chunks whose text came out as in the library before — of files read again (by a newer reading
+    /// of their format) and of changed files (the parts of them that did not change): they kept the
+    /// embedding they had instead of being embedded again.
     pub kept_embeddings: usize,
     /// Chunks still waiting for their embeddings when the run ended (a stopped run leaves them; the
     /// next `add` or `sync` embeds them).
@@ -867,11 +868,12 @@ impl Library {
     /// Commits a batch in the crash-safe order, without embeddings: rows `pending` → chunks (zero
     /// vectors, `embedded = false`) → tantivy (payload = chunks version) → rows `keyword_only` → failure
     /// and archive rows. Returns what was committed. [`Library::embed_waiting`] embeds the chunks — but
-    /// for a document written again (read again by a newer reading of its format), a chunk whose text
-    /// and context line come out as before gets the embedding its old chunk had, in the same step as
-    /// the chunks are added: a reading that changes a few tables of a filing re-embeds those chunks, not
-    /// the whole library. The embedding is a function of the embedded text and the library's model, so
-    /// the vector is the one embedding would compute again.
+    /// for a document written again (read again by a newer reading of its format) or one that replaces
+    /// the document at its path (a changed file), a chunk whose text and context line come out as in
+    /// the old document gets the embedding the old chunk had, in the same step as the chunks are added:
+    /// a reading that changes a few tables of a filing, or an edit to one section of a report,
+    /// re-embeds those chunks, not the whole document. The embedding is a function of the embedded text
+    /// and the library's model, so the vector is the one embedding would compute again.
     async fn flush(
         &mut self,
         batch: &mut Batch,
@@ -890,13 +892,25 @@ impl Library {
             .filter(|id| known.contains_key(id.as_str()))
             .cloned()
             .collect();
-        // The embeddings of the chunks about to be written again, by the text they were embedded from.
+        // The embeddings the library holds for the documents written now, by the text they were embedded
+        // from: the old chunks of documents written again, and of the documents at the same path that
+        // these replace (a changed file: new bytes, so a new id; the old document is removed after the
+        // run's documents are written).
+        let written_paths: HashSet<&str> = taken.documents.iter().map(|(d, _)| d.path.as_str()).collect();
+        let replaced: Vec<String> = known
+            .values()
+            .filter(|d| written_paths.contains(d.path.as_str()) && !rewrite.contains(&d.document_id))
+            .map(|d| d.document_id.clone())
+            .collect();
         let mut previous: HashMap<String, Vec<f32>> = HashMap::new();
-        if !rewrite.is_empty() {
-            for (chunk, vector) in self.store.embedded_chunks_of(&rewrite).await? {
+        let earlier: Vec<String> = rewrite.iter().chain(&replaced).cloned().collect();
+        if !earlier.is_empty() {
+            for (chunk, vector) in self.store.embedded_chunks_of(&earlier).await? {
                 let context = known.get(chunk.document_id.as_str()).and_then(|d| d.context.as_deref());
                 previous.insert(indexed_text(context, &chunk.text), vector);
             }
+        }
+        if !rewrite.is_empty() {
             self.store.delete_chunks_of(&rewrite).await?;
             self.store.delete_documents(&rewrite).await?;
             for id in &rewrite {

@@ -203,6 +203,10 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     std::fs::remove_file(docs.join("ntsb/20080102X00002.pdf")).unwrap();
     let (events, synced) = ingest(&data, &["sync", "--library", "sample", "--json"]);
     assert_eq!(synced["indexed"], 1, "the changed file: {events:?}");
+    // Only its new paragraph's chunk is embedded; the chunks that read as before keep their vectors.
+    let kept = synced["kept_embeddings"].as_u64().unwrap();
+    assert!(kept >= 1 && synced["embedded_chunks"].as_u64() < Some(kept), "{synced}");
+    assert_eq!(synced["chunks"].as_u64(), Some(kept + synced["embedded_chunks"].as_u64().unwrap()), "{synced}");
     assert_eq!(synced["moved"], 1, "the moved file is not read again: {events:?}");
     assert_eq!(synced["removed"], 2, "old version of the changed file and the deleted file: {events:?}");
     let s = status(&data, "sample");
