@@ -164,6 +164,62 @@ async fn create_indexes(dir: &Path, dimension: usize) -> Result<(), StoreError> 
     commit_mirroring(&mut keyword, &store).await
 }
 
+/// The parts of a library folder that [`Library::reset_for_model`] swaps, in the order it swaps them:
+/// LanceDB (what a library holds) before tantivy (which mirrors it, and is rebuilt from it when not).
+const TABLE_PARTS: [&str; 2] = ["lance", "tantivy"];
+
+/// The folder in which [`Library::reset_for_model`] makes the empty tables before swapping them in.
+const RESET_STAGING_PREFIX: &str = ".reset-";
+
+/// The newest folder a reset set `part` aside to (`.<part>-old-<stamp>`; stamps are milliseconds of one
+/// width, so the greatest name is the newest), if any.
+fn newest_aside(dir: &Path, part: &str) -> Option<PathBuf> {
+    let prefix = format!(".{part}-old-");
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)))
+        .map(|e| e.path())
+        .max()
+}
+
+/// Where `part` of library folder `dir` is: `dir/part`, or the aside a reset killed between its two
+/// renames left when `dir/part` is missing.
+fn part_dir(dir: &Path, part: &str) -> PathBuf {
+    let current = dir.join(part);
+    if current.exists() {
+        return current;
+    }
+    newest_aside(dir, part).unwrap_or(current)
+}
+
+/// For a writer holding the library's lock: puts back a part a killed [`Library::reset_for_model`] left
+/// aside with nothing in its place (the library is then as before the reset), and deletes what a reset
+/// left behind once every part is in place (old parts, the staging folder).
+fn finish_interrupted_reset(dir: &Path) -> Result<(), StoreError> {
+    for part in TABLE_PARTS {
+        let current = dir.join(part);
+        if !current.exists() {
+            if let Some(aside) = newest_aside(dir, part) {
+                tracing::warn!("putting back {} that an interrupted reset left aside", aside.display());
+                std::fs::rename(&aside, &current).map_err(|e| StoreError::io(&aside, e))?;
+            }
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let leftover = name.starts_with(RESET_STAGING_PREFIX)
+            || TABLE_PARTS.iter().any(|part| name.starts_with(&format!(".{part}-old-")));
+        if leftover {
+            let path = entry.path();
+            std::fs::remove_dir_all(&path).map_err(|e| StoreError::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
 impl Library {
     /// Creates library `name` for documents embedded with `embedding`, with empty tables and keyword
     /// index. Errors: bad name, the library exists, storage errors.
@@ -181,28 +237,38 @@ impl Library {
     }
 
     /// Empties library `name` and records `embedding` as its model; its sources stay, so a
-    /// [`Library::sync`] afterwards reads everything again with the new model. The old tables are moved
-    /// aside before the manifest changes and deleted last, so a crash leaves either library, never a mix.
+    /// [`Library::sync`] afterwards reads everything again with the new model.
     ///
-    /// Errors: no such library; another process holds the lock; storage errors.
+    /// Crash-safe: the empty tables are made first in a folder of their own (`.reset-<stamp>`); then
+    /// each part — LanceDB first, then tantivy — is swapped by two renames (the old one aside to
+    /// `.<part>-old-<stamp>`, the new one in), the manifest changes, and the old parts are deleted last.
+    /// A kill at any moment leaves every part in place or set aside: [`Library::open_read`] reads a part
+    /// a kill left aside, and [`Library::open_write`] puts it back and clears what a reset left behind,
+    /// so the library opens as it was or empty, never half gone. (Until 2026-12-04 the empty tables were
+    /// made after the old ones were moved aside, and a kill between left no table to open: found by
+    /// `kill_minus_nine_during_sync_remove_and_reindex_never_leaves_a_half_indexed_library`.)
     pub async fn reset_for_model(data: &DataDir, name: &str, embedding: EmbeddingInfo) -> Result<(), StoreError> {
         let dir = data.existing(name)?;
         let lock = WriteLock::acquire(&dir, name)?;
         let mut manifest = LibraryManifest::load(&dir)?;
+        finish_interrupted_reset(&dir)?;
         let stamp = crate::manifest::now_ms();
+        let staging = dir.join(format!("{RESET_STAGING_PREFIX}{stamp}"));
+        create_indexes(&staging, embedding.dimension).await?;
         let mut aside = Vec::new();
-        for part in ["lance", "tantivy"] {
-            let from = dir.join(part);
-            if from.exists() {
+        for part in TABLE_PARTS {
+            let current = dir.join(part);
+            if current.exists() {
                 let to = dir.join(format!(".{part}-old-{stamp}"));
-                std::fs::rename(&from, &to).map_err(|e| StoreError::io(&from, e))?;
+                std::fs::rename(&current, &to).map_err(|e| StoreError::io(&current, e))?;
                 aside.push(to);
             }
+            let new = staging.join(part);
+            std::fs::rename(&new, &current).map_err(|e| StoreError::io(&new, e))?;
         }
         manifest.embedding = embedding;
         manifest.save(&dir)?;
-        create_indexes(&dir, manifest.embedding.dimension).await?;
-        for old in aside {
+        for old in aside.into_iter().chain([staging]) {
             std::fs::remove_dir_all(&old).map_err(|e| StoreError::io(&old, e))?;
         }
         drop(lock);
@@ -215,8 +281,9 @@ impl Library {
     pub async fn open_read(data: &DataDir, name: &str) -> Result<Library, StoreError> {
         let dir = data.existing(name)?;
         let manifest = LibraryManifest::load(&dir)?;
-        let store = Store::open(&dir.join("lance"), manifest.embedding.dimension, false).await?;
-        let tantivy_dir = dir.join("tantivy");
+        // A part a killed reset left aside is read where it is (a reader changes nothing).
+        let store = Store::open(&part_dir(&dir, "lance"), manifest.embedding.dimension, false).await?;
+        let tantivy_dir = part_dir(&dir, "tantivy");
         let keyword = match KeywordIndex::open_read_only(&tantivy_dir) {
             Ok(index) => index,
             Err(error) => {
@@ -255,6 +322,7 @@ impl Library {
         let lock = WriteLock::acquire(&dir, name)?;
         let manifest = LibraryManifest::load(&dir)?;
         check_model(&manifest, model_id)?;
+        finish_interrupted_reset(&dir)?;
         let store = Store::open(&dir.join("lance"), manifest.embedding.dimension, true).await?;
         let tantivy_dir = dir.join("tantivy");
         let keyword = match KeywordIndex::open_or_create(&tantivy_dir) {
@@ -834,6 +902,43 @@ mod tests {
         assert_eq!(passages[1].citation(), "acme.pdf, p. 2");
         assert!(library.document_passages("gone").await.unwrap().is_empty(), "a failed document is not searchable");
         assert!(library.document_passages("nobody's").await.unwrap().is_empty(), "no such document (quote escaped)");
+    }
+
+    #[tokio::test]
+    async fn a_reset_killed_between_its_renames_leaves_the_library_readable_and_a_writer_puts_it_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = DataDir::at(tmp.path());
+        let embedding = EmbeddingInfo { model_id: "m".into(), dimension: 3, automatic: false, chunks_per_second: None };
+        Library::create(&data, "filings", embedding.clone(), ChunkingInfo::default()).await.unwrap();
+        let dir = data.existing("filings").unwrap();
+        {
+            let store = Store::open(&dir.join("lance"), 3, true).await.unwrap();
+            let row = document_row("acme", "/docs/acme.pdf", "pdf", "Acme · Form 10-Q", DocumentState::Indexed);
+            store.add_documents(&[row]).await.unwrap();
+            store
+                .add_chunks(&[chunk_row("acme", 0, "Revenue: 7,192 million", None)], &[vec![1.0, 0.0, 0.0]])
+                .await
+                .unwrap();
+        }
+        // A kill after the old tables were moved aside and before the new ones were moved in.
+        std::fs::rename(dir.join("lance"), dir.join(".lance-old-1764800000000")).unwrap();
+        std::fs::create_dir_all(dir.join(".reset-1764800000000/lance")).unwrap();
+        let reader = Library::open_read(&data, "filings").await.expect("a reader reads the part set aside");
+        assert_eq!(reader.documents().count(), 1);
+        drop(reader);
+        let writer = Library::open_write(&data, "filings", "m").await.unwrap();
+        assert_eq!(writer.documents().count(), 1, "the writer put the old tables back");
+        drop(writer);
+        let names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.contains(&"lance".to_string()), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with(".lance-old-") || n.starts_with(".reset-")), "{names:?}");
+        // A whole reset empties it, and leaves nothing behind.
+        Library::reset_for_model(&data, "filings", embedding).await.unwrap();
+        assert_eq!(Library::open_read(&data, "filings").await.unwrap().documents().count(), 0);
+        let names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(!names.iter().any(|n| n.starts_with('.') && n != ".write.lock" && n != ".lock"), "{names:?}");
     }
 
     #[tokio::test]
