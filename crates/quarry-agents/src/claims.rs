@@ -892,6 +892,34 @@ fn cite_sentences(text: &str, sources: &[Citation], read: &SourcesRead) -> (Stri
     (out, repairs)
 }
 
+/// The line of a cited passage's `text` (a table row, or the line of prose) that states the most of
+/// the amounts and percentages of the claims citing passage `number` — what a citation's preview should
+/// show, so the reader sees the words the answer rests on and not only the passage's first line (the
+/// quick start's answer cites a chunk that opens with segment rows and holds "Total revenue: $7,192
+/// million (three months ended April 30, 2023)" further down). Whitespace is collapsed. `None` when no
+/// claim citing the passage states an amount or a percentage, or no line of the passage states one of
+/// them (dates are left out: a table's every row names its columns' dates).
+pub fn stating_line(text: &str, number: usize, claims: &[ClaimCheck]) -> Option<String> {
+    let wanted: Vec<Figure> = claims
+        .iter()
+        .filter(|c| c.cited.contains(&number))
+        .flat_map(|c| figures(&c.sentence))
+        .filter(|f| matches!(f.kind, FigureKind::Amount | FigureKind::Percent))
+        .collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let mut best: Option<(usize, &str)> = None;
+    for line in text.lines() {
+        let stated = figures(line);
+        let count = wanted.iter().filter(|w| states(&stated, w)).count();
+        if count > 0 && best.is_none_or(|(most, _)| count > most) {
+            best = Some((count, line));
+        }
+    }
+    best.map(|(_, line)| line.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 /// Supported claims over all claims, or `None` when the answer makes no claim.
 pub fn supported_share(checks: &[ClaimCheck]) -> Option<f64> {
     (!checks.is_empty()).then(|| checks.iter().filter(|c| c.supported).count() as f64 / checks.len() as f64)
@@ -901,6 +929,25 @@ pub fn supported_share(checks: &[ClaimCheck]) -> Option<f64> {
 mod tests {
     use super::*;
     use quarry_core::Passage;
+
+    #[test]
+    fn a_citations_preview_is_the_line_stating_what_the_answer_cites_it_for() {
+        let text = "Professional Visualization: 295 million (three months ended April 30, 2023); 622 million (three months ended May 1, 2022)\n\
+                    Automotive: 296 million (three months ended April 30, 2023); 138 million (three months ended May 1, 2022)\n\
+                    Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)";
+        let claims = check_claims(
+            "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million [2].",
+            &[source(2, text)],
+        );
+        assert_eq!(
+            stating_line(text, 2, &claims).as_deref(),
+            Some("Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)")
+        );
+        // Another passage's number, or a claim with no amount: no line to show.
+        assert_eq!(stating_line(text, 3, &claims), None);
+        let claims = check_claims("NVIDIA reports by segment [2].", &[source(2, text)]);
+        assert_eq!(stating_line(text, 2, &claims), None);
+    }
 
     fn source(number: usize, text: &str) -> Citation {
         Citation {

@@ -448,9 +448,17 @@ fn print_answer(answer: &Answer, json: bool, streamed: &str) -> anyhow::Result<(
     if !list.is_empty() {
         println!("{title}:");
         for c in list {
-            let quote: String =
-                c.passage.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect();
-            println!("[{}] {}\n    {}\n    \"{quote}…\"", c.number, c.passage.citation(), c.passage.path);
+            // The line stating what the answer cites the passage for, else the passage's start.
+            let quote = match quarry_agents::claims::stating_line(&c.passage.text, c.number, &answer.claims) {
+                Some(line) if line.chars().count() <= 200 => format!("…{line}…"),
+                Some(line) => format!("…{}…", line.chars().take(200).collect::<String>()),
+                None => {
+                    let start: String =
+                        c.passage.text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect();
+                    format!("{start}…")
+                }
+            };
+            println!("[{}] {}\n    {}\n    \"{quote}\"", c.number, c.passage.citation(), c.passage.path);
         }
     }
     if !answer.web_queries.is_empty() {
