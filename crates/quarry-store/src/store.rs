@@ -532,14 +532,22 @@ impl Store {
         if self.embedded_column {
             filter = format!("{EMBEDDED} = true AND {filter}");
         }
-        let mut vectors: std::collections::HashMap<u64, Vec<f32>> =
-            self.chunk_vectors(Some(filter.clone())).await?.into_iter().collect();
-        Ok(self
-            .chunks_where(Some(filter))
+        let mut columns = self.chunk_columns();
+        columns.push("vector");
+        let batches: Vec<RecordBatch> = self
+            .chunks
+            .query()
+            .select(Select::columns(&columns))
+            .only_if(filter)
+            .execute()
             .await?
-            .into_iter()
-            .filter_map(|chunk| vectors.remove(&chunk.chunk_id).map(|vector| (chunk, vector)))
-            .collect())
+            .try_collect()
+            .await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            out.extend(chunks_from_batch(batch)?.into_iter().zip(vectors_from_batch(batch)?));
+        }
+        Ok(out)
     }
 
     /// Deletes every chunk of the given documents (one commit per 500 documents).
@@ -698,15 +706,7 @@ impl Store {
         let mut out = Vec::new();
         for batch in &batches {
             let ids = column::<UInt64Array>(batch, "chunk_id")?;
-            let vectors = column::<FixedSizeListArray>(batch, "vector")?;
-            for i in 0..batch.num_rows() {
-                let values = vectors.value(i);
-                let floats = values
-                    .as_any()
-                    .downcast_ref::<arrow_array::Float32Array>()
-                    .ok_or_else(|| StoreError::Store("column vector does not hold float32".into()))?;
-                out.push((ids.value(i), floats.values().to_vec()));
-            }
+            out.extend(ids.values().iter().copied().zip(vectors_from_batch(batch)?));
         }
         Ok(out)
     }
@@ -889,6 +889,21 @@ fn chunks_to_batch(
         Arc::new(arrow_array::BooleanArray::from_iter(chunks.iter().map(|c| Some(c.ocr)))),
     ];
     Ok(RecordBatch::try_new(chunks_schema(dimension), columns)?)
+}
+
+/// The `vector` column of a batch of chunk rows, one vector per row, in row order.
+fn vectors_from_batch(batch: &RecordBatch) -> Result<Vec<Vec<f32>>, StoreError> {
+    let vectors = column::<FixedSizeListArray>(batch, "vector")?;
+    (0..batch.num_rows())
+        .map(|i| {
+            let values = vectors.value(i);
+            let floats = values
+                .as_any()
+                .downcast_ref::<arrow_array::Float32Array>()
+                .ok_or_else(|| StoreError::Store("column vector does not hold float32".into()))?;
+            Ok(floats.values().to_vec())
+        })
+        .collect()
 }
 
 fn chunks_from_batch(batch: &RecordBatch) -> Result<Vec<ChunkRecord>, StoreError> {
