@@ -109,47 +109,72 @@ pub(crate) fn quarter_mentions(text: &str) -> Vec<QuarterMention> {
     kept
 }
 
-/// Whether the quarter `question` names is the one its reader most likely means in `passage`'s
-/// document, when a filing's own words and its file name name different quarters: a quarter asked for
-/// as fiscal ("Q1 FY2024", "the first quarter of fiscal 2024") is the one the document states (its
-/// context line without the file name); a quarter asked for without "fiscal" ("Q1 2023") is the one the
-/// file's name gives, the label the person filed it under. Microsoft's 10-Q for the quarter ended
-/// December 31, 2022 calls it the second quarter of fiscal 2023; filed as `2023 Q1 MSFT.pdf`, it is
-/// what "Microsoft's first quarter of 2023" means to the person who named it so — and the filing of
-/// the quarter ended September 30, 2022, "first quarter of fiscal year 2023" in its own words, is what
-/// "the first quarter of fiscal 2023" means. Used only to break a tie in [`context_overlap`]; false
-/// when the question names no quarter.
-pub(crate) fn quarter_as_meant(question: &[QuarterMention], passage: &Passage) -> bool {
-    if question.is_empty() || passage.context.is_empty() {
-        return false;
+/// What a passage's document is matched by, read once from its context line and file name.
+struct DocumentTerms {
+    /// The context line's [`match_terms`].
+    terms: std::collections::HashSet<String>,
+    /// The quarters the document states: its context line without the file name part.
+    stated_quarters: Vec<String>,
+    /// The quarters its file name (without extension) gives.
+    file_quarters: Vec<String>,
+}
+
+impl DocumentTerms {
+    /// `None` for a passage without a context line (it matches nothing).
+    fn of(passage: &Passage) -> Option<DocumentTerms> {
+        if passage.context.is_empty() {
+            return None;
+        }
+        let file_name = std::path::Path::new(&passage.path).file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let stated: String = passage
+            .context
+            .split(CONTEXT_SEPARATOR)
+            .filter(|part| file_name.is_empty() || !part.trim().eq_ignore_ascii_case(file_name))
+            .collect::<Vec<_>>()
+            .join(CONTEXT_SEPARATOR);
+        Some(DocumentTerms {
+            terms: match_terms(&passage.context),
+            stated_quarters: quarter_terms(&stated),
+            file_quarters: quarter_terms(file_name),
+        })
     }
-    let file_name = std::path::Path::new(&passage.path).file_stem().and_then(|s| s.to_str()).unwrap_or("");
-    let stated: String = passage
-        .context
-        .split(CONTEXT_SEPARATOR)
-        .filter(|part| file_name.is_empty() || !part.trim().eq_ignore_ascii_case(file_name))
-        .collect::<Vec<_>>()
-        .join(CONTEXT_SEPARATOR);
-    let (named_by_file, stated) = (quarter_terms(file_name), quarter_terms(&stated));
-    question.iter().any(|q| if q.fiscal { stated.contains(&q.term) } else { named_by_file.contains(&q.term) })
+
+    /// Whether the quarter `question` names is the one its reader most likely means in this document,
+    /// when a filing's own words and its file name name different quarters: a quarter asked for as
+    /// fiscal ("Q1 FY2024", "the first quarter of fiscal 2024") is the one the document states (its
+    /// context line without the file name); a quarter asked for without "fiscal" ("Q1 2023") is the one
+    /// the file's name gives, the label the person filed it under. Microsoft's 10-Q for the quarter
+    /// ended December 31, 2022 calls it the second quarter of fiscal 2023; filed as `2023 Q1 MSFT.pdf`,
+    /// it is what "Microsoft's first quarter of 2023" means to the person who named it so — and the
+    /// filing of the quarter ended September 30, 2022, "first quarter of fiscal year 2023" in its own
+    /// words, is what "the first quarter of fiscal 2023" means. Used only to break a tie in
+    /// [`document_match`]; false when the question names no quarter.
+    fn quarter_as_meant(&self, question: &[QuarterMention]) -> bool {
+        question.iter().any(|q| {
+            if q.fiscal {
+                self.stated_quarters.contains(&q.term)
+            } else {
+                self.file_quarters.contains(&q.term)
+            }
+        })
+    }
 }
 
 /// What separates the parts of a context line (`quarry_ingest::document_context`).
 const CONTEXT_SEPARATOR: &str = " · ";
 
-/// How well `passage`'s document matches what `question` names: the match terms they share
-/// ([`context_overlap`]), then whether its quarter is the one the question most likely means
-/// ([`quarter_as_meant`]). Compared as a pair: the second only breaks ties.
+/// How well a document (`document`, `None` without a context line) matches what a question names
+/// (`question_terms`, its [`match_terms`]; `quarters`, its [`quarter_mentions`]): the match terms they
+/// share ([`context_overlap`]), then whether its quarter is the one the question most likely means
+/// ([`DocumentTerms::quarter_as_meant`]). Compared as a pair: the second only breaks ties.
 fn document_match(
     question_terms: &std::collections::HashSet<String>,
     quarters: &[QuarterMention],
-    passage: &Passage,
+    document: Option<&DocumentTerms>,
 ) -> (usize, bool) {
-    if passage.context.is_empty() {
-        return (0, false);
-    }
-    let shared = question_terms.intersection(&match_terms(&passage.context)).count();
-    (shared, shared > 0 && quarter_as_meant(quarters, passage))
+    let Some(document) = document else { return (0, false) };
+    let shared = question_terms.intersection(&document.terms).count();
+    (shared, shared > 0 && document.quarter_as_meant(quarters))
 }
 
 /// What NaiveRAG reads of `found` (a search [`WIDENING`] × `k` deep, best first): the matching
@@ -169,8 +194,13 @@ pub fn select(question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
 pub fn select_for_query(query: &str, question: &str, found: Vec<Passage>, k: usize) -> Vec<Passage> {
     let (query_words, question_words) = (match_terms(query), match_terms(question));
     let (query_quarters, question_quarters) = (quarter_mentions(query), quarter_mentions(question));
+    // Each passage's document terms are read once for both matches.
     let key = |p: &Passage| {
-        (document_match(&query_words, &query_quarters, p), document_match(&question_words, &question_quarters, p))
+        let document = DocumentTerms::of(p);
+        (
+            document_match(&query_words, &query_quarters, document.as_ref()),
+            document_match(&question_words, &question_quarters, document.as_ref()),
+        )
     };
     let (mut passages, first_group) = match_order_by(found, key, asks_for_latest(question));
     if first_group > 0 {
@@ -497,7 +527,7 @@ pub fn asks_for_latest(question: &str) -> bool {
 /// The period a context line names: its "… ended `<date>`" part ("quarterly period ended July 1, 2023"),
 /// or `None`.
 pub(crate) fn period_phrase(context: &str) -> Option<&str> {
-    context.split(" · ").find(|part| part.contains(" ended ")).map(str::trim)
+    context.split(CONTEXT_SEPARATOR).find(|part| part.contains(" ended ")).map(str::trim)
 }
 
 /// The period end date a context line states, as written ("April 30, 2023" of "quarterly period ended
@@ -528,7 +558,11 @@ pub fn prefer_matching_documents(question: &str, passages: Vec<Passage>) -> Vec<
 /// match, of the latest period for a "latest" question; 0 when no context shares a word with `question`).
 fn match_order(question: &str, passages: Vec<Passage>) -> (Vec<Passage>, usize) {
     let (terms, quarters) = (match_terms(question), quarter_mentions(question));
-    match_order_by(passages, |p| document_match(&terms, &quarters, p), asks_for_latest(question))
+    match_order_by(
+        passages,
+        |p| document_match(&terms, &quarters, DocumentTerms::of(p).as_ref()),
+        asks_for_latest(question),
+    )
 }
 
 /// [`match_order`] for any match `key` (higher is better; the default, e.g. 0 or (0, 0), is no match):
