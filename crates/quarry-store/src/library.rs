@@ -171,10 +171,15 @@ const TABLE_PARTS: [&str; 2] = ["lance", "tantivy"];
 /// The folder in which [`Library::reset_for_model`] makes the empty tables before swapping them in.
 const RESET_STAGING_PREFIX: &str = ".reset-";
 
-/// The newest folder a reset set `part` aside to (`.<part>-old-<stamp>`; stamps are milliseconds of one
-/// width, so the greatest name is the newest), if any.
+/// How the names of the folders a reset sets `part` aside to begin (`.<part>-old-<stamp>`).
+fn aside_prefix(part: &str) -> String {
+    format!(".{part}-old-")
+}
+
+/// The newest folder a reset set `part` aside to (stamps are milliseconds of one width, so the greatest
+/// name is the newest), if any.
 fn newest_aside(dir: &Path, part: &str) -> Option<PathBuf> {
-    let prefix = format!(".{part}-old-");
+    let prefix = aside_prefix(part);
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(Result::ok)
@@ -211,7 +216,7 @@ fn finish_interrupted_reset(dir: &Path) -> Result<(), StoreError> {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         let leftover = name.starts_with(RESET_STAGING_PREFIX)
-            || TABLE_PARTS.iter().any(|part| name.starts_with(&format!(".{part}-old-")));
+            || TABLE_PARTS.iter().any(|part| name.starts_with(&aside_prefix(part)));
         if leftover {
             let path = entry.path();
             std::fs::remove_dir_all(&path).map_err(|e| StoreError::io(&path, e))?;
@@ -259,7 +264,7 @@ impl Library {
         for part in TABLE_PARTS {
             let current = dir.join(part);
             if current.exists() {
-                let to = dir.join(format!(".{part}-old-{stamp}"));
+                let to = dir.join(format!("{}{stamp}", aside_prefix(part)));
                 std::fs::rename(&current, &to).map_err(|e| StoreError::io(&current, e))?;
                 aside.push(to);
             }
