@@ -31,9 +31,13 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 ///   row label wrapped inside a parenthesis (Intel's balance sheet), keep the table going (Session 38).
 /// - `pdf` 7: a header line that starts with a column's title and ends with the first column's date
 ///   ("Interest Rate April 30, 2023", NVIDIA's debt notes) names the columns (Session 39).
+/// - `pdf` 8: change columns titled "Quarter-over-Quarter" / "Year-over-Year" and changes in
+///   percentage points ("1.3 pts") are read (NVIDIA's quarterly summary tables); rows about
+///   "operations" (and "consideration") get their table's unit, which the word "ratio" inside them had
+///   kept off (Session 45).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
-        "pdf" => 7,
+        "pdf" => 8,
         _ => UNSTAMPED_EXTRACTION_VERSION,
     }
 }
@@ -62,7 +66,7 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 7, "a column title before the first date of a header (Session 39)");
+        assert_eq!(extraction_version("pdf"), 8, "change columns titled quarter-over-quarter (Session 45)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
         assert_eq!(failure_version("pdf"), 7, "the PDF reading is newer than the set of formats (3, OCR)");

@@ -23,11 +23,13 @@
 //! ```
 //!
 //! Rules (no model), read from the text:
-//! - A **row** is a line that ends in at least two numeric cells (`$ 1,234`, `(4)%`, `12.5 %`, `—`) after a
+//! - A **row** is a line that ends in at least two numeric cells (`$ 1,234`, `(4)%`, `12.5 %`, `1.3 pts`, `—`) after a
 //!   label with a letter in it.
 //! - Its **header** is the run of lines just above the first row made only of period phrases ("Three
 //!   Months Ended", "Year Ended"), month-and-day dates, years, period codes ("Q3 2023", "YTD 2023", "Q1
-//!   FY24": Intel's management's-discussion tables; each names its column as printed), "Change", unit
+//!   FY24": Intel's management's-discussion tables; each names its column as printed), "Change" (with
+//!   the periods it compares when its title names them: "Quarter-over-Quarter Change", NVIDIA's
+//!   quarterly summary, names its column "quarter-over-quarter change"), unit
 //!   notes ("(In millions)", "($ in millions)") and "(unaudited)";
 //!   short section lines ("Revenue:") may sit between header and rows.
 //! - **Columns** are the header's years in reading order, each period's change columns after its years
@@ -84,12 +86,17 @@ struct Patterns {
     date_part: Regex,
     /// A reference to a note at a line's end ([`without_note_reference`]).
     note_reference: Regex,
-    /// Labels and sections whose figures are not amounts in the table's unit.
+    /// Labels and sections whose figures are not amounts in the table's unit ("ratio" as a word: it is
+    /// inside "operations" and "consideration").
     not_amount: Regex,
 }
 
 /// A month's name or its abbreviation, as a regex group: a header's dates ("Oct. 29") and a month alone
 /// on a line of a date split over lines are read by it.
+/// A change column's title that names the periods it compares ("Quarter-over-Quarter", "Year-over-Year";
+/// NVIDIA's text layer also gives "Quarter-overQuarter"), as a regex group.
+const OVER: &str = r"(?:quarter|year|month)-over-?(?:quarter|year|month)";
+
 const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
 
 fn patterns() -> &'static Patterns {
@@ -102,18 +109,18 @@ fn patterns() -> &'static Patterns {
             |(?P<code>\b(?:(?:q[1-4]|ytd|h[12])\s+(?:19|20)\d{{2}}|(?:q[1-4]\s+)?fy\s?(?:(?:19|20)\d{{2}}|\d{{2}}))\b)
             |(?P<monthday>\b{MONTH}\.?\s+\d{{1,2}}\b,?)
             |(?P<year>\b(?:19|20)\d{{2}}\b)
-            |(?P<change>(?:%\s*)?\bchange\b)",
+            |(?P<change>(?:(?P<over>{OVER})\s*)?(?:%\s*)?\bchange)",
         ))
         .expect("the pattern is valid"),
         unit: Regex::new(r"(?i)\bin\s+(millions|thousands|billions)\b").expect("the pattern is valid"),
         exception: Regex::new(r"(?i)\bexcept\b[^()]*").expect("the pattern is valid"),
-        column_title: Regex::new(r"(?i)^\s*(?:percentage|percent|%|\$)\s*$").expect("the pattern is valid"),
-        leftover: Regex::new(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:\$\s*)?(?:in\s+)?[a-z ,;\-]*\)|unaudited|as of|and|[\s,;:()%$*\-–—])*$").expect("the pattern is valid"),
+        column_title: Regex::new(&format!(r"(?i)^\s*(?:percentage|percent|%|\$|{OVER})\s*$")).expect("the pattern is valid"),
+        leftover: Regex::new(&format!(r"(?i)^[\s,;:()%$*\-–—]*(?:\((?:\$\s*)?(?:in\s+)?[a-z ,;\-]*\)|unaudited|as of|and|{OVER}|[\s,;:()%$*\-–—])*$")).expect("the pattern is valid"),
         number: Regex::new(r"^\(?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\)?%?$").expect("the pattern is valid"),
         date_part: Regex::new(&format!(r"(?i)^\s*(?:{MONTH}\.?|\d{{1,2}},)\s*$")).expect("the pattern is valid"),
         note_reference: Regex::new(r"(?i)\s*(?:[-–—]\s*)?\(?\s*(?:see\s+)?notes?\s+\d+(?:\s*(?:,|and)\s*\d+)*\s*\)?\s*$").expect("the pattern is valid"),
         unaudited: Regex::new(r"(?i)^\s*\(?\s*unaudited\s*\)?\s*$").expect("the pattern is valid"),
-        not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|ratio|growth|margin|mix|days|employees|headcount|basis points").expect("the pattern is valid"),
+        not_amount: Regex::new(r"(?i)share|percent|%|\brate\b|\bratios?\b|growth|margin|mix|days|employees|headcount|basis points").expect("the pattern is valid"),
     })
 }
 
@@ -126,7 +133,9 @@ enum HeaderItem {
     Code(String),
     MonthDay(String),
     Year(String),
-    Change,
+    /// A change column; with the periods its title compares when it names them
+    /// ("quarter-over-quarter", [`OVER`]).
+    Change(Option<String>),
 }
 
 /// Rewrites the rows of every table in `page` whose columns can be read (see the module docs); all other
@@ -379,12 +388,17 @@ fn cells_of(line: &str) -> Option<(String, Vec<String>)> {
     let tokens: Vec<&str> = tokens.iter().map(|t| t.as_ref()).collect();
     let mut cells: Vec<String> = Vec::new();
     let mut k = tokens.len();
-    // Walk back over cells: [$] value [%]
+    // Walk back over cells: [$] value [% | pts]
     while k > 0 {
         let mut j = k;
         let mut cell = String::new();
+        // A percentage's sign, or "pts" after a change in percentage points (NVIDIA's gross margin:
+        // "64.6 % 63.3 % 1.3 pts (0.9) pts").
         if j > 0 && tokens[j - 1] == "%" {
             cell.push('%');
+            j -= 1;
+        } else if j > 0 && tokens[j - 1] == "pts" {
+            cell.push_str(" pts");
             j -= 1;
         }
         if j == 0 {
@@ -517,7 +531,7 @@ fn header_above(lines: &[&str], first_row: usize) -> (usize, Option<Vec<HeaderIt
             } else if let Some(m) = c.name("year") {
                 HeaderItem::Year(m.as_str().to_string())
             } else {
-                HeaderItem::Change
+                HeaderItem::Change(c.name("over").map(|m| over_title(m.as_str())))
             }
         })
         .collect();
@@ -540,7 +554,7 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
     if !days.is_empty() && items.iter().any(|i| matches!(i, HeaderItem::Code(_))) {
         return None;
     }
-    let changes: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Change)).collect();
+    let changes: Vec<&HeaderItem> = items.iter().filter(|i| matches!(i, HeaderItem::Change(_))).collect();
     let count = years.len() + changes.len();
     if count < MIN_CELLS {
         return None;
@@ -596,6 +610,7 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
                 Some(period) => format!("{period} {code}"),
                 None => code.clone(),
             },
+            HeaderItem::Change(Some(compared)) => format!("{compared} change"),
             _ => match period {
                 Some(period) => format!("change, {period}"),
                 None => "change".to_string(),
@@ -604,6 +619,22 @@ fn columns(items: &[HeaderItem]) -> Option<Vec<String>> {
         out.push(name);
     }
     Some(out)
+}
+
+/// The title of a change column that names the periods it compares, written one way:
+/// "Quarter-overQuarter" (as NVIDIA's text layer gives it) → "quarter-over-quarter".
+fn over_title(title: &str) -> String {
+    let title = title.to_lowercase();
+    match title.split_once("-over") {
+        Some((from, to)) => format!("{from}-over-{}", to.trim_start_matches('-')),
+        None => title,
+    }
+}
+
+/// Whether `column` (a name [`columns`] wrote) is a change column: "change, three months ended",
+/// "quarter-over-quarter change".
+fn is_change_column(column: &str) -> bool {
+    column.starts_with("change") || column.ends_with(" change")
 }
 
 /// Whether a row's label or section says its figures are not amounts in the table's unit (shares,
@@ -618,7 +649,7 @@ fn names_no_amount(text: &str) -> bool {
 fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&str>, section: &str) -> Option<String> {
     // A row that leaves its change columns blank (Apple prints a change only on a table's total row)
     // has as many cells as the table has period columns: they are those columns'.
-    let period_columns: Vec<String> = columns.iter().filter(|c| !c.starts_with("change")).cloned().collect();
+    let period_columns: Vec<String> = columns.iter().filter(|c| !is_change_column(c)).cloned().collect();
     let columns =
         if cells.len() < columns.len() && cells.len() == period_columns.len() { &period_columns[..] } else { columns };
     if cells.len() < columns.len() {
@@ -638,7 +669,7 @@ fn label_row(label: &str, cells: &[String], columns: &[String], unit: Option<&st
         .map(|(cell, column)| {
             let is_figure = cell.chars().any(|c| c.is_ascii_digit());
             let value = match amounts {
-                Some(unit) if is_figure && !cell.contains('%') && !column.starts_with("change") => {
+                Some(unit) if is_figure && !cell.contains('%') && !is_change_column(column) => {
                     format!("{cell} {unit}")
                 }
                 _ => cell.clone(),
@@ -970,6 +1001,58 @@ mod tests {
         );
         assert!(out.contains("Goodwill: 20,288 million (December 31, 2022); 22,749 million (March 31, 2023)"), "{out}");
         assert!(!out.contains("unaudited"), "a header line, dropped with the header: {out}");
+    }
+
+    /// NVIDIA's quarterly summary (`2023 Q1 NVDA.pdf`, p. 25, as its text layer gives it): three quarters'
+    /// columns, then change columns titled "Quarter-over-Quarter" / "Year-over-Year" over "Change" (in
+    /// the 2022 Q3 filing glued: "Quarter-overQuarter ChangeYear-over-Year"), and the gross margin's
+    /// changes in percentage points. Before, the titles ended the header and no row was read; and
+    /// "Income from operations" got no unit ("operations" holds "ratio").
+    #[test]
+    fn a_summary_table_with_quarter_over_quarter_and_year_over_year_columns_is_read() {
+        let page = "First Quarter of Fiscal Year 2024 Summary\n\
+                    Three Months Ended\n\
+                    April 30, 2023\n\
+                    January 29,\n\
+                    2023 May 1, 2022\n\
+                    Quarter-over-Quarter\n\
+                    Change\n\
+                    Year-over-Year\n\
+                    Change\n\
+                    ($ in millions, except per share data)\n\
+                    Revenue $ 7,192 $ 6,051 $ 8,288 19 % (13)%\n\
+                    Gross margin 64.6 % 63.3 % 65.5 % 1.3 pts (0.9) pts\n\
+                    Income from operations $ 2,140 $ 1,257 $ 1,868 70 % 15 %\n\
+                    Net income per diluted share $ 0.82 $ 0.57 $ 0.64 44 % 28 %\n\
+                    We specialize in markets where our computing platforms can provide tremendous acceleration.";
+        let out = label_table_rows(page);
+        assert_eq!(
+            out,
+            "First Quarter of Fiscal Year 2024 Summary\n\
+             Revenue: $7,192 million (three months ended April 30, 2023); $6,051 million (three months ended January 29, 2023); \
+             $8,288 million (three months ended May 1, 2022); 19% (quarter-over-quarter change); (13)% (year-over-year change)\n\
+             Gross margin: 64.6% (three months ended April 30, 2023); 63.3% (three months ended January 29, 2023); \
+             65.5% (three months ended May 1, 2022); 1.3 pts (quarter-over-quarter change); (0.9) pts (year-over-year change)\n\
+             Income from operations: $2,140 million (three months ended April 30, 2023); $1,257 million (three months ended January 29, 2023); \
+             $1,868 million (three months ended May 1, 2022); 70% (quarter-over-quarter change); 15% (year-over-year change)\n\
+             Net income per diluted share: $0.82 (three months ended April 30, 2023); $0.57 (three months ended January 29, 2023); \
+             $0.64 (three months ended May 1, 2022); 44% (quarter-over-quarter change); 28% (year-over-year change)\n\
+             We specialize in markets where our computing platforms can provide tremendous acceleration."
+        );
+        let glued = "Three Months Ended\n\
+                     October 30,\n\
+                     2022 July 31, 2022\n\
+                     October 31,\n\
+                     2021\n\
+                     Quarter-overQuarter ChangeYear-over-Year\n\
+                     Change\n\
+                     ($ in millions, except per share data)\n\
+                     Revenue $ 5,931 $ 6,704 $ 7,103 (12)% (17)%\n\
+                     Operating expenses $ 2,576 $ 2,416 $ 1,960 7 % 31 %";
+        let out = label_table_rows(glued);
+        assert!(out.starts_with("Revenue: $5,931 million (three months ended October 30, 2022); $6,704 million (three months ended July 31, 2022); \
+             $7,103 million (three months ended October 31, 2021); (12)% (quarter-over-quarter change); (17)% (year-over-year change)\n"), "{out}");
+        assert!(out.contains("Operating expenses: $2,576 million (three months ended October 30, 2022);"), "{out}");
     }
 
     /// NVIDIA's segment table splits each date over three lines, and its balance sheet's equity rows sit

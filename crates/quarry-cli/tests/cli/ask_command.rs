@@ -251,6 +251,15 @@ pub fn quick_start_library(tmp: &Path) -> std::path::PathBuf {
     data
 }
 
+/// A data folder under `tmp` with the library `sample` made as `scripts/quickstart.sh` makes it: all of
+/// `assets/sample-library` added (filings, NTSB reports and their ZIP, office files, Chinese text).
+fn sample_library_as_the_quick_start_adds_it(tmp: &Path) -> std::path::PathBuf {
+    let data = tmp.join("data");
+    run(&data, &["library", "create", "sample"]);
+    run(&data, &["add", sample_library().to_str().unwrap(), "--library", "sample", "--json"]);
+    data
+}
+
 /// The test venv's Python (scripts/setup.sh: xllamacpp and the MCP SDK): `$QUARRY_PYTHON`, else the
 /// set-up script's default place.
 pub fn test_python() -> String {
@@ -1000,23 +1009,25 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
     assert!(secret(&["status"], None, None).contains("tavily-api-key\tnot set"));
 }
 
-/// The quick start's question over the two NVIDIA filings of the sample library, asked with
+/// The quick start's question over the sample library as the quick start adds it, asked with
 /// Qwen2.5-Coder-1.5B-Instruct (what `scripts/quickstart.sh` asks with) and the default agent, which the
 /// router makes NaiveRAG (docs/ANSWERS.md, Session 19): the answer states
 /// the first quarter's revenue ($7.19 billion, written in any form the figures module reads: $7,192
 /// million, 7,192) and cites the first quarter's filing — not the second quarter's $13.51 billion, which
-/// is what Quarry answered before documents carried their context line. `quarry eval answers
+/// is what Quarry answered before documents carried their context line — among it p. 25, the page the
+/// issue names (the quarter's summary table, read as rows since PDF extraction version 8;
+/// docs/ANSWERS.md, Session 45). `quarry eval answers
 /// --retrieval-only` over the same library finds the answer passage among what NaiveRAG reads.
 #[test]
 fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_filing() {
     let qwen = qwen_model();
     let tmp = tempfile::tempdir().unwrap();
-    let data = quick_start_library(tmp.path());
+    let data = sample_library_as_the_quick_start_adds_it(tmp.path());
 
     let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/eval/quickstart");
     let output = run(
         &data,
-        &["eval", "answers", "--library", "sec", "--set", set.to_str().unwrap(), "--retrieval-only", "--json"],
+        &["eval", "answers", "--library", "sample", "--set", set.to_str().unwrap(), "--retrieval-only", "--json"],
     );
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
@@ -1029,7 +1040,7 @@ fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_fil
     let question = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
     let output = run(
         &data,
-        &["ask", question, "--library", "sec", "--model", qwen.to_str().unwrap(), "--threads", "2", "--json"],
+        &["ask", question, "--library", "sample", "--model", qwen.to_str().unwrap(), "--threads", "2", "--json"],
     );
     let answer: Value =
         String::from_utf8_lossy(&output.stdout).lines().last().map(|l| serde_json::from_str(l).unwrap()).unwrap();
@@ -1044,6 +1055,9 @@ fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_fil
         !cited.is_empty() && cited.iter().all(|p| p.ends_with("2023 Q1 NVDA.pdf")),
         "cites the first quarter's filing only: {cited:?}\n{markdown}"
     );
+    let pages: Vec<u64> =
+        answer["citations"].as_array().unwrap().iter().filter_map(|c| c["passage"]["page_start"].as_u64()).collect();
+    assert!(pages.contains(&25), "cites p. 25, the quarter's summary: {pages:?}\n{markdown}");
     let claims = answer["claims"].as_array().unwrap();
     assert!(
         claims.iter().any(|c| c["supported"] == true),
