@@ -69,7 +69,7 @@ mod tests {
         assert_eq!(extraction_version("pdf"), 8, "change columns titled quarter-over-quarter (Session 45)");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
-        assert_eq!(failure_version("pdf"), 7, "the PDF reading is newer than the set of formats (3, OCR)");
+        assert_eq!(failure_version("pdf"), 8, "the PDF reading is newer than the set of formats (3, OCR)");
         assert!(failure_version("pdf") >= RECOGNITION_VERSION, "scans refused before OCR are read again");
     }
 }
