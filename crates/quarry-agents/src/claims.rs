@@ -597,6 +597,34 @@ impl SourcesRead {
         (count as f64 >= QUOTED_SHARE * wanted.len() as f64).then_some(index)
     }
 
+    /// `numbers` (a marker's citations, all of passages the answer was given, at least two) less those
+    /// that cite a passage adding nothing to the others for `text`: it states none of `text`'s figures,
+    /// the others state them all, and it holds no word of `text` they lack. `None` when nothing would be
+    /// left out. The quick start's answer cited "[1][3]" for "$7,192 million", [3] the summary table
+    /// stating it and [1] a passage about cash that states no revenue (docs/ANSWERS.md, Session 45); a
+    /// passage that holds words of the sentence the figure's passage lacks ("… driven by demand for
+    /// Hopper") stays cited.
+    fn without_idle(&self, text: &str, numbers: &[usize]) -> Option<Vec<usize>> {
+        if numbers.len() < 2 || self.known(numbers).len() != numbers.len() {
+            return None;
+        }
+        let stated = figures(text);
+        if stated.is_empty() {
+            return None;
+        }
+        let (keep, idle): (Vec<usize>, Vec<usize>) =
+            numbers.iter().partition(|&&n| stated.iter().any(|f| states(&self.figures[n - 1], f)));
+        if idle.is_empty() || keep.is_empty() || !stated.iter().all(|f| self.any_states(&keep, f)) {
+            return None;
+        }
+        let wanted = crate::answer::stems(text);
+        let covered: std::collections::HashSet<&String> =
+            keep.iter().flat_map(|&n| wanted.intersection(&self.stems[n - 1])).collect();
+        let adds_words = |n: usize| wanted.intersection(&self.stems[n - 1]).any(|w| !covered.contains(w));
+        let dropped: Vec<usize> = idle.into_iter().filter(|&n| !adds_words(n)).collect();
+        (!dropped.is_empty()).then(|| numbers.iter().copied().filter(|n| !dropped.contains(n)).collect())
+    }
+
     /// The citation numbers among `numbers` that name a passage the answer was given.
     fn known(&self, numbers: &[usize]) -> Vec<usize> {
         numbers.iter().copied().filter(|n| (1..=self.figures.len()).contains(n)).collect()
@@ -805,7 +833,14 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                         out.push_str(&markers);
                         repairs.push(repair);
                     }
-                    _ => out.push_str(raw),
+                    _ => match read.without_idle(&text, &numbers) {
+                        Some(to) => {
+                            let (markers, repair) = CitationRepair::citing(&text, numbers, &to);
+                            out.push_str(&markers);
+                            repairs.push(repair);
+                        }
+                        None => out.push_str(raw),
+                    },
                 }
                 since_marker.clear();
                 paragraph_cited = true;
@@ -1063,6 +1098,29 @@ mod tests {
             ),
             ""
         );
+    }
+
+    /// The quick start's answer (Session 45): "$7,192 million" cited to the summary table that states
+    /// it and to a passage about cash that states no revenue. The idle citation is left out; one that
+    /// holds words of the sentence the figure's passage lacks stays.
+    #[test]
+    fn a_passage_cited_beside_the_one_stating_the_figure_that_adds_nothing_is_left_out() {
+        let sources = [
+            source(1, "As of April 30, 2023, we had $15.32 billion in cash, partially offset by lower revenue."),
+            source(2, "First Quarter of Fiscal Year 2024 Summary\nRevenue: $7,192 million (three months ended April 30, 2023)"),
+            source(3, "Data Center revenue was driven by demand for Hopper GPUs."),
+        ];
+        let md = "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million [1, 2].";
+        let (fixed, repairs) = repair_citations(md, &sources);
+        assert_eq!(fixed, "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million [2].");
+        assert_eq!((repairs[0].from.clone(), repairs[0].to, repairs[0].also.clone()), (vec![1, 2], 2, vec![]));
+        // [3] says what drove it, which [2] does not: both stay.
+        let md = "Revenue was $7,192 million, driven by demand for Hopper GPUs [2, 3].";
+        assert_eq!(repair_citations(md, &sources), (md.to_string(), vec![]));
+        // No figure, or no passage states it: the markers are the claim check's to judge.
+        for md in ["Revenue grew on demand for Hopper [1, 3].", "Revenue was $9,999 million [1, 3]."] {
+            assert_eq!(repair_citations(md, &sources).0, md);
+        }
     }
 
     #[test]
