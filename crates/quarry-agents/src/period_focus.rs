@@ -79,11 +79,9 @@ pub fn keep_question_periods(text: &str, question: &str) -> String {
     out.join("\n")
 }
 
-/// Words of a question that asks how figures differ between periods: it needs every column.
+/// Words of a question that asks how figures differ between periods: it needs every column. (The words
+/// of a comparison that may join two line items of one period instead are [`COMPARE_WORDS`].)
 const COMPARISON_WORDS: &[&str] = &[
-    "compare",
-    "compared",
-    "comparison",
     "change",
     "changed",
     "changes",
@@ -101,8 +99,6 @@ const COMPARISON_WORDS: &[&str] = &[
     "fall",
     "fell",
     "trend",
-    "versus",
-    "vs",
     "prior",
     "previous",
     "preceding",
@@ -110,10 +106,20 @@ const COMPARISON_WORDS: &[&str] = &[
     "year over year",
     "year-over-year",
     "over time",
-    "difference",
-    "differ",
     "earlier",
 ];
+
+/// Words that compare whatever they join: two periods ("revenue in Q1 2024 compared with Q1 2023") or
+/// two line items of one period ("How did Apple's operating expenses for Q1 2023 compare to its revenue
+/// for the same quarter?"). They make a question compare periods only beside two periods it names, or a
+/// word for periods in the plural ([`PLURAL_PERIOD_WORDS`]); otherwise the question is about one period,
+/// and the row's other columns (last year's operating expenses, read as this year's revenue: Session 45)
+/// only mislead.
+const COMPARE_WORDS: &[&str] = &["compare", "compared", "comparison", "versus", "vs", "difference", "differ"];
+
+/// Words for periods in the plural, which turn [`COMPARE_WORDS`] into a comparison of periods ("compare
+/// across the periods").
+const PLURAL_PERIOD_WORDS: &[&str] = &["periods", "quarters", "years", "across"];
 
 /// Whether `column` (a written row's column name) holds a change between periods: "change, three months
 /// ended", "quarter-over-quarter change" (`quarry-ingest`'s table module writes them so).
@@ -121,11 +127,27 @@ fn is_change_column(column: &str) -> bool {
     column.starts_with("change") || column.ends_with(" change")
 }
 
-/// Whether `question` compares periods (see [`COMPARISON_WORDS`]).
+/// Whether `question` compares periods: it uses one of [`COMPARISON_WORDS`], or one of [`COMPARE_WORDS`]
+/// with two quarters or two years named ([`crate::claims::quarters`]) or a word for periods in the
+/// plural ([`PLURAL_PERIOD_WORDS`]).
 pub fn compares_periods(question: &str) -> bool {
     let q = question.to_lowercase();
     let words: Vec<&str> = q.split(|c: char| !c.is_alphanumeric() && c != '-').filter(|w| !w.is_empty()).collect();
-    COMPARISON_WORDS.iter().any(|w| if w.contains(' ') { q.contains(w) } else { words.contains(w) })
+    let uses = |list: &[&str]| list.iter().any(|w| if w.contains(' ') { q.contains(w) } else { words.contains(w) });
+    if uses(COMPARISON_WORDS) {
+        return true;
+    }
+    if !uses(COMPARE_WORDS) {
+        return false;
+    }
+    let mut years: Vec<&str> =
+        words.iter().copied().filter(|w| w.len() == 4 && (w.starts_with("19") || w.starts_with("20"))).collect();
+    years.sort_unstable();
+    years.dedup();
+    let mut quarters = crate::claims::quarters(question);
+    quarters.sort_unstable();
+    quarters.dedup();
+    uses(PLURAL_PERIOD_WORDS) || years.len() >= 2 || quarters.len() >= 2
 }
 
 /// `text`, a passage of a document whose context line `context` states its period ("… quarterly period
@@ -249,6 +271,14 @@ mod tests {
         let balance = "Inventories: $4,611 million (January 29, 2023); $5,159 million (October 30, 2022)";
         assert_eq!(keep_document_period(balance, context, "Inventories in the first quarter of fiscal 2024?"), balance);
         assert!(compares_periods("How has Apple's total net sales changed over time?"));
+        // "Compare" joins two periods, or two line items of one period.
+        assert!(compares_periods("How did revenue in Q1 2024 compare with Q1 2023?"));
+        assert!(compares_periods("How does the effective tax rate compare across the periods?"));
+        assert!(compares_periods("How did revenue in fiscal 2024 compare to fiscal 2023?"));
+        assert!(!compares_periods(
+            "How did Apple's operating expenses for Q1 2023 compare to its revenue for the same quarter?"
+        ));
+        assert!(!compares_periods("How did NVIDIA's operating expenses compare to its revenues in Q1 2023?"));
         assert!(!compares_periods("What was the revenue from iPhone sales for the latest quarter?"));
     }
 }
