@@ -16,6 +16,7 @@
 
 use crate::answer::{pieces, Citation, Piece};
 use crate::figures::{figures, states, Figure, FigureKind};
+use crate::quarter::quarters;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -35,40 +36,6 @@ pub struct ClaimCheck {
     /// another line item: $6,976 million (AWS: Operating income)`. Empty when supported.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub problem: String,
-}
-
-/// The fiscal or calendar quarters `text` names, as (quarter 1–4, year): "first quarter of fiscal 2024",
-/// "Q1 2024", "Q1 FY2024", "fourth quarter of 2023", and the year-first labels of file names ("2023 Q1
-/// NVDA", "2023 Q3MSFT"). A claim about a quarter is supported only by passages that name the same
-/// quarter (in their text or their document's context line).
-pub fn quarters(text: &str) -> Vec<(u8, u16)> {
-    static PATTERN: OnceLock<Regex> = OnceLock::new();
-    let pattern = PATTERN.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter(?: of)?(?: (?:fiscal|the fiscal))?(?: year)?,? (?:fy)?((?:19|20)\d{2})\b|q([1-4])[ ,]*(?:of )?(?:fiscal |fy ?)?((?:19|20)\d{2})\b|((?:19|20)\d{2})[ _-]?q([1-4])(?:[^0-9]|$))").expect("the pattern is valid")
-    });
-    let mut out = Vec::new();
-    for c in pattern.captures_iter(text) {
-        let (quarter, year) = match (c.get(1), c.get(2), c.get(3), c.get(4), c.get(5), c.get(6)) {
-            (Some(word), Some(year), ..) => {
-                let q = match word.as_str().to_lowercase().as_str() {
-                    "first" | "1st" => 1,
-                    "second" | "2nd" => 2,
-                    "third" | "3rd" => 3,
-                    _ => 4,
-                };
-                (q, year.as_str())
-            }
-            (_, _, Some(q), Some(year), ..) => (q.as_str().parse().unwrap_or(0), year.as_str()),
-            (.., Some(year), Some(q)) => (q.as_str().parse().unwrap_or(0), year.as_str()),
-            _ => continue,
-        };
-        if let Ok(year) = year.parse::<u16>() {
-            if !out.contains(&(quarter, year)) {
-                out.push((quarter, year));
-            }
-        }
-    }
-    out
 }
 
 /// Words written with a capital that name no entity: months and weekdays (the dates of a period), the
@@ -1296,13 +1263,6 @@ mod tests {
         assert_eq!(checks[0].problem, "the cited passages do not name the period it states: Q1 2024");
         let checks = check_claims("In Q2 FY2024 revenue was $13.51 billion [1].", &[q2]);
         assert!(checks[0].supported, "{checks:?}");
-        assert_eq!(
-            quarters("the fourth quarter of 2023 and Q1 2024, Q3 of fiscal 2022, 1st quarter of fiscal year 2021"),
-            [(4, 2023), (1, 2024), (3, 2022), (1, 2021)]
-        );
-        // Year-first file labels, also run together with a ticker; not inside longer numbers.
-        assert_eq!(quarters("· 2023 Q1 NVDA · 2023 Q3MSFT · 2022-Q4"), [(1, 2023), (3, 2023), (4, 2022)]);
-        assert_eq!(quarters("12023 Q15 and Q3 20234"), []);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! ([`WIDENING`]).
 
 use crate::answer::word_stems;
+use crate::quarter::{quarter_mentions, QuarterMention};
 use quarry_core::Passage;
 
 /// How many times `top_k` passages NaiveRAG asks search for before preferring the matching documents'
@@ -41,72 +42,14 @@ pub(crate) fn match_terms(text: &str) -> std::collections::HashSet<String> {
         words.replace_range(mention.span.clone(), &" ".repeat(mention.span.len()));
     }
     let mut terms = word_stems(&words);
-    terms.extend(mentions.into_iter().map(|m| m.term));
+    terms.extend(mentions.iter().map(QuarterMention::term));
     terms
 }
 
-/// The quarters `text` names — "Q3 2023", "2023 Q3", "Q3 FY2023", "third quarter of `[fiscal] [year]`
-/// 2023" — each as the term `q3·2023` (quarter and year as written: a fiscal year is not turned into a
-/// calendar one).
+/// The quarters `text` names ([`crate::quarter`]), each as the term `q3·2023` (quarter and year as
+/// written: a fiscal year is not turned into a calendar one).
 pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
-    quarter_mentions(text).into_iter().map(|m| m.term).collect()
-}
-
-/// One quarter named in a text ([`quarter_mentions`]).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct QuarterMention {
-    /// `q<quarter>·<year>`, e.g. `q1·2023`.
-    pub term: String,
-    /// Where the text names it (byte range).
-    pub span: std::ops::Range<usize>,
-    /// Whether it is written as a fiscal quarter ("fiscal", "FY").
-    pub fiscal: bool,
-}
-
-/// The quarters `text` names, in the order of [`quarter_terms`], with where and how.
-pub(crate) fn quarter_mentions(text: &str) -> Vec<QuarterMention> {
-    static PATTERNS: std::sync::OnceLock<[regex::Regex; 3]> = std::sync::OnceLock::new();
-    let [code_first, year_first, spelled] = PATTERNS.get_or_init(|| {
-        [
-            regex::Regex::new(r"(?i)\bQ([1-4])[\s,'’]*(?:FY\s*)?((?:19|20)\d{2})\b").expect("valid pattern"),
-            regex::Regex::new(r"(?i)\b(?:FY\s*)?((?:19|20)\d{2})[\s,]*Q([1-4])\b").expect("valid pattern"),
-            regex::Regex::new(
-                r"(?i)\b(first|second|third|fourth) (?:fiscal )?quarter (?:of |in )?(?:fiscal )?(?:year )?((?:19|20)\d{2})\b",
-            )
-            .expect("valid pattern"),
-        ]
-    });
-    let ordinal =
-        |w: &str| ["first", "second", "third", "fourth"].iter().position(|o| o.eq_ignore_ascii_case(w)).map(|i| i + 1);
-    let mention = |c: &regex::Captures, quarter: usize, year: &str| {
-        let whole = c.get(0).expect("a match");
-        let written = whole.as_str().to_lowercase();
-        QuarterMention {
-            term: format!("q{quarter}·{year}"),
-            span: whole.range(),
-            fiscal: written.contains("fiscal") || written.contains("fy"),
-        }
-    };
-    let mut mentions = Vec::new();
-    for c in code_first.captures_iter(text) {
-        mentions.push(mention(&c, c[1].parse().unwrap_or(0), &c[2]));
-    }
-    for c in year_first.captures_iter(text) {
-        mentions.push(mention(&c, c[2].parse().unwrap_or(0), &c[1]));
-    }
-    for c in spelled.captures_iter(text) {
-        if let Some(quarter) = ordinal(&c[1]) {
-            mentions.push(mention(&c, quarter, &c[2]));
-        }
-    }
-    // A text such as "Q3 2023 Q4" can be read two ways; keep the first reading of any overlap.
-    let mut kept: Vec<QuarterMention> = Vec::new();
-    for m in mentions {
-        if !kept.iter().any(|k| k.span.start < m.span.end && m.span.start < k.span.end) {
-            kept.push(m);
-        }
-    }
-    kept
+    quarter_mentions(text).iter().map(QuarterMention::term).collect()
 }
 
 /// What a passage's document is matched by, read once from its context line and file name.
@@ -152,9 +95,9 @@ impl DocumentTerms {
     fn quarter_as_meant(&self, question: &[QuarterMention]) -> bool {
         question.iter().any(|q| {
             if q.fiscal {
-                self.stated_quarters.contains(&q.term)
+                self.stated_quarters.contains(&q.term())
             } else {
-                self.file_quarters.contains(&q.term)
+                self.file_quarters.contains(&q.term())
             }
         })
     }
@@ -449,7 +392,7 @@ pub fn uncovered_subject(question: &str, found: &[Passage]) -> Option<UncoveredS
     })
 }
 
-/// The quarter `question` names (fiscal or calendar: [`crate::claims::quarters`]) when none of the
+/// The quarter `question` names (fiscal or calendar: [`crate::quarter::quarters`]) when none of the
 /// documents found is for it: no passage's context line names that quarter in any form (its fiscal
 /// quarter, "Q3 2023", or its file's label "2023 Q3 …"). `None` when the question names no quarter, when
 /// one document found is for one of the quarters it names, or when a passage has no context line.
@@ -462,9 +405,9 @@ pub fn missing_quarter(question: &str, found: &[Passage]) -> Option<(u8, u16)> {
     if found.is_empty() || found.iter().any(|p| p.context.is_empty()) {
         return None;
     }
-    let named = crate::claims::quarters(question);
+    let named = crate::quarter::quarters(question);
     let first = *named.first()?;
-    let covered = found.iter().any(|p| crate::claims::quarters(&p.context).iter().any(|q| named.contains(q)));
+    let covered = found.iter().any(|p| crate::quarter::quarters(&p.context).iter().any(|q| named.contains(q)));
     (!covered).then_some(first)
 }
 
@@ -717,12 +660,6 @@ mod tests {
 
     #[test]
     fn a_quarter_is_one_term_in_place_of_its_words_and_knows_whether_it_is_fiscal() {
-        let mentions = quarter_mentions("Q1 FY2024 and the first quarter of 2023");
-        assert_eq!(
-            mentions.iter().map(|m| (m.term.as_str(), m.fiscal)).collect::<Vec<_>>(),
-            [("q1·2024", true), ("q1·2023", false)]
-        );
-        assert_eq!(&"Q1 FY2024 and the first quarter of 2023"[mentions[1].span.clone()], "first quarter of 2023");
         let terms = match_terms("Amazon's R&D in the first quarter of 2023");
         assert!(terms.contains("q1·2023") && !terms.contains("first") && !terms.contains("2023"), "{terms:?}");
         // A year alone stays a word.

@@ -25,6 +25,7 @@ mod naive;
 pub mod per_document;
 pub mod period_focus;
 pub mod prompts;
+pub mod quarter;
 pub mod report;
 mod research;
 mod router;

@@ -128,7 +128,7 @@ fn is_change_column(column: &str) -> bool {
 }
 
 /// Whether `question` compares periods: it uses one of [`COMPARISON_WORDS`], or one of [`COMPARE_WORDS`]
-/// with two quarters or two years named ([`crate::claims::quarters`]) or a word for periods in the
+/// with two quarters or two years named ([`crate::quarter::quarters`]) or a word for periods in the
 /// plural ([`PLURAL_PERIOD_WORDS`]).
 pub fn compares_periods(question: &str) -> bool {
     let q = question.to_lowercase();
@@ -144,7 +144,7 @@ pub fn compares_periods(question: &str) -> bool {
         words.iter().copied().filter(|w| w.len() == 4 && (w.starts_with("19") || w.starts_with("20"))).collect();
     years.sort_unstable();
     years.dedup();
-    let mut quarters = crate::claims::quarters(question);
+    let mut quarters = crate::quarter::quarters(question);
     quarters.sort_unstable();
     quarters.dedup();
     uses(PLURAL_PERIOD_WORDS) || years.len() >= 2 || quarters.len() >= 2
@@ -153,7 +153,7 @@ pub fn compares_periods(question: &str) -> bool {
 /// `text`, a passage of a document whose context line `context` states its period ("… quarterly period
 /// ended April 30, 2023"), with each labelled table row kept to that period's cells when `question` asks
 /// for that period and compares nothing: the question names a quarter the context line names ("first
-/// quarter of fiscal 2024", "Q1 2024", [`crate::claims::quarters`]; the file name's "2023 Q1" only when
+/// quarter of fiscal 2024", "Q1 2024", [`crate::quarter::quarters`]; the file name's "2023 Q1" only when
 /// the line states no quarter in words) or asks for the latest filing, and uses
 /// none of [`COMPARISON_WORDS`]. A filing's tables print the same quarter a year earlier beside its own;
 /// with both in front of it, Qwen2.5-Coder-1.5B answered the quick start's question with the prior year's
@@ -169,13 +169,13 @@ pub fn keep_document_period(text: &str, context: &str, question: &str) -> String
     let Some(date) = crate::document_match::period_end_text(context) else {
         return text.to_string();
     };
-    let named = crate::claims::quarters(question);
+    let named = crate::quarter::quarters(question);
     // The quarter the context line states in words ("first quarter of fiscal 2024") before the one its
     // file name part suggests ("2023 Q1 NVDA" is NVIDIA's first quarter of fiscal 2024, not of 2023).
-    let stated = context.rsplit_once(" · ").map(|(before_file_name, _)| crate::claims::quarters(before_file_name));
+    let stated = context.rsplit_once(" · ").map(|(before_file_name, _)| crate::quarter::quarters(before_file_name));
     let own = match stated {
         Some(stated) if !stated.is_empty() => stated,
-        _ => crate::claims::quarters(context),
+        _ => crate::quarter::quarters(context),
     };
     let asks_this_period =
         named.iter().any(|q| own.contains(q)) || (named.is_empty() && crate::document_match::asks_for_latest(question));
