@@ -184,7 +184,7 @@ pub fn passage_excerpts(passages: &[Passage], focus: &str, max_chars_each: usize
         .map(|p| {
             let text = crate::table_section::label_rows_by_section(p);
             let spans = crate::period_focus::keep_question_periods(&text, focus);
-            crate::period_focus::keep_document_period(&spans, &p.context, focus)
+            crate::period_focus::keep_document_period(&spans, p, focus)
         })
         .collect();
     excerpts(texts, focus, max_chars_each, budget_chars)

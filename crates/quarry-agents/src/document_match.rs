@@ -52,6 +52,24 @@ pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
     quarter_mentions(text).iter().map(QuarterMention::term).collect()
 }
 
+/// The name of `passage`'s file without its extension ("2023 Q1 NVDA"); empty when it has none.
+fn file_stem(passage: &Passage) -> &str {
+    std::path::Path::new(&passage.path).file_stem().and_then(|s| s.to_str()).unwrap_or("")
+}
+
+/// `passage`'s context line without the part that is its file's name (`quarry_ingest::document_context`
+/// ends the line with it): what the document itself states — "NVIDIA CORPORATION · Form 10-Q · quarterly
+/// period ended April 30, 2023 · first quarter of fiscal 2024" of a file named `2023 Q1 NVDA.pdf`.
+pub(crate) fn stated_context(passage: &Passage) -> String {
+    let file_name = file_stem(passage);
+    passage
+        .context
+        .split(CONTEXT_SEPARATOR)
+        .filter(|part| file_name.is_empty() || !part.trim().eq_ignore_ascii_case(file_name))
+        .collect::<Vec<_>>()
+        .join(CONTEXT_SEPARATOR)
+}
+
 /// What a passage's document is matched by, read once from its context line and file name.
 struct DocumentTerms {
     /// The context line's [`match_terms`].
@@ -68,17 +86,10 @@ impl DocumentTerms {
         if passage.context.is_empty() {
             return None;
         }
-        let file_name = std::path::Path::new(&passage.path).file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        let stated: String = passage
-            .context
-            .split(CONTEXT_SEPARATOR)
-            .filter(|part| file_name.is_empty() || !part.trim().eq_ignore_ascii_case(file_name))
-            .collect::<Vec<_>>()
-            .join(CONTEXT_SEPARATOR);
         Some(DocumentTerms {
             terms: match_terms(&passage.context),
-            stated_quarters: quarter_terms(&stated),
-            file_quarters: quarter_terms(file_name),
+            stated_quarters: quarter_terms(&stated_context(passage)),
+            file_quarters: quarter_terms(file_stem(passage)),
         })
     }
 

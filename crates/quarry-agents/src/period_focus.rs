@@ -13,6 +13,7 @@
 //! quarter of fiscal year 2024" asks for a quarter).
 
 use quarry_core::table_row::{parse_row, write_row};
+use quarry_core::Passage;
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -150,11 +151,11 @@ pub fn compares_periods(question: &str) -> bool {
     uses(PLURAL_PERIOD_WORDS) || years.len() >= 2 || quarters.len() >= 2
 }
 
-/// `text`, a passage of a document whose context line `context` states its period ("… quarterly period
+/// `text`, the text of `passage` whose document's context line states its period ("… quarterly period
 /// ended April 30, 2023"), with each labelled table row kept to that period's cells when `question` asks
 /// for that period and compares nothing: the question names a quarter the context line names ("first
 /// quarter of fiscal 2024", "Q1 2024", [`crate::quarter::quarters`]; the file name's "2023 Q1" only when
-/// the line states no quarter in words) or asks for the latest filing, and uses
+/// the line states no quarter in words, [`crate::document_match::stated_context`]) or asks for the latest filing, and uses
 /// none of [`COMPARISON_WORDS`]. A filing's tables print the same quarter a year earlier beside its own;
 /// with both in front of it, Qwen2.5-Coder-1.5B answered the quick start's question with the prior year's
 /// $8,288 million (docs/ANSWERS.md, "Session 6"). Change columns go too: asked for Microsoft's latest
@@ -162,21 +163,19 @@ pub fn compares_periods(question: &str) -> bool {
 /// three months ended)" and answered 16% (Session 45). Other cells whose column names no date stay;
 /// a row with no cell of the document's date is left whole, and so is every row when the question or the
 /// context line names no period.
-pub fn keep_document_period(text: &str, context: &str, question: &str) -> String {
+pub fn keep_document_period(text: &str, passage: &Passage, question: &str) -> String {
     if !text.contains(quarry_core::table_row::CELL_SEPARATOR) || compares_periods(question) {
         return text.to_string();
     }
+    let context = passage.context.as_str();
     let Some(date) = crate::document_match::period_end_text(context) else {
         return text.to_string();
     };
     let named = crate::quarter::quarters(question);
     // The quarter the context line states in words ("first quarter of fiscal 2024") before the one its
     // file name part suggests ("2023 Q1 NVDA" is NVIDIA's first quarter of fiscal 2024, not of 2023).
-    let stated = context.rsplit_once(" · ").map(|(before_file_name, _)| crate::quarter::quarters(before_file_name));
-    let own = match stated {
-        Some(stated) if !stated.is_empty() => stated,
-        _ => crate::quarter::quarters(context),
-    };
+    let stated = crate::quarter::quarters(&crate::document_match::stated_context(passage));
+    let own = if stated.is_empty() { crate::quarter::quarters(context) } else { stated };
     let asks_this_period =
         named.iter().any(|q| own.contains(q)) || (named.is_empty() && crate::document_match::asks_for_latest(question));
     if !asks_this_period {
@@ -238,9 +237,29 @@ mod tests {
         assert_eq!(spans_named("first quarter of fiscal year 2024"), [Span::Quarter]);
     }
 
+    /// A passage of `2023 Q1 NVDA.pdf` whose document has the context line `context`.
+    fn filing(context: &str) -> Passage {
+        Passage {
+            chunk_id: 1,
+            library: "sec".into(),
+            document_id: "nvda".into(),
+            path: "/filings/2023 Q1 NVDA.pdf".into(),
+            page_start: None,
+            page_end: None,
+            sheet: None,
+            heading_path: Vec::new(),
+            text: String::new(),
+            context: context.into(),
+            score: 1.0,
+            ocr: false,
+        }
+    }
+
     #[test]
     fn a_question_about_the_documents_own_quarter_keeps_that_quarters_cells() {
-        let context = "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · first quarter of fiscal 2024 · 2023 Q1 NVDA";
+        let context = &filing(
+            "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023 · first quarter of fiscal 2024 · 2023 Q1 NVDA",
+        );
         let row = "Total revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022); (13)% (change, three months ended)";
         let text = format!("Revenue:\n{row}\nAs of April 30, 2023 we had …");
         let own = "Total revenue: $7,192 million (three months ended April 30, 2023)";
@@ -267,7 +286,7 @@ mod tests {
             assert_eq!(keep_document_period(&text, context, question), text, "{question}");
         }
         // A context line without a period, or a row without the document's date: unchanged.
-        assert_eq!(keep_document_period(&text, "NVIDIA CORPORATION · Form 10-Q", "revenue in Q1 2024?"), text);
+        assert_eq!(keep_document_period(&text, &filing("NVIDIA CORPORATION · Form 10-Q"), "revenue in Q1 2024?"), text);
         let balance = "Inventories: $4,611 million (January 29, 2023); $5,159 million (October 30, 2022)";
         assert_eq!(keep_document_period(balance, context, "Inventories in the first quarter of fiscal 2024?"), balance);
         assert!(compares_periods("How has Apple's total net sales changed over time?"));
