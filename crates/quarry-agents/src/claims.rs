@@ -567,8 +567,8 @@ impl SourcesRead {
     /// `numbers` (a marker's citations, all of passages the answer was given, at least two) less those
     /// that cite a passage adding nothing to the others for `text`: it states none of `text`'s figures,
     /// the others state them all, and it holds no word of `text` they lack. `None` when nothing would be
-    /// left out. The quick start's answer cited "[1][3]" for "$7,192 million", [3] the summary table
-    /// stating it and [1] a passage about cash that states no revenue (docs/ANSWERS.md, Session 45); a
+    /// left out. The quick start's answer cited `[1][3]` for "$7,192 million", `[3]` the summary table
+    /// stating it and `[1]` a passage about cash that states no revenue (docs/ANSWERS.md, Session 45); a
     /// passage that holds words of the sentence the figure's passage lacks ("… driven by demand for
     /// Hopper") stays cited.
     fn without_idle(&self, text: &str, numbers: &[usize]) -> Option<Vec<usize>> {
