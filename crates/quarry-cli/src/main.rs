@@ -66,6 +66,9 @@ fn main() -> ExitCode {
     // Before any thread exists: ONNX Runtime would otherwise send telemetry (see the function's docs).
     quarry_index::disable_onnx_runtime_telemetry();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Status(_) | Command::Search(_) | Command::Models(_)) {
+        stop_quietly_when_the_output_is_closed();
+    }
     if !matches!(cli.command, Command::ParseWorker) {
         init_logging();
     }
@@ -98,6 +101,24 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Lets a command that only prints what it read end quietly, as Unix command-line tools do, when the
+/// program reading its output stops (`quarry status | head -3`): SIGPIPE's default action, which Rust's
+/// runtime sets aside — each `println!` then panics on the closed pipe and prints a backtrace. Only for
+/// commands that start no child process: `add`, `sync` and `parse` write to their parser workers'
+/// pipes, and a worker that crashed must not take the whole run with it. (Sockets are written with
+/// `MSG_NOSIGNAL` by Rust's standard library and raise no SIGPIPE.)
+#[cfg(unix)]
+fn stop_quietly_when_the_output_is_closed() {
+    // SAFETY: `signal` only sets SIGPIPE's disposition back to its default; no handler runs our code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// See the Unix version: elsewhere a closed pipe is an error like any other.
+#[cfg(not(unix))]
+fn stop_quietly_when_the_output_is_closed() {}
 
 /// What to do about a failure of kind `code`, when there is more to say than its message.
 fn advice(code: ErrorCode) -> Option<&'static str> {

@@ -1404,3 +1404,28 @@ fn scanned_pages_are_read_by_ocr_and_found_by_keyword() {
     let failures = status(&data, "no-ocr")["failures"].to_string();
     assert!(failures.contains("no text layer (needs OCR)"), "{failures}");
 }
+
+/// `quarry status | head -1`: a command that only prints ends quietly when the program reading its
+/// output goes away. Before, `println!` panicked on the closed pipe ("failed printing to stdout: Broken
+/// pipe") and printed a backtrace.
+#[test]
+#[cfg(unix)]
+fn a_printing_command_whose_reader_goes_away_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    run(&data, &["library", "create", "lib"]);
+    let note = tmp.path().join("note.md");
+    std::fs::write(&note, "# Revenue\n\nRevenue for the quarter was $7.19 billion.\n").unwrap();
+    run(&data, &["add", note.to_str().unwrap(), "--library", "lib"]);
+    for args in [&["status", "--library", "lib"][..], &["search", "revenue", "--library", "lib"][..]] {
+        let mut child = quarry(&data).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        // The reader goes away before anything is printed (the command takes far longer to start).
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "quarry {args:?}: {stderr}");
+        // Ended by SIGPIPE (13), as `cat` or `grep` would be, or done before it printed.
+        assert!(output.status.success() || output.status.signal() == Some(13), "quarry {args:?}: {:?}", output.status);
+    }
+}
