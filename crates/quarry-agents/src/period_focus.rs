@@ -12,7 +12,7 @@
 //! "twelve months", "full year", "annual", "52 weeks" → year ("fiscal year" alone is not a span: "first
 //! quarter of fiscal year 2024" asks for a quarter).
 
-use quarry_core::table_row::{parse_row, write_row};
+use quarry_core::table_row::{is_change_column, parse_row, write_row};
 use quarry_core::Passage;
 use regex::Regex;
 use std::sync::OnceLock;
@@ -122,12 +122,6 @@ const COMPARE_WORDS: &[&str] = &["compare", "compared", "comparison", "versus", 
 /// across the periods").
 const PLURAL_PERIOD_WORDS: &[&str] = &["periods", "quarters", "years", "across"];
 
-/// Whether `column` (a written row's column name) holds a change between periods: "change, three months
-/// ended", "quarter-over-quarter change" (`quarry-ingest`'s table module writes them so).
-fn is_change_column(column: &str) -> bool {
-    column.starts_with("change") || column.ends_with(" change")
-}
-
 /// Whether `question` compares periods: it uses one of [`COMPARISON_WORDS`], or one of [`COMPARE_WORDS`]
 /// with two quarters or two years named ([`crate::quarter::quarters`]) or a word for periods in the
 /// plural ([`PLURAL_PERIOD_WORDS`]).
@@ -145,10 +139,8 @@ pub fn compares_periods(question: &str) -> bool {
         words.iter().copied().filter(|w| w.len() == 4 && (w.starts_with("19") || w.starts_with("20"))).collect();
     years.sort_unstable();
     years.dedup();
-    let mut quarters = crate::quarter::quarters(question);
-    quarters.sort_unstable();
-    quarters.dedup();
-    uses(PLURAL_PERIOD_WORDS) || years.len() >= 2 || quarters.len() >= 2
+    // `quarters` lists each quarter once.
+    uses(PLURAL_PERIOD_WORDS) || years.len() >= 2 || crate::quarter::quarters(question).len() >= 2
 }
 
 /// `text`, the text of `passage` whose document's context line states its period ("… quarterly period

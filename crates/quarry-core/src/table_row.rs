@@ -43,6 +43,12 @@ pub fn parse_row(line: &str) -> Option<(&str, Vec<TableCell>)> {
     Some((label, cells))
 }
 
+/// Whether `column` (a cell's column name as the PDF table reader writes it) holds a change between
+/// periods: "change, three months ended", "quarter-over-quarter change".
+pub fn is_change_column(column: &str) -> bool {
+    column.starts_with("change") || column.ends_with(" change")
+}
+
 /// Longest line, in characters, that may be a section line inside a table ("Operating Income").
 pub const MAX_SECTION_CHARS: usize = 60;
 

@@ -58,7 +58,9 @@
 //! - A negative figure that the text layer wrote with a space before its closing parenthesis
 //!   ("(554 )", Microsoft's) is one cell.
 
-use quarry_core::table_row::{is_section_line, is_section_line_within, parse_row, section_name, write_row, TableCell};
+use quarry_core::table_row::{
+    is_change_column, is_section_line, is_section_line_within, parse_row, section_name, write_row, TableCell,
+};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -91,12 +93,12 @@ struct Patterns {
     not_amount: Regex,
 }
 
-/// A month's name or its abbreviation, as a regex group: a header's dates ("Oct. 29") and a month alone
-/// on a line of a date split over lines are read by it.
 /// A change column's title that names the periods it compares ("Quarter-over-Quarter", "Year-over-Year";
 /// NVIDIA's text layer also gives "Quarter-overQuarter"), as a regex group.
 const OVER: &str = r"(?:quarter|year|month)-over-?(?:quarter|year|month)";
 
+/// A month's name or its abbreviation, as a regex group: a header's dates ("Oct. 29") and a month alone
+/// on a line of a date split over lines are read by it.
 const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
 
 fn patterns() -> &'static Patterns {
@@ -629,12 +631,6 @@ fn over_title(title: &str) -> String {
         Some((from, to)) => format!("{from}-over-{}", to.trim_start_matches('-')),
         None => title,
     }
-}
-
-/// Whether `column` (a name [`columns`] wrote) is a change column: "change, three months ended",
-/// "quarter-over-quarter change".
-fn is_change_column(column: &str) -> bool {
-    column.starts_with("change") || column.ends_with(" change")
 }
 
 /// Whether a row's label or section says its figures are not amounts in the table's unit (shares,
