@@ -793,21 +793,19 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
         match piece {
             Piece::Marker { raw, numbers } => {
                 let text = since_marker.clone();
-                match read.covering(&text) {
-                    Some(to) if !holds(&text, &numbers) => {
-                        let to: Vec<usize> = to.into_iter().map(|i| i + 1).collect();
+                // Cited to passages that do not state its figures: the ones that do; else, a passage
+                // cited beside them that adds nothing, left out.
+                let to = match read.covering(&text) {
+                    Some(to) if !holds(&text, &numbers) => Some(to.into_iter().map(|i| i + 1).collect()),
+                    _ => read.without_idle(&text, &numbers),
+                };
+                match to {
+                    Some(to) => {
                         let (markers, repair) = CitationRepair::citing(&text, numbers, &to);
                         out.push_str(&markers);
                         repairs.push(repair);
                     }
-                    _ => match read.without_idle(&text, &numbers) {
-                        Some(to) => {
-                            let (markers, repair) = CitationRepair::citing(&text, numbers, &to);
-                            out.push_str(&markers);
-                            repairs.push(repair);
-                        }
-                        None => out.push_str(raw),
-                    },
+                    None => out.push_str(raw),
                 }
                 since_marker.clear();
                 paragraph_cited = true;

@@ -450,7 +450,6 @@ fn print_answer(answer: &Answer, json: bool, streamed: &str) -> anyhow::Result<(
         for c in list {
             // The line stating what the answer cites the passage for, else the passage's start.
             let quote = match quarry_agents::claims::stating_line(&c.passage.text, c.number, &answer.claims) {
-                Some(line) if line.chars().count() <= 200 => format!("…{line}…"),
                 Some(line) => format!("…{}…", line.chars().take(200).collect::<String>()),
                 None => {
                     let start: String =
