@@ -66,7 +66,7 @@ fn main() -> ExitCode {
     // Before any thread exists: ONNX Runtime would otherwise send telemetry (see the function's docs).
     quarry_index::disable_onnx_runtime_telemetry();
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Status(_) | Command::Search(_) | Command::Models(_)) {
+    if only_prints(&cli.command) {
         stop_quietly_when_the_output_is_closed();
     }
     if !matches!(cli.command, Command::ParseWorker) {
@@ -99,6 +99,28 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Whether `command` only prints what it reads or computes and starts no child process whose pipe it
+/// writes (see [`stop_quietly_when_the_output_is_closed`]): `status`, `search`, `models`, `library list`
+/// and the evaluations that read sets or libraries. Not `eval embedder` (it runs Python beside it),
+/// nor `ask` and `mcp` (they may parse a file in a worker).
+fn only_prints(command: &Command) -> bool {
+    use commands::eval::EvalCommand;
+    use commands::library::LibraryCommand;
+    match command {
+        Command::Status(_) | Command::Search(_) | Command::Models(_) => true,
+        Command::Library(LibraryCommand::List { .. }) => true,
+        Command::Eval(eval) => matches!(
+            eval,
+            EvalCommand::Retrieval(_)
+                | EvalCommand::Latency(_)
+                | EvalCommand::Library(_)
+                | EvalCommand::Qa(_)
+                | EvalCommand::Answers(_)
+        ),
+        _ => false,
     }
 }
 
