@@ -14,7 +14,7 @@
 
 use crate::answer::word_stems;
 use crate::quarter::{quarter_mentions, QuarterMention};
-use quarry_core::Passage;
+use quarry_core::{Passage, CONTEXT_SEPARATOR};
 
 /// How many times `top_k` passages NaiveRAG asks search for before preferring the matching documents'
 /// passages and keeping `top_k`.
@@ -113,9 +113,6 @@ impl DocumentTerms {
         })
     }
 }
-
-/// What separates the parts of a context line (`quarry_ingest::document_context`).
-const CONTEXT_SEPARATOR: &str = " · ";
 
 /// How well a document (`document`, `None` without a context line) matches what a question names
 /// (`question_terms`, its [`match_terms`]; `quarters`, its [`quarter_mentions`]): the match terms they

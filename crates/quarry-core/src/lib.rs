@@ -20,5 +20,5 @@ pub use document::{Block, Chunk, Location, ParsedDocument, BLOCK_SEPARATOR};
 pub use error_code::{is_disk_full_io, Coded, ErrorCode, ENOSPC_MESSAGE};
 pub use format::Format;
 pub use proc_info::proc_kib;
-pub use retrieval::{citation_place, Passage, RetrievalError, Retriever};
+pub use retrieval::{citation_place, Passage, RetrievalError, Retriever, CONTEXT_SEPARATOR};
 pub use text_stats::{count_cjk_chars, is_cjk_char, is_mostly_cjk, mostly_cjk};

@@ -4,6 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What separates the parts of a document's context line ([`Passage::context`]: "NVIDIA Corporation · Form
+/// 10-Q · quarter ended April 30, 2023 · 2023 Q1 NVDA"), which ingestion writes and the agents read apart.
+pub const CONTEXT_SEPARATOR: &str = " · ";
+
 /// A retrieved chunk with everything a citation needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Passage {

@@ -12,7 +12,7 @@
 //! heading, else the document's first short lines. Anything not stated is left out; a document that
 //! states nothing gets its file name alone.
 
-use quarry_core::ParsedDocument;
+use quarry_core::{ParsedDocument, CONTEXT_SEPARATOR};
 use regex::Regex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -21,8 +21,6 @@ use std::sync::OnceLock;
 const FIRST_PAGE_CHARS: usize = 4000;
 /// Longest context line, in characters.
 const MAX_CONTEXT_CHARS: usize = 240;
-/// Separator between the parts of the line.
-pub const CONTEXT_SEPARATOR: &str = " · ";
 
 struct Patterns {
     organisation: Regex,

@@ -43,7 +43,7 @@ mod text;
 mod walk;
 
 pub use chunk::{ChunkSizer, Chunker, ChunkerConfig};
-pub use context::{document_context, CONTEXT_SEPARATOR};
+pub use context::document_context;
 pub use detect::detect_format;
 pub use error::IngestError;
 pub use extraction::{extraction_version, failure_version, RECOGNITION_VERSION, UNSTAMPED_EXTRACTION_VERSION};
