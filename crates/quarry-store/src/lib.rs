@@ -26,7 +26,9 @@ pub use ingest::{
     hash_file, indexed_text, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS,
     VECTOR_INDEX_ROWS,
 };
-pub use library::{folder_size, Library, LibraryStatus, SearchHit, SearchTimings, DEFAULT_DOCUMENT_PRIOR};
+pub use library::{
+    folder_size, Library, LibraryStatus, SearchHit, SearchTimings, DEFAULT_DOCUMENT_PRIOR, SIDE_BY_SIDE_MIN_CHUNKS,
+};
 pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
 pub use open_file::{file_to_open, LAUNCHABLE_EXTENSIONS};
 pub use quarry_index::SearchMode;

@@ -48,9 +48,20 @@ pub struct Library {
     document_prior: f32,
     /// Where the last search spent its time ([`Library::last_search_timings`]).
     last_timings: SearchTimings,
+    /// Fewest committed chunks at which hybrid search runs BM25 and the vector search side by side
+    /// ([`Library::set_side_by_side_from`]).
+    side_by_side_from: u64,
 }
 
-/// Where one [`Library::search`] spent its time (wall clock); the parts run one after another.
+/// Fewest chunks at which a hybrid search runs BM25 and the vector search side by side (on a
+/// multi-threaded runtime): where the ANN index begins ([`crate::ingest::VECTOR_INDEX_ROWS`]). Below it
+/// BM25 takes under a millisecond and handing the vector search to another thread costs more than it
+/// saves (998 chunks: hybrid p50 6.6–7.3 ms one after the other, 7.2–7.4 side by side).
+pub const SIDE_BY_SIDE_MIN_CHUNKS: u64 = crate::ingest::VECTOR_INDEX_ROWS as u64;
+
+/// Where one [`Library::search`] spent its time (wall clock). The parts run one after another, except
+/// that a hybrid search on a multi-threaded Tokio runtime runs BM25 and the vector search side by side
+/// (after the query's embedding), so their sum can exceed the whole.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct SearchTimings {
     /// BM25 over tantivy, with the document prior when it is on.
@@ -312,6 +323,7 @@ impl Library {
             documents_version: 0,
             document_prior: DEFAULT_DOCUMENT_PRIOR,
             last_timings: SearchTimings::default(),
+            side_by_side_from: SIDE_BY_SIDE_MIN_CHUNKS,
         };
         library.refresh_documents().await?;
         Ok(library)
@@ -354,6 +366,7 @@ impl Library {
             documents_version: 0,
             document_prior: DEFAULT_DOCUMENT_PRIOR,
             last_timings: SearchTimings::default(),
+            side_by_side_from: SIDE_BY_SIDE_MIN_CHUNKS,
         };
         library.repair().await?;
         library.refresh_documents().await?;
@@ -475,6 +488,10 @@ impl Library {
     ///   similarity, the dense weight set per query from how far each list's first score stands above
     ///   the list), each `max(5k, 50)` deep; BM25 alone
     ///   for mostly-CJK queries when the model covers no CJK language ([`quarry_index::embedder_covers`]).
+    ///   On a multi-threaded Tokio runtime, in a library of at least [`SIDE_BY_SIDE_MIN_CHUNKS`], the
+    ///   vector search runs on a blocking-pool thread while BM25 runs on the caller's (at 1M chunks on 2
+    ///   cores: hybrid p50 1–5 ms less, docs/evaluation/retrieval.md); elsewhere one after the other. The
+    ///   hits are the same either way.
     ///
     /// Only chunks of `indexed` documents are returned. Errors: `Dense`/`Hybrid` without an embedder, or
     /// with one of another model; storage errors.
@@ -498,6 +515,12 @@ impl Library {
     /// documents ranks as without it (up to tantivy's rounding of lengths).
     pub fn set_document_prior(&mut self, weight: f32) {
         self.document_prior = weight.max(0.0);
+    }
+
+    /// Sets the fewest committed chunks at which hybrid search runs BM25 and the vector search side by
+    /// side ([`SIDE_BY_SIDE_MIN_CHUNKS`] unless set; 0 = always, for tests of that path on small libraries).
+    pub fn set_side_by_side_from(&mut self, chunks: u64) {
+        self.side_by_side_from = chunks;
     }
 
     /// The weight of the document prior in keyword ranking ([`Library::set_document_prior`]).
@@ -543,27 +566,9 @@ impl Library {
         let waiting = self.documents.values().any(|d| d.state == DocumentState::KeywordOnly);
         let mut timings = SearchTimings::default();
 
-        // Each hit's document comes from the keyword index itself: no row is read for candidates.
-        let mut owner: HashMap<u64, String> = HashMap::new();
-        let mut bm25: Vec<(u64, f32)> = Vec::new();
-        if use_bm25 {
-            let keyword_started = Instant::now();
-            for hit in self.keyword.search_with_documents(query, fetch)? {
-                if bm25.len() < depth && self.visible(&hit.document_id) {
-                    bm25.push((hit.chunk_id, hit.score));
-                    owner.insert(hit.chunk_id, hit.document_id);
-                }
-            }
-            if self.document_prior > 0.0 && !bm25.is_empty() {
-                let documents = self.keyword.document_scores(query)?;
-                bm25 = with_document_prior(&bm25, &owner, &documents, self.document_prior);
-            }
-            timings.keyword = keyword_started.elapsed();
-        }
-
-        let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
-        let mut dense: Vec<(u64, f32)> = Vec::new();
-        if use_dense {
+        // The query's embedding first: ONNX Runtime spreads it over every core. Then, in hybrid search,
+        // LanceDB's vector search runs on a thread of its own beside BM25 and the document prior.
+        let vector = if use_dense {
             let embedder = embedder
                 .ok_or_else(|| StoreError::Embedding("dense and hybrid search need the embedding model".into()))?;
             let embedding_started = Instant::now();
@@ -573,25 +578,92 @@ impl Library {
                 model.embed_queries(&[query])?.pop().unwrap_or_default()
             };
             timings.embedding = embedding_started.elapsed();
-            let vector_started = Instant::now();
-            let search = crate::store::VectorSearch::DEFAULT;
-            if use_bm25 {
+            Some(vector)
+        } else {
+            None
+        };
+        let search = crate::store::VectorSearch::DEFAULT;
+        let this: &Self = self;
+        let keyword_side = || -> Result<KeywordSide, StoreError> {
+            let keyword_started = Instant::now();
+            // Each hit's document comes from the keyword index itself: no row is read for candidates.
+            let mut owner: HashMap<u64, String> = HashMap::new();
+            let mut bm25: Vec<(u64, f32)> = Vec::new();
+            for hit in this.keyword.search_with_documents(query, fetch)? {
+                if bm25.len() < depth && this.visible(&hit.document_id) {
+                    bm25.push((hit.chunk_id, hit.score));
+                    owner.insert(hit.chunk_id, hit.document_id);
+                }
+            }
+            if this.document_prior > 0.0 && !bm25.is_empty() {
+                let documents = this.keyword.document_scores(query)?;
+                bm25 = with_document_prior(&bm25, &owner, &documents, this.document_prior);
+            }
+            Ok(KeywordSide { bm25, owner, took: keyword_started.elapsed() })
+        };
+
+        let mut owner: HashMap<u64, String> = HashMap::new();
+        let mut bm25: Vec<(u64, f32)> = Vec::new();
+        let mut records: HashMap<u64, ChunkRecord> = HashMap::new();
+        let mut dense: Vec<(u64, f32)> = Vec::new();
+        match &vector {
+            Some(vector) if use_bm25 => {
                 // Fused: only ids and documents now; whole rows for the final list below.
-                for (id, document, similarity) in self.store.nearest_ids(&vector, fetch, search, waiting).await? {
+                let runtime = tokio::runtime::Handle::try_current()
+                    .ok()
+                    .filter(|r| r.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+                    .filter(|_| this.keyword.len() >= this.side_by_side_from);
+                let (keyword, nearest) = match runtime {
+                    // LanceDB's search on a blocking-pool thread (the tasks it spawns go to the runtime's
+                    // shared queue, which any worker takes), BM25 on this one. Nothing here waits on a
+                    // worker another search holds: a worker busy with BM25 returns to the runtime after it.
+                    Some(runtime) => {
+                        let (store, vector) = (this.store.clone(), vector.clone());
+                        let runs_on = runtime.clone();
+                        let nearest = runtime.spawn_blocking(move || {
+                            let started = Instant::now();
+                            let found = runs_on.block_on(store.nearest_ids(&vector, fetch, search, waiting));
+                            (found, started.elapsed())
+                        });
+                        let keyword = keyword_side();
+                        let nearest =
+                            nearest.await.map_err(|e| StoreError::Store(format!("vector search stopped: {e}")));
+                        (keyword, nearest)
+                    }
+                    // A small library, or a single-threaded runtime (it runs LanceDB's tasks only where
+                    // they are awaited): one after the other.
+                    None => {
+                        let keyword = keyword_side();
+                        let started = Instant::now();
+                        let found = this.store.nearest_ids(vector, fetch, search, waiting).await;
+                        (keyword, Ok((found, started.elapsed())))
+                    }
+                };
+                let keyword = keyword?;
+                let (nearest, vector_time) = nearest?;
+                (bm25, owner, timings.keyword) = (keyword.bm25, keyword.owner, keyword.took);
+                timings.vector = vector_time;
+                for (id, document, similarity) in nearest? {
                     if self.visible(&document) && dense.len() < depth {
                         dense.push((id, similarity));
                         owner.insert(id, document);
                     }
                 }
-            } else {
-                for (chunk, similarity) in self.store.nearest_where(&vector, fetch, search, waiting).await? {
+            }
+            Some(vector) => {
+                let vector_started = Instant::now();
+                for (chunk, similarity) in self.store.nearest_where(vector, fetch, search, waiting).await? {
                     if self.visible(&chunk.document_id) && dense.len() < depth {
                         dense.push((chunk.chunk_id, similarity));
                         records.insert(chunk.chunk_id, chunk);
                     }
                 }
+                timings.vector = vector_started.elapsed();
             }
-            timings.vector = vector_started.elapsed();
+            None => {
+                let keyword = keyword_side()?;
+                (bm25, owner, timings.keyword) = (keyword.bm25, keyword.owner, keyword.took);
+            }
         }
         let ranked: Vec<(u64, f32)> = match (use_bm25, use_dense) {
             (true, true) if waiting => {
@@ -811,6 +883,14 @@ pub fn folder_size(dir: &Path) -> u64 {
 
 /// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
 /// score in `documents`, scaled over every scored document), best first; ties keep BM25's order.
+/// The keyword side of a search: BM25's (chunk id, score) list best first (re-ranked by the document
+/// prior where the library has one), each hit's document id, and the time it took.
+struct KeywordSide {
+    bm25: Vec<(u64, f32)>,
+    owner: HashMap<u64, String>,
+    took: Duration,
+}
+
 fn with_document_prior(
     bm25: &[(u64, f32)],
     owner: &HashMap<u64, String>,

@@ -214,8 +214,9 @@ fn library_latency(
             median(|t| t.total)
         ));
     }
-    println!("\nWhere the time goes, median ms of each part (they run one after another; the rest of the whole is");
-    println!("fusion and bookkeeping):\n");
+    println!("\nWhere the time goes, median ms of each part (one after another, but in hybrid search BM25 and the");
+    println!("vector search run side by side, after the query's embedding; the rest of the whole is fusion and");
+    println!("bookkeeping):\n");
     println!(
         "| mode | BM25 (+ document prior) | query embedding | vector search | reading result rows | whole search |"
     );

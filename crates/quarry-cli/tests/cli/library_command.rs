@@ -131,6 +131,7 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     let hits = search(&data, "sample", "中国联通 资本开支", "hybrid");
     assert!(hits[0]["path"].as_str().unwrap().ends_with("china-unicom-2022-annual-report-summary.md"), "{hits:?}");
     assert!(hits[0]["dense_rank"].is_null(), "an English model does not rank a Chinese query");
+    hybrid_search_is_the_same_side_by_side_as_one_after_the_other(&data, "sample");
 
     // `quarry eval library`: a question set whose qrels name documents by path relative to its root.
     let set = tmp.path().join("qna");
@@ -338,6 +339,39 @@ fn check_consistent(data: &Path, library: &str) -> (usize, usize) {
         eprintln!("{indexed} documents indexed, {keyword_only} searchable by keyword only ({} chunks waiting)", placeholders.len());
         (searchable, chunks)
     })
+}
+
+/// Hybrid search on a multi-threaded runtime (the CLI's and the app's: the vector search runs beside BM25)
+/// returns what it returns on a single-threaded one (one after the other): the same chunks, scores and
+/// ranks in each list.
+fn hybrid_search_is_the_same_side_by_side_as_one_after_the_other(data: &Path, library: &str) {
+    let config = quarry_index::EmbedderConfig::default_model().unwrap();
+    let embedder = std::sync::Arc::new(std::sync::Mutex::new(quarry_index::Embedder::new(&config).unwrap()));
+    let queries = ["Apple iPhone net sales by quarter", "NVIDIA data center revenue", "engine failure after takeoff"];
+    let search = |runtime: tokio::runtime::Runtime| {
+        runtime.block_on(async {
+            let data = quarry_store::DataDir::at(data);
+            let mut library = quarry_store::Library::open_read(&data, library).await.unwrap();
+            // Side by side wherever the runtime allows it, though the sample library is small.
+            library.set_side_by_side_from(0);
+            let mut found = Vec::new();
+            for query in queries {
+                let hits = library.search(query, quarry_store::SearchMode::Hybrid, 8, Some(&embedder)).await.unwrap();
+                found.push(
+                    hits.iter().map(|h| (h.chunk.chunk_id, h.score, h.bm25_rank, h.dense_rank)).collect::<Vec<_>>(),
+                );
+            }
+            found
+        })
+    };
+    let one_after_the_other = search(tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap());
+    let side_by_side =
+        search(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap());
+    assert_eq!(side_by_side, one_after_the_other);
+    for hits in &side_by_side {
+        assert_eq!(hits.len(), 8);
+        assert!(hits.iter().any(|h| h.2.is_some()) && hits.iter().any(|h| h.3.is_some()), "both lists fused: {hits:?}");
+    }
 }
 
 /// Lines of `file` (an `add --json` event log being written) whose event is `name`.
@@ -1418,11 +1452,9 @@ fn a_printing_command_whose_reader_goes_away_ends_quietly() {
     let note = tmp.path().join("note.md");
     std::fs::write(&note, "# Revenue\n\nRevenue for the quarter was $7.19 billion.\n").unwrap();
     run(&data, &["add", note.to_str().unwrap(), "--library", "lib"]);
-    for args in [
-        &["status", "--library", "lib"][..],
-        &["search", "revenue", "--library", "lib"][..],
-        &["library", "list"][..],
-    ] {
+    for args in
+        [&["status", "--library", "lib"][..], &["search", "revenue", "--library", "lib"][..], &["library", "list"][..]]
+    {
         let mut child = quarry(&data).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // The reader goes away before anything is printed (the command takes far longer to start).
         drop(child.stdout.take());
