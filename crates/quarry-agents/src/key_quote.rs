@@ -112,14 +112,16 @@ pub fn key_quotes(
     // Stable: equal counts keep the passages' rank and the pieces' order.
     ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
     // A row whose label and amounts a row ranked above it has already (the same row read with and
-    // without its change column) is passed over.
+    // without its change column, or with and without the section a table names it under: "Operating
+    // expenses: Total operating expenses") is passed over.
     // And a row that repeats one ranked above with more columns (its change column) takes that row's
     // place, so the row is quoted once, whole.
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
-        let same_label =
-            |above: &(usize, usize, &str)| row_label(piece.2).is_some_and(|label| row_label(above.2) == Some(label));
+        let same_label = |above: &(usize, usize, &str)| {
+            row_label(piece.2).is_some_and(|label| row_label(above.2).map(own_label) == Some(own_label(label)))
+        };
         let repeats =
             |above: &(usize, usize, &str)| same_label(above) && own.iter().all(|f| states(&amounts(above.2), f));
         if distinct.iter().any(repeats) {
@@ -133,9 +135,8 @@ pub fn key_quotes(
         }
     }
     let stated = figures(answer);
-    distinct
+    covering_asked_items(distinct, &asked_items, most)
         .into_iter()
-        .take(most)
         .filter(|(_, _, piece)| {
             // The answer left the piece's figures out when it states fewer than half of them: a row the
             // model copied (and its answer cut short) is not written twice.
@@ -165,6 +166,48 @@ pub fn key_quotes(
             }
             quotes
         })
+}
+
+/// A row label without the table section [`crate::table_section`] names it under: "Operating expenses:
+/// Total operating expenses" → "Total operating expenses".
+fn own_label(label: &str) -> &str {
+    label.rsplit(": ").next().unwrap_or(label).trim_start()
+}
+
+/// The first `most` of `ranked` (best first), except that when the question names two or more line items
+/// (`asked_items`, [`crate::line_item::line_items`]: "How did Apple's operating expenses … compare to its
+/// revenue …?") each piece after the first is the best-ranked one that measures an asked item no piece
+/// before it measures, while one does: a question on two line items is answered by a row of each, and
+/// the second-best piece for the first item (the same total in another table) added nothing. A piece
+/// measures what its row label names, or what a sentence names ([`crate::line_item::line_items`]).
+fn covering_asked_items<'a>(
+    mut ranked: Vec<(usize, usize, &'a str)>,
+    asked_items: &[usize],
+    most: usize,
+) -> Vec<(usize, usize, &'a str)> {
+    if asked_items.len() < 2 {
+        ranked.truncate(most);
+        return ranked;
+    }
+    let measures = |piece: &str| -> Vec<usize> {
+        crate::line_item::line_items(row_label(piece).unwrap_or(piece))
+            .into_iter()
+            .filter(|item| asked_items.contains(item))
+            .collect()
+    };
+    let mut covered: Vec<usize> = Vec::new();
+    let mut chosen = Vec::new();
+    while chosen.len() < most && !ranked.is_empty() {
+        let at = if chosen.is_empty() {
+            0
+        } else {
+            ranked.iter().position(|p| measures(p.2).iter().any(|item| !covered.contains(item))).unwrap_or(0)
+        };
+        let piece = ranked.remove(at);
+        covered.extend(measures(piece.2));
+        chosen.push(piece);
+    }
+    chosen
 }
 
 /// The sentence of `text` that `piece` (a slice of it) is part of, when a PDF's text layer wrapped that
@@ -199,8 +242,7 @@ const ROW_SEPARATOR: &str = " · ";
 /// row, no rows above it add up to it, or they and it pass [`TOTAL_WITH_PARTS_CHARS`] (the total is
 /// then quoted alone: a breakdown cut short would read as complete).
 fn with_parts(text: &str, piece: &str) -> Option<String> {
-    let label = row_label(piece)?;
-    let own = label.rsplit(": ").next().unwrap_or(label).trim_start();
+    let own = own_label(row_label(piece)?);
     if !(own.len() > 6 && own.get(..6).is_some_and(|start| start.eq_ignore_ascii_case("total "))) {
         return None;
     }
@@ -323,7 +365,7 @@ const NOT_ASKED: &[&str] = &[
     "first", "secon", "third", "fourt", "quart", "fisca", "year", "years", "month", "three", "six", "nine", "twelv",
     "ended", "endin", "perio", "lates", "recen", "most", "janua", "febru", "march", "april", "may", "june", "july",
     "augus", "septe", "octob", "novem", "decem", "repor", "compa", "descr", "expla", "ident", "discu", "analy",
-    "provi", "detai", "menti", "outli", "summa",
+    "provi", "detai", "menti", "outli", "summa", "same", "prior", "previ", "last",
 ];
 
 /// The words of `question` ([`crate::answer::stems`]) that say what it asks for: less the name it is
@@ -555,6 +597,29 @@ mod tests {
         let question = "What was Microsoft's revenue in the quarter?";
         let selling = "Sales and marketing: 5,187 million (three months ended September 30, 2023)";
         assert_eq!(key_quote(question, "It rose [1].", &[(1, selling)]), None);
+    }
+
+    #[test]
+    fn a_question_on_two_line_items_gets_a_row_of_each() {
+        // 2023 Q1 AAPL.pdf as the passages hold it: the operating expenses total in two tables, the net
+        // sales row only in the rest of the filing, and a sentence on net sales "compared to the same
+        // quarter" ranked above it.
+        let question = "How did Apple's operating expenses for Q1 2023 compare to its revenue for the same quarter?";
+        let answer = "Operating expenses grew because of headcount-related expenses [1].";
+        let sentence = "Total net sales decreased 5% or $6.8 billion during the first quarter of 2023 compared to                         the same quarter in 2022 due to the weakness in foreign currencies.";
+        let total = "Total operating expenses: $14,316 million (three months ended December 31, 2022);                      $12,755 million (three months ended December 25, 2021)";
+        let section = "Operating expenses: Total operating expenses: 14,316 million (three months ended                        December 31, 2022); 12,755 million (three months ended December 25, 2021)";
+        let net_sales = "Total net sales: $117,154 million (three months ended December 31, 2022); $123,945                          million (three months ended December 25, 2021)";
+        let texts = [(1, sentence), (2, total), (3, section)];
+        let quotes = key_quotes(question, answer, &texts, &[(4, net_sales)], 2);
+        let quoted: Vec<(usize, &str)> = quotes.iter().map(|q| (q.number, q.text.as_str())).collect();
+        assert_eq!(quoted, [(2, total), (4, net_sales)], "the second quote is revenue's row, not a second opex total");
+        // "the same quarter" names the period, not what is asked: the sentence shares one asked word.
+        assert!(!asked_words(question).contains("same"));
+        // One line item asked: the two best pieces, as before.
+        let one_item = "What were Apple's total operating expenses in the first quarter of 2023?";
+        let quotes = key_quotes(one_item, answer, &texts, &[], 2);
+        assert_eq!(quotes.iter().map(|q| q.number).collect::<Vec<_>>(), [2], "one total, its repeat passed over");
     }
 
     #[test]
