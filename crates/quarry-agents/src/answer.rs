@@ -209,8 +209,18 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
         return out;
     }
     let pieces: Vec<Vec<&str>> = texts.iter().map(|t| sentence_pieces(t)).collect();
-    let scores: Vec<Vec<usize>> =
+    let mut scores: Vec<Vec<usize>> =
         pieces.iter().map(|ps| ps.iter().map(|p| stems(p).intersection(&wanted).count()).collect()).collect();
+    // A wrapped line that goes on with the amounts its sentence leads to ("… shares of our common stock
+    // for" / "$3.72 billion and $7.01 billion, respectively.") ranks with the line it continues: shown
+    // without it, the sentence names what was bought and stops before what it cost.
+    for (ps, scores) in pieces.iter().zip(scores.iter_mut()) {
+        for j in 1..ps.len() {
+            if wrapped_line_goes_on(ps[j - 1], ps[j]) && crate::key_quote::states_amount(ps[j]) {
+                scores[j] = scores[j].max(scores[j - 1]);
+            }
+        }
+    }
     let cost = |piece: &str| piece.chars().count() + 3;
     let mut keep: Vec<Vec<bool>> = pieces.iter().map(|ps| vec![false; ps.len()]).collect();
     let mut length = vec![0usize; pieces.len()];
@@ -261,6 +271,25 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
             }
         })
         .collect()
+}
+
+/// Whether `next` (a piece of [`sentence_pieces`]) goes on with the sentence of the line `line` that a
+/// PDF's text layer wrapped mid-sentence: `line` ends in a line break without a full stop, colon or
+/// semicolon, `next` starts in lower case (or with a digit or `$` after a line ending in a lower-case
+/// word: "… shares of our common stock for" / "$3.72 billion and $7.01 billion, respectively."), and
+/// neither is a table row ([`crate::key_quote::row_label`]).
+pub(crate) fn wrapped_line_goes_on(line: &str, next: &str) -> bool {
+    let body = line.trim_end();
+    line.ends_with('\n')
+        && !body.is_empty()
+        && !body.ends_with(['.', '!', '?', ':', ';'])
+        && next.trim_start().chars().next().is_some_and(|c| {
+            // A sentence goes on in lower case, or — after a word in lower case ("… repurchased 8.3
+            // million shares for") — with the amount it was leading to.
+            c.is_lowercase() || (body.ends_with(char::is_lowercase) && (c.is_ascii_digit() || c == '$'))
+        })
+        && crate::key_quote::row_label(body.trim()).is_none()
+        && crate::key_quote::row_label(next.trim()).is_none()
 }
 
 /// `text` split into sentences (after ". ") and lines, keeping every character: the pieces, joined, give
@@ -927,6 +956,27 @@ mod tests {
                 .unwrap();
         assert!(excerpt.contains("精品网络建设卓有成效") && excerpt.contains("算力精品网建设"), "{excerpt}");
         assert!(!excerpt.contains("冬奥会"), "the sentence about the Olympics is not about the question: {excerpt}");
+    }
+
+    #[test]
+    fn a_wrapped_line_stating_the_amounts_its_sentence_leads_to_is_shown_with_it() {
+        // 2023 Q3 NVDA.pdf, p. 45, as the text layer wraps it: the amounts are on a line of their own that
+        // shares no word with the question.
+        let text = "The repurchases can be made in the open market, in privately negotiated transactions, or in \
+                    structured share repurchase programs.\n\
+                    During the third quarter and first nine months of fiscal year 2024, we repurchased 8.3 million \
+                    and 15.9 million shares of our common stock for\n\
+                    $3.72 billion and $7.01 billion, respectively.\n\
+                    The Board of Directors approved an increase to our share repurchase program.\n\
+                    Our employees are paid in cash and stock, and stock repurchases offset the dilution of grants.";
+        let question =
+            "Has NVIDIA reported any significant stock repurchase activities, and what scale did these take?";
+        let excerpt = excerpts(vec![text.to_string()], question, 260, usize::MAX).pop().unwrap();
+        assert!(excerpt.contains("common stock for\n$3.72 billion and $7.01 billion, respectively."), "{excerpt}");
+        // A wrapped line that states no amount keeps its own rank: the sentence is cut where it was.
+        let prose = text.replace("$3.72 billion and $7.01 billion, respectively.", "cash on hand, as before.");
+        let excerpt = excerpts(vec![prose], question, 260, usize::MAX).pop().unwrap();
+        assert!(!excerpt.contains("cash on hand"), "{excerpt}");
     }
 
     #[test]

@@ -297,25 +297,11 @@ fn offset_in(text: &str, part: &str) -> Option<usize> {
 }
 
 /// `text` in sentences and lines ([`sentence_pieces`]), with a line of prose that a PDF's text layer
-/// wrapped mid-sentence joined to the line it runs on into: the line ends without a full stop, colon or
-/// semicolon, the next starts in lower case (or with a digit or `$` after a line ending in a lower-case
-/// word: "… shares of our common stock for" / "$3.72 billion and $7.01 billion, respectively."), and
-/// neither is a table row. Each piece is a slice of `text`.
+/// wrapped mid-sentence joined to the line it runs on into ([`crate::answer::wrapped_line_goes_on`]).
+/// Each piece is a slice of `text`.
 fn quote_pieces(text: &str) -> Vec<&str> {
     let pieces = sentence_pieces(text);
-    let wraps = |line: &str, next: &str| {
-        let body = line.trim_end();
-        line.ends_with('\n')
-            && !body.is_empty()
-            && !body.ends_with(['.', '!', '?', ':', ';'])
-            && next.trim_start().chars().next().is_some_and(|c| {
-                // A sentence goes on in lower case, or — after a word in lower case ("… repurchased 8.3
-                // million shares for") — with the amount it was leading to.
-                c.is_lowercase() || (body.ends_with(char::is_lowercase) && (c.is_ascii_digit() || c == '$'))
-            })
-            && row_label(body.trim()).is_none()
-            && row_label(next.trim()).is_none()
-    };
+    let wraps = crate::answer::wrapped_line_goes_on;
     // Every piece is a slice of `text`.
     let offset = |piece: &str| offset_in(text, piece).unwrap_or(0);
     let mut out = Vec::with_capacity(pieces.len());
