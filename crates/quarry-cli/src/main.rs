@@ -103,15 +103,18 @@ fn main() -> ExitCode {
 }
 
 /// Whether `command` only prints what it reads or computes and starts no child process whose pipe it
-/// writes (see [`stop_quietly_when_the_output_is_closed`]): `status`, `search`, `models`, `library list`
-/// and the evaluations that read sets or libraries. Not `eval embedder` (it runs Python beside it),
-/// nor `ask` and `mcp` (they may parse a file in a worker).
+/// writes (see [`stop_quietly_when_the_output_is_closed`]): `status`, `search`, `models`, `library list`,
+/// the evaluations that read sets or libraries, and `ask` and `report` without `--web`. Not `eval
+/// embedder` (it runs Python beside it), `mcp`, or `ask` and `report` with `--web` (web pages are read in
+/// a parser worker).
 fn only_prints(command: &Command) -> bool {
     use commands::eval::EvalCommand;
     use commands::library::LibraryCommand;
     match command {
         Command::Status(_) | Command::Search(_) | Command::Models(_) => true,
         Command::Library(LibraryCommand::List { .. }) => true,
+        Command::Ask(args) => !args.web.web,
+        Command::Report(args) => !args.web.web,
         Command::Eval(eval) => matches!(
             eval,
             EvalCommand::Retrieval(_)

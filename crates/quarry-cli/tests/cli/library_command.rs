@@ -1452,9 +1452,12 @@ fn a_printing_command_whose_reader_goes_away_ends_quietly() {
     let note = tmp.path().join("note.md");
     std::fs::write(&note, "# Revenue\n\nRevenue for the quarter was $7.19 billion.\n").unwrap();
     run(&data, &["add", note.to_str().unwrap(), "--library", "lib"]);
-    for args in
-        [&["status", "--library", "lib"][..], &["search", "revenue", "--library", "lib"][..], &["library", "list"][..]]
-    {
+    for args in [
+        &["status", "--library", "lib"][..],
+        &["search", "revenue", "--library", "lib"][..],
+        &["library", "list"][..],
+        &["ask", "What was revenue?", "--library", "lib", "--agent", "naive", "--answer-tokens", "16"][..],
+    ] {
         let mut child = quarry(&data).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // The reader goes away before anything is printed (the command takes far longer to start).
         drop(child.stdout.take());
