@@ -881,8 +881,6 @@ pub fn folder_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
-/// score in `documents`, scaled over every scored document), best first; ties keep BM25's order.
 /// The keyword side of a search: BM25's (chunk id, score) list best first (re-ranked by the document
 /// prior where the library has one), each hit's document id, and the time it took.
 struct KeywordSide {
@@ -891,6 +889,8 @@ struct KeywordSide {
     took: Duration,
 }
 
+/// `bm25` (chunk id, BM25 score) re-scored as min-max(chunk score) + `weight` × min-max(its document's
+/// score in `documents`, scaled over every scored document), best first; ties keep BM25's order.
 fn with_document_prior(
     bm25: &[(u64, f32)],
     owner: &HashMap<u64, String>,
