@@ -13,8 +13,15 @@
 //!
 //! A worker is confined as far as a parser needs: a cleared environment ([`WORKER_ENVIRONMENT`]: no API
 //! keys, no D-Bus session), no network and no access to other processes (a seccomp filter installed
-//! before the worker program starts, see `sandbox.rs`), and a memory cap it must set or refuse to work.
+//! before the worker program starts), file access cut to what parsing needs (a Landlock ruleset: no
+//! writes but a private temporary folder, reads of system, model and input files only; see `sandbox.rs`
+//! and [`landlock_status`]), a memory cap it must set or refuse to work, and no core dump or
+//! ptrace-style access to it (`PR_SET_DUMPABLE` 0).
 
+#[cfg(target_os = "linux")]
+pub use crate::sandbox::landlock_abi;
+pub use crate::sandbox::landlock_status;
+use crate::sandbox::FileSandbox;
 use crate::{parse_file, FileOutcome, IngestError, InputFile, ParseEvent, ParseOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -54,8 +61,13 @@ pub struct IsolationConfig {
     pub workers: usize,
     /// Longest wait for a single document (default 60 s): between two lines of a worker's reply.
     pub document_timeout: Duration,
-    /// Longest one input file may take in all, every member of an archive together (default 10 min).
+    /// Longest one input file may take in all, every member of an archive together (default 10 min). A
+    /// long reading that reports progress (OCR, page by page) is given one `document_timeout` more at each
+    /// step, up to `file_wall_timeout`.
     pub file_timeout: Duration,
+    /// Longest one input file may take however it progresses (default 60 min; time spent waiting for an
+    /// OCR permit not counted): progress events cannot extend a file past it.
+    pub file_wall_timeout: Duration,
     /// Longest reply line read from a worker, in bytes (default 1 GiB; a parsed document travels as one
     /// line). A longer line is not read: its document is `too_large` and the worker is stopped, so a
     /// worker flooding its output cannot exhaust the supervisor's memory.
@@ -66,8 +78,9 @@ pub struct IsolationConfig {
     pub options: ParseOptions,
     /// Send the parsed text back (for ingestion) or only the report figures (for `quarry parse`).
     pub include_documents: bool,
-    /// Set it to stop: workers finish the file each is reading and take no new one (the app's Cancel).
-    /// Shared by clones of this config.
+    /// Set it to stop (the app's Cancel, Ctrl-C): within a fraction of a second each worker is stopped in
+    /// the middle of its file, which gets no outcome (read again by the next run), and no new file is
+    /// taken. Shared by clones of this config.
     pub stop: Arc<AtomicBool>,
     /// How many workers may read pages by OCR at once (default [`OcrPermits::default_limit`]); shared by
     /// clones of this config, so batches started from one config share the limit.
@@ -165,6 +178,7 @@ impl IsolationConfig {
             workers,
             document_timeout: Duration::from_secs(60),
             file_timeout: Duration::from_secs(600),
+            file_wall_timeout: Duration::from_secs(3600),
             max_reply_bytes: 1 << 30,
             memory_limit_bytes: 3 << 30,
             options: ParseOptions::default(),
@@ -209,6 +223,13 @@ enum Reply {
 /// the worker then parses nothing, so no file is read without its cap), or stdin/stdout failures (the
 /// supervisor went away).
 pub fn run_worker(memory_limit_bytes: u64) -> std::io::Result<()> {
+    // Not dumpable: no core file of a document's text, and another worker of the same user cannot open
+    // this one's /proc/<pid>/mem or environ (exec reset the flag the supervisor could have set).
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
     if memory_limit_bytes > 0 {
         let cap = address_space_bytes().unwrap_or(0).saturating_add(memory_limit_bytes);
         rlimit::setrlimit(rlimit::Resource::AS, cap, cap).map_err(|e| {
@@ -308,12 +329,14 @@ pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_out
     let queue: Arc<Mutex<VecDeque<(usize, InputFile)>>> =
         Arc::new(Mutex::new(inputs.iter().cloned().enumerate().collect()));
     let (sender, receiver) = mpsc::channel::<(usize, FileOutcome)>();
+    let sandbox = batch_sandbox(config, inputs.iter().map(|input| input.path.as_path()));
+    let sandbox = &sandbox;
     std::thread::scope(|scope| {
         for _ in 0..config.workers.max(1).min(inputs.len().max(1)) {
             let queue = Arc::clone(&queue);
             let sender = sender.clone();
             scope.spawn(move || {
-                let mut supervisor = Supervisor { config, worker: None, ocr_permit: false };
+                let mut supervisor = Supervisor { config, sandbox, worker: None, ocr_permit: false };
                 loop {
                     if config.stop.load(Ordering::Relaxed) {
                         break;
@@ -333,6 +356,28 @@ pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_out
         }
     });
 }
+
+/// The file sandbox for workers that read `inputs`: they may read those, the model folders
+/// (`quarry_core::models::model_search_dirs`) and the files `config.options` names (PDFium, the OCR
+/// models and ONNX Runtime). Errors: as [`FileSandbox::new`], as text for the rows of the batch.
+fn batch_sandbox<'a>(
+    config: &IsolationConfig,
+    inputs: impl Iterator<Item = &'a std::path::Path>,
+) -> Result<FileSandbox, String> {
+    let options = &config.options;
+    let mut reads = quarry_core::models::model_search_dirs();
+    reads.extend(options.pdfium_library.iter().cloned());
+    for models in &options.ocr_models {
+        reads
+            .extend([&models.onnx_runtime, &models.detector, &models.recogniser, &models.classifier].map(Clone::clone));
+    }
+    reads.extend(inputs.map(std::path::Path::to_path_buf));
+    FileSandbox::new(&config.worker.program, reads.iter().map(PathBuf::as_path))
+}
+
+/// How often a supervisor waiting for its worker looks at [`IsolationConfig::stop`]: a stopped run ends the
+/// files being read within this (plus killing the worker), not when they finish.
+const STOP_POLL: Duration = Duration::from_millis(200);
 
 /// The environment variables a parse worker inherits; every other one is cleared, so a parser exploited
 /// by a crafted file finds no API key (`QUARRY_*_API_KEY`), no D-Bus session address (the way to the
@@ -395,6 +440,9 @@ fn read_bounded_lines(source: impl std::io::Read, max_bytes: u64, lines: mpsc::S
 
 struct Supervisor<'a> {
     config: &'a IsolationConfig,
+    /// The file sandbox every worker it starts runs in; a batch whose sandbox could not be built starts
+    /// no worker (its rows say why).
+    sandbox: &'a Result<FileSandbox, String>,
     worker: Option<Worker>,
     /// Whether its worker holds one of `config.ocr_permits` (until the end of the file it reads).
     ocr_permit: bool,
@@ -402,6 +450,7 @@ struct Supervisor<'a> {
 
 impl Supervisor<'_> {
     fn spawn(&self) -> std::io::Result<Worker> {
+        let sandbox = self.sandbox.as_ref().map_err(|e| std::io::Error::other(e.clone()))?;
         let mut command = Command::new(&self.config.worker.program);
         command.args(&self.config.worker.args).env_clear();
         for name in WORKER_ENVIRONMENT {
@@ -409,14 +458,22 @@ impl Supervisor<'_> {
                 command.env(name, value);
             }
         }
+        command.env("TMPDIR", sandbox.scratch());
         #[cfg(target_os = "linux")]
         {
             use std::os::unix::process::CommandExt;
             let filter = crate::sandbox::worker_filter().map_err(std::io::Error::other)?;
-            // SAFETY: the hook runs in the forked child before exec; it only makes the prctl and seccomp
-            // system calls and allocates nothing (see `sandbox::install`).
+            let ruleset = sandbox.ruleset_fd();
+            let proc_guard = sandbox.proc_guard().to_vec();
+            // SAFETY: the hook runs in the forked child before exec; it only makes the prctl, Landlock and
+            // seccomp system calls and allocates nothing (see `sandbox::restrict_to`, `sandbox::install`).
             unsafe {
-                command.pre_exec(move || crate::sandbox::install(filter));
+                command.pre_exec(move || {
+                    if let Some(ruleset) = ruleset {
+                        crate::sandbox::restrict_to(ruleset, &proc_guard)?;
+                    }
+                    crate::sandbox::install(filter)
+                });
             }
         }
         let mut child = command
@@ -479,12 +536,23 @@ impl Supervisor<'_> {
         }
         // Paths started but not yet finished, innermost last (a ZIP member sits above its archive).
         let mut open: Vec<String> = Vec::new();
-        let mut deadline = Instant::now() + self.config.file_timeout;
+        let started = Instant::now();
+        // No progress extends a file past this (moved on by the time spent waiting for an OCR permit).
+        let mut wall = started + self.config.file_wall_timeout.max(self.config.file_timeout);
+        let mut deadline = (started + self.config.file_timeout).min(wall);
+        let mut line_deadline = started + self.config.document_timeout;
         loop {
             let Some(worker) = self.worker.as_mut() else { return };
-            let left = deadline.saturating_duration_since(Instant::now());
-            let whole_file_budget = left <= self.config.document_timeout;
-            match worker.lines.recv_timeout(self.config.document_timeout.min(left)) {
+            let whole_file_budget = deadline <= line_deadline;
+            let at_the_wall = deadline >= wall;
+            let until = deadline.min(line_deadline);
+            // Woken at least every STOP_POLL to see whether the run was stopped (Cancel, Ctrl-C).
+            let wait = until.saturating_duration_since(Instant::now()).min(STOP_POLL);
+            let received = worker.lines.recv_timeout(wait);
+            if received.is_ok() {
+                line_deadline = Instant::now() + self.config.document_timeout;
+            }
+            match received {
                 Ok(WorkerLine::Overlong) => {
                     self.kill();
                     let cap = self.config.max_reply_bytes;
@@ -497,7 +565,7 @@ impl Supervisor<'_> {
                     // A long reading (OCR) that moves on gets one more document timeout each step, past
                     // the whole file's budget if need be: it is slow, not stuck.
                     Ok(Reply::Event(ParseEvent::Progress { .. })) => {
-                        deadline = deadline.max(Instant::now() + self.config.document_timeout);
+                        deadline = deadline.max(Instant::now() + self.config.document_timeout).min(wall);
                     }
                     Ok(Reply::Event(ParseEvent::Finished(outcome))) => {
                         open.retain(|p| p != &outcome.path);
@@ -508,10 +576,13 @@ impl Supervisor<'_> {
                     // the limit; then it has its full budgets again.
                     Ok(Reply::OcrWanted) => {
                         if !self.ocr_permit {
+                            let waiting = Instant::now();
                             self.config.ocr_permits.acquire();
                             self.ocr_permit = true;
+                            wall += waiting.elapsed();
                         }
-                        deadline = deadline.max(Instant::now() + self.config.document_timeout);
+                        deadline = deadline.max(Instant::now() + self.config.document_timeout).min(wall);
+                        line_deadline = Instant::now() + self.config.document_timeout;
                         let granted = serde_json::to_string(&Request::OcrGranted).unwrap_or_default();
                         let Some(worker) = self.worker.as_mut() else { return };
                         if writeln!(worker.stdin, "{granted}").and_then(|_| worker.stdin.flush()).is_err() {
@@ -523,10 +594,22 @@ impl Supervisor<'_> {
                     // Stray output (a library printing to stdout): not ours, skip it.
                     Ok(Reply::Page { .. }) | Err(_) => {}
                 },
+                Err(RecvTimeoutError::Timeout) if self.config.stop.load(Ordering::Relaxed) => {
+                    // Stopped in the middle: the file gets no row (as a file not started), so the next
+                    // run reads it again; members already finished keep theirs.
+                    self.kill();
+                    return;
+                }
+                Err(RecvTimeoutError::Timeout) if Instant::now() < until => {}
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill();
-                    let budget =
-                        if whole_file_budget { self.config.file_timeout } else { self.config.document_timeout };
+                    let budget = if at_the_wall && whole_file_budget {
+                        self.config.file_wall_timeout.max(self.config.file_timeout)
+                    } else if whole_file_budget {
+                        self.config.file_timeout
+                    } else {
+                        self.config.document_timeout
+                    };
                     let error = IngestError::Timeout(budget.as_millis() as u64);
                     return report_unfinished(open, &file.display, error, emit);
                 }
@@ -656,6 +739,8 @@ impl Supervisor<'_> {
 /// between pages and started again after a failure; pages are read one at a time.
 pub struct PageReader {
     config: IsolationConfig,
+    /// Reads no file but the system's and the models': a page arrives over stdin.
+    sandbox: Result<FileSandbox, String>,
     worker: Mutex<Option<Worker>>,
 }
 
@@ -663,7 +748,8 @@ impl PageReader {
     /// A reader whose worker is `config.worker`, with `config`'s memory cap, reply cap and
     /// `document_timeout` (the longest one page may take).
     pub fn new(config: IsolationConfig) -> Self {
-        PageReader { config, worker: Mutex::new(None) }
+        let sandbox = batch_sandbox(&config, std::iter::empty());
+        PageReader { config, sandbox, worker: Mutex::new(None) }
     }
 
     /// (title, readable text) of `html`, the page at `url` ([`crate::readable_text`] in the worker).
@@ -671,7 +757,8 @@ impl PageReader {
     /// than `document_timeout` (`Timeout`) or replies more than `max_reply_bytes` (`TooLarge`).
     pub fn read(&self, html: &str, url: &str) -> Result<(String, String), IngestError> {
         let mut kept = self.worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut supervisor = Supervisor { config: &self.config, worker: kept.take(), ocr_permit: false };
+        let mut supervisor =
+            Supervisor { config: &self.config, sandbox: &self.sandbox, worker: kept.take(), ocr_permit: false };
         let result = supervisor.read_page(html, url);
         *kept = supervisor.worker.take();
         result
@@ -681,7 +768,7 @@ impl PageReader {
 impl Drop for PageReader {
     fn drop(&mut self) {
         let worker = self.worker.get_mut().map(Option::take).unwrap_or_else(|poisoned| poisoned.into_inner().take());
-        drop(Supervisor { config: &self.config, worker, ocr_permit: false });
+        drop(Supervisor { config: &self.config, sandbox: &self.sandbox, worker, ocr_permit: false });
     }
 }
 

@@ -37,11 +37,18 @@ pub(crate) struct OcrSettings<'a> {
     pub models: Option<&'a OcrModels>,
     /// Called with (pages read, pages to read) after each OCR page: a sign of life for the supervisor.
     pub progress: &'a mut dyn FnMut(u32, u32),
+    /// Most pages read by OCR ([`ParseOptions::max_ocr_pages`]).
+    pub max_pages: u32,
 }
 
 impl<'a> OcrSettings<'a> {
     pub fn of(options: &'a ParseOptions, progress: &'a mut dyn FnMut(u32, u32)) -> Self {
-        OcrSettings { mode: options.ocr, models: options.ocr_models.as_ref(), progress }
+        OcrSettings {
+            mode: options.ocr,
+            models: options.ocr_models.as_ref(),
+            progress,
+            max_pages: options.max_ocr_pages,
+        }
     }
 }
 
@@ -361,6 +368,15 @@ fn read_pages_by_ocr(
         },
         _ => wanted,
     };
+    let mut wanted = wanted;
+    if wanted.len() > ocr.max_pages as usize {
+        warnings.push(format!(
+            "{} page(s) without a text layer left out: at most {} pages of one file are read by OCR (max_ocr_pages)",
+            wanted.len() - ocr.max_pages as usize,
+            ocr.max_pages
+        ));
+        wanted.truncate(ocr.max_pages as usize);
+    }
     let (Some(models), Some(library)) = (ocr.models, pdfium) else {
         warnings.push(format!(
             "{} page(s) without a text layer left out: the OCR models or PDFium are not installed (run scripts/setup.sh)",

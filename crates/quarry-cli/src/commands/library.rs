@@ -312,13 +312,15 @@ pub fn library(data: DataDir, command: LibraryCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The first Ctrl-C stops an ingest run gently: files being read finish and are committed, the rest is
-/// left for `quarry sync`. (A second Ctrl-C kills the process; the library stays consistent either way.)
+/// The first Ctrl-C stops an ingest run gently: what was read is committed, the files being read are
+/// stopped in the middle (within a second) and left with the rest for `quarry sync`. (A second Ctrl-C kills the process; the library stays consistent either way.)
 fn stop_on_ctrl_c(options: &IngestOptions) {
     let stop = options.isolation.stop.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nstopping after the files being read (Ctrl-C again to quit now)…");
+            eprintln!(
+                "\nstopping: what was read is kept, the rest is left for `quarry sync` (Ctrl-C again to quit now)…"
+            );
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);

@@ -114,6 +114,7 @@ pub fn run(args: ParseArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&summary.to_json())?);
     } else {
         print!("{}", summary.table());
+        println!("{}", quarry_ingest::isolate::landlock_status());
         if let Some(path) = &args.report {
             println!("\nreport: {}", path.display());
         }
@@ -246,6 +247,7 @@ impl Summary {
             "formats": formats,
             "failures": self.failures,
             "seconds": self.elapsed.as_secs_f64(),
+            "sandbox": quarry_ingest::isolate::landlock_status(),
         })
     }
 }

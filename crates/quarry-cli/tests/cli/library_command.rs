@@ -1146,9 +1146,9 @@ fn watch_follows_new_changed_and_deleted_files_until_interrupted() {
     assert_eq!(check_consistent(&data, "watched").0, 2);
 }
 
-/// Ctrl-C during `quarry add` (the app's Stop button uses the same stop flag): the files being read
-/// finish and are committed, the run ends cleanly saying it was stopped, nothing is half indexed, and
-/// `quarry sync` reads exactly the files that were left.
+/// Ctrl-C during `quarry add` (the app's Stop button uses the same stop flag): what was read is
+/// committed, the files being read are stopped in the middle, the run ends cleanly saying it was stopped,
+/// nothing is half indexed, and `quarry sync` reads exactly the files that were left.
 #[test]
 fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1176,7 +1176,7 @@ fn ctrl_c_stops_an_add_after_the_files_being_read_and_sync_reads_the_rest() {
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "a stopped add is not a failure: {stderr}");
-    assert!(stderr.contains("stopping after the files being read"), "{stderr}");
+    assert!(stderr.contains("stopping: what was read is kept"), "{stderr}");
     let text = std::fs::read_to_string(&events).unwrap();
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let scanned = lines.iter().find(|e| e["event"] == "scanned").expect("a scanned event");

@@ -125,6 +125,9 @@ fn json_summary_counts_formats() {
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(summary["formats"]["pdf"]["documents"].as_u64().unwrap() >= 5);
     assert!(summary["formats"]["docx"]["status"]["ok"].as_u64().unwrap() >= 3);
+    // How the workers were confined is part of the summary (Landlock on this kernel, or its absence).
+    let sandbox = summary["sandbox"].as_str().unwrap();
+    assert!(sandbox.starts_with("parse workers: no network (seccomp);"), "{sandbox}");
 }
 
 #[test]

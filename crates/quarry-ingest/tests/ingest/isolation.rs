@@ -124,6 +124,56 @@ fn a_worker_cannot_open_a_socket() {
     assert!(listener.accept().is_err(), "the worker connected to this computer");
 }
 
+/// A parser taken over by a crafted file can change no file and read nothing beyond what it parses: the
+/// stand-in worker tries to append to a settings file, read a file it was not given, read its
+/// supervisor's environment and open its memory, and signal it; it may write in its own temporary folder
+/// and read its input. Before the Landlock sandbox every forbidden step succeeded (same user, no Yama).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_writes_no_file_and_reads_neither_other_files_nor_its_supervisor() {
+    let abi = quarry_ingest::isolate::landlock_abi()
+        .unwrap_or_else(|| panic!("{}", quarry_ingest::isolate::landlock_status()));
+    let home = tempfile::tempdir().unwrap();
+    let settings = home.path().join("settings.toml");
+    std::fs::write(&settings, "offline = true\n").unwrap();
+    let secret = home.path().join("notes.txt");
+    std::fs::write(&secret, "private").unwrap();
+    let input = home.path().join("report.txt");
+    std::fs::write(&input, "the input").unwrap();
+    let (settings, secret, input_path) = (settings.display(), secret.display(), input.display());
+    let script = format!(
+        r#"read line
+r=""
+if (echo 'llm_url = "http://attacker"' >> '{settings}') 2>/dev/null; then r="$r write:done"; else r="$r write:refused"; fi
+if (cat '{secret}' >/dev/null) 2>/dev/null; then r="$r other-file:read"; else r="$r other-file:refused"; fi
+n=$(cat /proc/$PPID/environ 2>/dev/null | wc -c); if [ "$n" -gt 0 ]; then r="$r environ:read"; else r="$r environ:refused"; fi
+if (grep -q VmSize /proc/$$/status && grep -q processor /proc/cpuinfo) 2>/dev/null; then r="$r own-proc:read"; else r="$r own-proc:refused"; fi
+if (: < /proc/$PPID/mem) 2>/dev/null; then r="$r mem:opened"; else r="$r mem:refused"; fi
+if kill -0 $PPID 2>/dev/null; then r="$r signal:sent"; else r="$r signal:refused"; fi
+if (echo x > "$TMPDIR/scratch") 2>/dev/null; then r="$r tmp:written"; else r="$r tmp:refused"; fi
+if (cat '{input_path}' >/dev/null) 2>/dev/null; then r="$r input:read"; else r="$r input:refused"; fi
+echo "tried:$r" >&2
+kill -SEGV $$"#
+    );
+    let mut config =
+        IsolationConfig::new(WorkerCommand { program: "bash".into(), args: vec!["-c".into(), script.into()] });
+    config.workers = 1;
+    config.document_timeout = Duration::from_secs(10);
+    let mut outcomes = Vec::new();
+    let inputs = vec![InputFile { path: input.clone(), display: "report.txt".into() }];
+    parse_isolated(&inputs, &config, |i, o| outcomes.push((i, o)));
+    let message = outcomes[0].1.error.as_ref().unwrap().to_string();
+    let mut expected =
+        "tried: write:refused other-file:refused environ:refused own-proc:read mem:refused signal:refused tmp:written input:read"
+            .to_string();
+    if abi < 6 {
+        // Landlock before ABI 6 does not scope signals.
+        expected = expected.replace("signal:refused", "signal:sent");
+    }
+    assert!(message.contains(&expected), "Landlock ABI {abi}; the worker: {message}");
+    assert_eq!(std::fs::read_to_string(home.path().join("settings.toml")).unwrap(), "offline = true\n");
+}
+
 /// An archive whose members each finish within the per-document budget still has a budget as a whole:
 /// the stand-in worker finishes one member every 0.2 s for ever.
 #[test]
@@ -148,6 +198,33 @@ done"#;
     assert_eq!(last.error.as_ref().unwrap().to_string(), "timed out after 1.5 s");
     let members = outcomes.iter().filter(|o| o.status == Status::Ok).count();
     assert!((3..=9).contains(&members), "members finished in time are kept: {members}");
+}
+
+/// A worker that reports progress for ever (a crafted scan of endless pages) is stopped at the whole-file
+/// wall budget: each step buys it one more document timeout, never more than the wall. Before, progress
+/// extended the budget without end.
+#[test]
+fn endless_progress_cannot_carry_a_file_past_its_wall_budget() {
+    let script = r#"read line
+echo '{"Event":{"Started":{"path":"scan.pdf"}}}'
+i=0
+while true; do
+  i=$((i+1))
+  echo "{\"Event\":{\"Progress\":{\"path\":\"scan.pdf\",\"done\":$i,\"total\":1000000}}}"
+  sleep 0.1
+done"#;
+    let mut config = shell_worker(script);
+    config.file_timeout = Duration::from_millis(500);
+    config.file_wall_timeout = Duration::from_millis(1500);
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    let input = vec![InputFile { path: "/tmp/scan.pdf".into(), display: "scan.pdf".into() }];
+    parse_isolated(&input, &config, |_, o| outcomes.push(o));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1400) && took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].status, Status::Timeout);
+    assert_eq!(outcomes[0].error.as_ref().unwrap().to_string(), "timed out after 1.5 s");
 }
 
 /// A worker that writes one endless line is stopped once the line passes `max_reply_bytes`; the
@@ -238,4 +315,24 @@ fn a_worker_that_dies_holding_an_ocr_permit_gives_it_back() {
     assert_eq!(outcomes.len(), 3);
     assert!(outcomes.iter().all(|(_, o)| o.status == Status::Crashed), "{outcomes:?}");
     assert_eq!(config.ocr_permits.granted(), 3);
+}
+
+/// Stopping a run (the app's Cancel, Ctrl-C) stops a file in the middle within a second: the worker is
+/// killed and the file gets no row (the next run reads it again). Before, the run waited for the file to
+/// finish, however long it took.
+#[test]
+fn a_stop_ends_the_file_being_read_within_a_second() {
+    let mut config = shell_worker("read line; echo '{\"Event\":{\"Started\":{\"path\":\"long.pdf\"}}}'; sleep 60");
+    config.document_timeout = Duration::from_secs(120);
+    let stop = std::sync::Arc::clone(&config.stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(2), &config, |i, o| outcomes.push((i, o)));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "the stop waited for the file: {took:?}");
+    assert!(outcomes.is_empty(), "a stopped file has no row, the next file was not started: {outcomes:?}");
 }

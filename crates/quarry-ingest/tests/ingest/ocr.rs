@@ -115,6 +115,22 @@ fn a_multipage_scan_is_read_page_by_page() {
     assert!(document.blocks.iter().all(|b| b.location.ocr), "every block read by OCR is marked");
 }
 
+/// OCR reads at most `max_ocr_pages` pages of one file and says how many it left out: a crafted scan of
+/// thousands of pages cannot hold a worker for days. Before, every page was read.
+#[test]
+fn ocr_stops_at_the_page_cap_and_says_what_it_left_out() {
+    let options = ParseOptions { max_ocr_pages: 2, ..ParseOptions::default() };
+    let outcome = parse_with(&b_docs("docling_tests/ocr/sources/nemotron_multipage.pdf"), &options).remove(0);
+    assert_eq!(outcome.status, Status::Ok, "{:?}", outcome.error);
+    let pages: Vec<u32> = outcome.document.as_ref().unwrap().blocks.iter().filter_map(|b| b.location.page).collect();
+    assert_eq!(pages, vec![1, 2], "the first two pages only");
+    assert!(
+        outcome.warnings.iter().any(|w| w.starts_with("2 page(s) without a text layer left out: at most 2 pages")),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
 #[test]
 fn the_scanned_page_of_the_c_library_becomes_searchable() {
     let path = c_docs("en_nih-clinical-trial-protocols/NCT06155240_Prot_SAP_000.pdf");
