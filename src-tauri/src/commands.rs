@@ -763,10 +763,32 @@ pub async fn save_settings(
             return Err(format!("the {what} {} does not exist", path.display()).into());
         }
     }
+    let llm_url = settings.llm.url.clone();
     tauri::async_runtime::spawn_blocking(move || {
+        let llm = quarry_secrets::Secret::LlmApiKey;
+        let mut llm_key_given = false;
         for (name, value) in keys {
             let secret = quarry_secrets::Secret::parse(&name).ok_or_else(|| format!("unknown key {name:?}"))?;
-            quarry_secrets::set(secret, &value).map_err(text)?;
+            if secret == llm {
+                // The LLM key is kept for the server it was entered with, and sent to no other.
+                llm_key_given = true;
+                match llm_url.as_deref() {
+                    Some(url) => quarry_secrets::set_for(secret, url, &value).map_err(text)?,
+                    None if value.trim().is_empty() => quarry_secrets::delete(secret).map_err(text)?,
+                    None => return Err(Failure::from("an API key for the language model needs its server's URL")),
+                }
+            } else {
+                quarry_secrets::set(secret, &value).map_err(text)?;
+            }
+        }
+        // A changed server URL (typed, or a discovered server's "Use") drops the key stored for the old one
+        // unless it was entered again.
+        if !llm_key_given {
+            let bound = quarry_secrets::bound_origin(llm).ok().flatten();
+            let now = llm_url.as_deref().and_then(quarry_secrets::origin);
+            if bound.is_some() && bound != now {
+                quarry_secrets::delete(llm).map_err(text)?;
+            }
         }
         Ok::<(), Failure>(())
     })

@@ -50,7 +50,7 @@ pub async fn find_local_servers(extra_ports: &[u16], timeout: Duration) -> Vec<L
         }
     }
     // Offline mode: the client reaches only this computer, which is all that is asked.
-    let options = quarry_net::ClientOptions { connect_timeout: timeout, timeout };
+    let options = quarry_net::ClientOptions { connect_timeout: timeout, timeout, follow_redirects: true };
     let Ok(client) = quarry_net::Network::new(quarry_net::NetworkMode::Offline).client("local LLM discovery", options)
     else {
         return Vec::new();

@@ -95,10 +95,14 @@ impl OpenAiChat {
         {
             return Err(ChatError::Config(format!(
                 "LLM URL {}: an API key is not sent over plain http:// to another computer (anyone on the way could read it); use https://",
-                config.base_url
+                shown_url(&config.base_url)
             )));
         }
-        let options = quarry_net::ClientOptions { connect_timeout: config.connect_timeout, timeout: config.timeout };
+        let options = quarry_net::ClientOptions {
+            connect_timeout: config.connect_timeout,
+            timeout: config.timeout,
+            follow_redirects: true,
+        };
         let client = network.client("the LLM server", options).map_err(chat_error)?;
         Ok(OpenAiChat { config, client, schema_supported: AtomicBool::new(true) })
     }
@@ -243,7 +247,7 @@ impl OpenAiChat {
 #[async_trait::async_trait]
 impl ChatModel for OpenAiChat {
     fn describe(&self) -> String {
-        format!("{} at {}", self.config.model, self.config.base_url)
+        format!("{} at {}", self.config.model, shown_url(&self.config.base_url))
     }
 
     async fn complete(&self, request: &ChatRequest, on_text: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
@@ -254,7 +258,7 @@ impl ChatModel for OpenAiChat {
             Err(ChatError::Http { status: 400 | 422, message, .. }) if with_schema => {
                 tracing::info!(
                     "{} refused response_format ({message}); continuing without JSON schemas",
-                    self.config.base_url
+                    shown_url(&self.config.base_url)
                 );
                 self.schema_supported.store(false, Ordering::Relaxed);
                 self.complete_once(request, on_text, false).await
@@ -288,6 +292,19 @@ fn server_message(body: &str) -> String {
         .ok()
         .and_then(|v| v["error"]["message"].as_str().or_else(|| v["error"].as_str()).map(str::to_string))
         .unwrap_or_else(|| excerpt(body))
+}
+
+/// `url` as Quarry shows it (the model's description in answers, reports and conversation files; log
+/// lines): its user name and password, if the person put them in the URL, left out.
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.as_str().trim_end_matches('/').to_string()
+        }
+        _ => url.to_string(),
+    }
 }
 
 fn describe_transport_error(e: &reqwest::Error) -> String {

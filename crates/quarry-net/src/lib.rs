@@ -104,12 +104,20 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Longest a whole request may take, body included.
     pub timeout: Duration,
+    /// Follow redirects (at most 10, each hop checked as the first request is). False for requests that
+    /// carry a key in a header the HTTP client would not strip on the way to another host (a search
+    /// provider's `X-Subscription-Token`): a redirect is then an error.
+    pub follow_redirects: bool,
 }
 
 impl Default for ClientOptions {
-    /// 10 s to connect, 60 s in all.
+    /// 10 s to connect, 60 s in all, redirects followed.
     fn default() -> Self {
-        ClientOptions { connect_timeout: Duration::from_secs(10), timeout: Duration::from_secs(60) }
+        ClientOptions {
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(60),
+            follow_redirects: true,
+        }
     }
 }
 
@@ -170,11 +178,16 @@ impl Network {
     ) -> Result<HttpClient, NetError> {
         let mode = self.mode;
         let hops = public_only.clone();
+        let follow = options.follow_redirects;
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .timeout(options.timeout)
             .user_agent(concat!("Quarry/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if !follow {
+                    let url = attempt.url().to_string();
+                    return attempt.error(format!("redirect to {url} not followed"));
+                }
                 if attempt.previous().len() >= 10 {
                     return attempt.error("too many redirects");
                 }
@@ -345,6 +358,17 @@ impl PublicOnly {
     fn refusal(&self, url: &reqwest::Url) -> Option<String> {
         if self.trusted.as_ref().is_some_and(|t| *t == url.origin()) {
             return None;
+        }
+        // The provider's host is trusted to resolve to a private address (a SearXNG on the local network)
+        // only at its own origin: another port or scheme of that name would reach whatever else runs
+        // there (the resolver, which sees names alone, cannot tell them apart).
+        if let Some(trusted @ url::Origin::Tuple(_, url::Host::Domain(host), _)) = &self.trusted {
+            if matches!(url.host(), Some(url::Host::Domain(name)) if name.eq_ignore_ascii_case(host)) {
+                return Some(format!(
+                    "{host} is reached only at the search provider's own address {}",
+                    trusted.ascii_serialization()
+                ));
+            }
         }
         match url.host()? {
             url::Host::Ipv4(ip) if !is_public_ip(IpAddr::V4(ip)) => {

@@ -56,6 +56,9 @@ pub enum SecretError {
     /// The keyring did not store the key (its entry name, and the keyring's reason).
     #[error("the OS keyring refused to store {0}: {1}")]
     Store(&'static str, String),
+    /// A key to be bound to a server was given no server URL with a host (its entry name, the URL).
+    #[error("{0} is kept for one server only, and {1:?} names none: give the server's URL (https://host[:port]/...)")]
+    NoServer(&'static str, String),
 }
 
 fn entry(secret: Secret) -> Result<keyring::Entry, SecretError> {
@@ -69,11 +72,8 @@ pub fn get(secret: Secret) -> Result<Option<String>, SecretError> {
     if let Some(value) = std::env::var(secret.variable()).ok().filter(|v| !v.trim().is_empty()) {
         return Ok(Some(value));
     }
-    match entry(secret)?.get_password() {
-        Ok(value) => Ok(Some(value).filter(|v| !v.is_empty())),
-        Err(keyring::Error::NoEntry) => Ok(None),
-        Err(e) => Err(SecretError::Unavailable(e.to_string(), secret.variable())),
-    }
+    // A key bound to a server is only given for that server (`get_for`).
+    Ok(stored(secret)?.filter(|value| !value.starts_with(BOUND_PREFIX)))
 }
 
 /// Stores `value` in the keyring (replacing an earlier one); an empty value deletes the entry.
@@ -96,6 +96,65 @@ pub fn set(secret: Secret, value: &str) -> Result<(), SecretError> {
 pub fn delete(secret: Secret) -> Result<(), SecretError> {
     match entry(secret)?.delete_credential() {
         Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+        Err(e) => Err(SecretError::Unavailable(e.to_string(), secret.variable())),
+    }
+}
+
+/// What a key bound to a server starts with in the keyring: `quarry-key-for <origin>`, a newline, the key.
+const BOUND_PREFIX: &str = "quarry-key-for ";
+
+/// The origin of `url` — scheme, host and port, lower case, the scheme's default port left out
+/// (`https://api.example.com`, `http://127.0.0.1:8080`) — as browsers compare origins (RFC 6454). User
+/// name, password, path and query are not part of it. `None`: not an absolute URL with a host.
+pub fn origin(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    parsed.host_str()?;
+    match parsed.origin() {
+        origin @ url::Origin::Tuple(..) => Some(origin.ascii_serialization()),
+        url::Origin::Opaque(_) => None,
+    }
+}
+
+/// Stores `value` as the key for the server at `url` only ([`get_for`] gives it for that origin and no
+/// other), replacing an earlier key; an empty value deletes the entry.
+///
+/// Errors: `url` has no origin ([`SecretError::NoServer`]); the keyring cannot be reached or refuses.
+pub fn set_for(secret: Secret, url: &str, value: &str) -> Result<(), SecretError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return delete(secret);
+    }
+    let origin = origin(url).ok_or_else(|| SecretError::NoServer(secret.name(), url.to_string()))?;
+    set(secret, &format!("{BOUND_PREFIX}{origin}\n{value}"))
+}
+
+/// The key to send to the server at `url`: the environment variable when set (the person gave it for this
+/// run), else the keyring's key when it was stored for `url`'s origin ([`set_for`]). A key stored for
+/// another server, or stored before keys were bound to a server, is not given (enter it again).
+///
+/// Errors: as [`get`].
+pub fn get_for(secret: Secret, url: &str) -> Result<Option<String>, SecretError> {
+    if let Some(value) = std::env::var(secret.variable()).ok().filter(|v| !v.trim().is_empty()) {
+        return Ok(Some(value));
+    }
+    let Some(wanted) = origin(url) else { return Ok(None) };
+    Ok(stored(secret)?.and_then(|value| {
+        let (bound, key) = value.strip_prefix(BOUND_PREFIX)?.split_once('\n')?;
+        (bound == wanted && !key.is_empty()).then(|| key.to_string())
+    }))
+}
+
+/// The origin the keyring's key was stored for with [`set_for`]; `None` when no key is stored or it was
+/// stored unbound. Errors: as [`get`].
+pub fn bound_origin(secret: Secret) -> Result<Option<String>, SecretError> {
+    Ok(stored(secret)?.and_then(|value| Some(value.strip_prefix(BOUND_PREFIX)?.split_once('\n')?.0.to_string())))
+}
+
+/// The keyring's raw entry (the environment ignored).
+fn stored(secret: Secret) -> Result<Option<String>, SecretError> {
+    match entry(secret)?.get_password() {
+        Ok(value) => Ok(Some(value).filter(|v| !v.is_empty())),
+        Err(keyring::Error::NoEntry) => Ok(None),
         Err(e) => Err(SecretError::Unavailable(e.to_string(), secret.variable())),
     }
 }

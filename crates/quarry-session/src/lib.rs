@@ -32,7 +32,8 @@ pub struct LlmSettings {
     /// Model name on that server (required with `url`).
     pub model: Option<String>,
     /// The server's API key (never written to disk by Quarry); `None`: `QUARRY_LLM_API_KEY`, else the OS
-    /// keyring's entry (see `quarry_secrets`), else no key (local servers need none).
+    /// keyring's key when it was stored for this `url`'s origin (`quarry_secrets::get_for`), else no key
+    /// (local servers need none).
     #[serde(skip)]
     pub api_key: Option<String>,
     /// Offline (default) reaches only this computer; online any host. Not stored with the LLM choice:
@@ -101,18 +102,36 @@ impl LlmSettings {
             return Ok((self.clone(), None));
         }
         let servers = quarry_llm::find_local_servers_blocking(&[], quarry_llm::PROBE_TIMEOUT);
+        let offline = self.network == quarry_net::NetworkMode::Offline;
+        let mut skipped: Vec<String> = Vec::new();
         let chosen = servers.iter().find_map(|server| {
             let model = match &self.model {
                 Some(wanted) => server.models.iter().find(|m| *m == wanted)?,
-                None => server.models.first()?,
+                None => {
+                    // Offline, a model the local server only relays to its vendor's computers is no choice.
+                    let (remote, local): (Vec<&String>, Vec<&String>) =
+                        server.models.iter().partition(|m| offline && runs_elsewhere(m));
+                    skipped.extend(remote.into_iter().cloned());
+                    *local.first()?
+                }
             };
             Some((server, model.clone()))
         });
+        let skipped_note = if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; skipped {} (run on the server vendor's computers, not this one: offline mode)",
+                skipped.join(", ")
+            )
+        };
         let mut settings = self.clone();
         match (chosen, &self.model) {
             (Some((server, model)), _) => {
-                let note =
-                    format!("using {} at {} with model {model} (found on this computer)", server.name, server.url);
+                let note = format!(
+                    "using {} at {} with model {model} (found on this computer){skipped_note}",
+                    server.name, server.url
+                );
                 settings.url = Some(server.url.clone());
                 settings.model = Some(model);
                 settings.api_key = Some(String::new());
@@ -130,7 +149,7 @@ impl LlmSettings {
                 settings.url = None;
                 let ports: Vec<String> = quarry_llm::USUAL_PORTS.iter().map(|(port, _)| port.to_string()).collect();
                 let note = format!(
-                    "no local LLM server with a model answered (127.0.0.1 ports {} and {}); using the embedded model",
+                    "no local LLM server with a model answered (127.0.0.1 ports {} and {}){skipped_note}; using the embedded model",
                     ports.join(", "),
                     quarry_llm::PORTS_VARIABLE
                 );
@@ -156,7 +175,8 @@ impl LlmSettings {
             config.api_key = self
                 .api_key
                 .clone()
-                .or_else(|| quarry_secrets::get(quarry_secrets::Secret::LlmApiKey).ok().flatten())
+                // The keyring's key only when it was stored for this server (a changed URL gets none).
+                .or_else(|| quarry_secrets::get_for(quarry_secrets::Secret::LlmApiKey, url).ok().flatten())
                 .filter(|k| !k.is_empty());
             return Ok(Arc::new(quarry_llm::OpenAiChat::new(config, &quarry_net::Network::new(self.network))?));
         }
@@ -172,6 +192,14 @@ impl LlmSettings {
         config.reuse_prompt_prefix = self.reuse_prompt_prefix;
         Ok(Arc::new(quarry_gguf::GgufChat::load(config)?))
     }
+}
+
+/// Whether a model a local server lists runs somewhere else: Ollama's cloud models (`gpt-oss:120b-cloud`,
+/// names ending in `-cloud` or `:cloud`) are relayed to Ollama's servers, so a question sent to them
+/// leaves the machine although the URL is this computer's.
+pub fn runs_elsewhere(model: &str) -> bool {
+    let name = model.trim().to_ascii_lowercase();
+    name.ends_with("-cloud") || name.ends_with(":cloud")
 }
 
 impl LlmSettings {
@@ -256,4 +284,51 @@ pub async fn open_libraries(
         });
     }
     Ok(libraries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in OpenAI-compatible server on loopback whose model list is `models`; returns its port.
+    fn server_listing(models: &'static [&'static str]) -> u16 {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                let data: Vec<String> =
+                    models.iter().map(|m| format!(r#"{{"id":"{m}","owned_by":"library"}}"#)).collect();
+                let body = format!(r#"{{"object":"list","data":[{}]}}"#, data.join(","));
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        port
+    }
+
+    /// Offline, `--llm-url auto` does not pick a model the local server relays to its vendor (Ollama's
+    /// `…-cloud` models) and says it skipped it; online it may. Before, the first model listed was taken,
+    /// and a question went to Ollama's servers while Quarry said "offline".
+    #[test]
+    fn offline_auto_skips_models_that_run_elsewhere_and_says_so() {
+        let port = server_listing(&["gpt-oss:120b-cloud", "qwen2.5:1.5b"]);
+        std::env::set_var(quarry_llm::PORTS_VARIABLE, port.to_string());
+        let auto = LlmSettings { url: Some(AUTO_SERVER.into()), ..LlmSettings::default() };
+        let (chosen, note) = auto.resolve_auto().unwrap();
+        assert_eq!(chosen.model.as_deref(), Some("qwen2.5:1.5b"));
+        let note = note.unwrap();
+        assert!(note.contains("skipped gpt-oss:120b-cloud"), "{note}");
+
+        let online = LlmSettings { network: quarry_net::NetworkMode::Online, ..auto };
+        let (chosen, _) = online.resolve_auto().unwrap();
+        assert_eq!(chosen.model.as_deref(), Some("gpt-oss:120b-cloud"), "online, the person's first model");
+        assert!(runs_elsewhere("deepseek-v3.1:671b-cloud") && runs_elsewhere("x:cloud") && !runs_elsewhere("cloudy"));
+    }
 }

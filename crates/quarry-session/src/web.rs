@@ -5,8 +5,8 @@ use quarry_agents::{LibraryInfo, SearchableLibrary};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
-/// Web search choices (off unless `enabled`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Web search choices (off unless `enabled`). `Debug` says whether a key is set, never the key.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WebSearchSettings {
     /// Whether agents may search the web at all (also needs the network mode online).
@@ -25,6 +25,19 @@ pub struct WebSearchSettings {
     /// keyring's entry.
     #[serde(skip)]
     pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for WebSearchSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSearchSettings")
+            .field("enabled", &self.enabled)
+            .field("provider", &self.provider)
+            .field("url", &self.url)
+            .field("pages", &self.pages)
+            .field("queries", &self.queries)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set, not shown>"))
+            .finish()
+    }
 }
 
 impl Default for WebSearchSettings {

@@ -91,8 +91,8 @@ impl ProviderKind {
     }
 }
 
-/// How to reach a provider.
-#[derive(Debug, Clone)]
+/// How to reach a provider. `Debug` says whether a key is set, never the key.
+#[derive(Clone)]
 pub struct ProviderConfig {
     /// Which service.
     pub kind: ProviderKind,
@@ -102,6 +102,17 @@ pub struct ProviderConfig {
     pub api_key: Option<String>,
     /// Longest a search may take (default 15 s).
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set, not shown>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl ProviderConfig {
@@ -132,11 +143,35 @@ impl ProviderConfig {
                 }
             }
         };
-        let options =
-            ClientOptions { connect_timeout: Duration::from_secs(10).min(self.timeout), timeout: self.timeout };
+        // A key travels only encrypted, unless the provider runs on this computer.
+        if let (Some(_), Ok(url)) = (&key, reqwest::Url::parse(&base)) {
+            if url.scheme() != "https" && !is_loopback(&url) {
+                return Err(WebError::Config {
+                    what,
+                    message: format!("{base} is not https: an API key is sent only over https (or to this computer)"),
+                });
+            }
+        }
+        // No redirects: reqwest drops `Authorization` on the way to another host, but not Brave's
+        // `X-Subscription-Token`; a search API has no reason to redirect.
+        let options = ClientOptions {
+            connect_timeout: Duration::from_secs(10).min(self.timeout),
+            timeout: self.timeout,
+            follow_redirects: false,
+        };
         let client = network.client(&what, options)?;
         let seconds = self.timeout.as_secs();
         Ok(Box::new(Service { kind: self.kind, base, client, what, seconds, key: key.unwrap_or_default() }))
+    }
+}
+
+/// Whether `url` names this computer: `localhost` or a loopback address.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
     }
 }
 

@@ -78,7 +78,8 @@ impl WebRetriever {
         on_problem: WebProblemSink,
     ) -> Result<Self, WebError> {
         let timeout = Duration::from_secs(settings.page_timeout_seconds.max(1));
-        let options = ClientOptions { connect_timeout: timeout.min(Duration::from_secs(10)), timeout };
+        let options =
+            ClientOptions { connect_timeout: timeout.min(Duration::from_secs(10)), timeout, follow_redirects: true };
         let pages = network.public_client("web pages", options, provider.base_url())?;
         Ok(WebRetriever {
             provider,

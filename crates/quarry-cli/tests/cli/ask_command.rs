@@ -1007,6 +1007,11 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
     assert!(status.contains("brave-api-key\tfrom QUARRY_BRAVE_API_KEY"), "{status}");
     secret(&["delete", "tavily"], None, None);
     assert!(secret(&["status"], None, None).contains("tavily-api-key\tnot set"));
+    // The llm key is kept for one server, named with --url, and status says which (never the key).
+    secret(&["set", "llm", "--url", "https://API.example.com:443/v1/"], Some("sk-llm-secret\n"), None);
+    let status = secret(&["status"], None, None);
+    assert!(status.contains("llm-api-key\tin the OS keyring, for https://api.example.com\n"), "{status}");
+    assert!(!status.contains("sk-llm-secret"), "{status}");
 }
 
 /// The quick start's question over the sample library as the quick start adds it, asked with
@@ -1157,4 +1162,66 @@ fn a_question_over_four_filings_is_answered_one_filing_at_a_time_with_the_embedd
     let (read, quoted_only) = order.split_at(split);
     assert!(read.windows(2).all(|w| w[0] <= w[1]) && read.contains(&0) && read.contains(&3), "{order:?}");
     assert!(quoted_only.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+}
+
+/// A loopback stand-in for an OpenAI-compatible server that records each request's head and answers 401.
+/// Returns its base URL (`http://127.0.0.1:PORT/v1`) and the heads received.
+fn recording_llm_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&heads);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 16384];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            seen.lock().unwrap().push(String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase());
+            let body = r#"{"error":{"message":"no"}}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (base, heads)
+}
+
+/// The LLM key in the keyring is bound to the server it was stored for: a model loaded for another URL
+/// (a settings file changed behind the person's back, a typo, a discovered server) is sent no key; the
+/// server it was stored for gets it. Before, the keyring's key went to whatever URL the settings named.
+#[test]
+fn the_stored_llm_key_goes_only_to_the_server_it_was_stored_for() {
+    let session = quarry_secrets::test_session::KeyringSession::start();
+    // This process talks to the private keyring (children spawned by other tests name their own).
+    std::env::set_var("DBUS_SESSION_BUS_ADDRESS", session.address());
+    std::env::remove_var("QUARRY_LLM_API_KEY");
+    let (saved, saved_heads) = recording_llm_server();
+    let (other, other_heads) = recording_llm_server();
+    quarry_secrets::set_for(quarry_secrets::Secret::LlmApiKey, &saved, "sk-bound-to-saved").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let ask = |url: &str| {
+        let settings = quarry_session::LlmSettings {
+            url: Some(url.to_string()),
+            model: Some("m".into()),
+            ..quarry_session::LlmSettings::default()
+        };
+        let _ = runtime.block_on(settings.check());
+    };
+    ask(&other);
+    ask(&saved);
+    let other_heads = other_heads.lock().unwrap().clone();
+    let saved_heads = saved_heads.lock().unwrap().clone();
+    assert!(!other_heads.is_empty() && !saved_heads.is_empty(), "both servers were asked");
+    assert!(
+        other_heads.iter().all(|h| !h.contains("sk-bound-to-saved")),
+        "the key went to another server: {other_heads:?}"
+    );
+    assert!(saved_heads.iter().any(|h| h.contains("authorization: bearer sk-bound-to-saved")), "{saved_heads:?}");
+    // An unbound key (stored before keys were bound) is sent nowhere.
+    quarry_secrets::set(quarry_secrets::Secret::LlmApiKey, "sk-unbound").unwrap();
+    assert_eq!(quarry_secrets::get_for(quarry_secrets::Secret::LlmApiKey, &saved).unwrap(), None);
+    quarry_secrets::delete(quarry_secrets::Secret::LlmApiKey).unwrap();
 }

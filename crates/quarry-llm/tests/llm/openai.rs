@@ -240,4 +240,9 @@ async fn an_api_key_is_not_sent_over_plain_http_to_another_host_nor_printed() {
     );
     let shown = format!("{:?}", with_key("https://llm.example.com/v1"));
     assert!(!shown.contains("sk-very-secret") && shown.contains("api_key"), "{shown}");
+    // A password in the URL never reaches the model's description, which answers, reports and saved
+    // conversations carry (before, the description was "m at https://me:hunter2@…").
+    let chat = OpenAiChat::new(OpenAiConfig::new("https://me:hunter2@llm.example.com/v1", "m"), &online).unwrap();
+    let described = quarry_core::ChatModel::describe(&chat);
+    assert_eq!(described, "m at https://llm.example.com/v1");
 }

@@ -132,6 +132,18 @@ async fn a_public_client_refuses_this_computer_and_the_local_network_before_any_
         ),
         "another port is another origin"
     );
+    // Trust is the origin, not the host name: another port of the provider's host (which the resolver
+    // would let resolve to a private address) is refused before any socket. Before, only the name was
+    // compared at connect time, so `searx.example:6379` was trusted like `searx.example:8888`.
+    let by_name =
+        network.public_client("web pages", ClientOptions::default(), Some("http://searx.example:8888")).unwrap();
+    for url in ["http://searx.example:6379/", "https://searx.example:8888/", "http://SEARX.example/"] {
+        match by_name.get(url) {
+            Err(e @ NetError::NotPublic { .. }) => assert!(e.to_string().contains("searx.example"), "{e}"),
+            other => panic!("{url} was not refused: {other:?}"),
+        }
+    }
+    assert!(by_name.get("http://searx.example:8888/page").is_ok(), "the provider's own origin");
 
     // A redirect from the trusted origin to another local server is refused at that hop.
     let redirect: &'static str =

@@ -321,3 +321,32 @@ async fn online_a_result_pointing_at_this_computer_or_the_local_network_is_not_f
         );
     }
 }
+
+/// A provider's key goes only where it was configured to go: never over plain http to another computer
+/// (a loopback provider is fine), never along a redirect (Brave's `X-Subscription-Token` is not a header
+/// the HTTP client drops on the way to another host), and never into `Debug` output. Before, the key was
+/// sent over http to any host and followed redirects to wherever they led.
+#[tokio::test]
+async fn a_provider_key_goes_only_over_https_or_loopback_and_never_along_a_redirect() {
+    let mut config = ProviderConfig::new(ProviderKind::Brave);
+    config.base_url = Some("http://search.example.com".into());
+    config.api_key = Some("brave-secret-key".into());
+    let online = Network::new(NetworkMode::Online);
+    match config.build(&online) {
+        Err(e) => assert!(e.to_string().contains("only over https"), "{e}"),
+        Ok(_) => panic!("a key over plain http to another computer was accepted"),
+    }
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("brave-secret-key") && shown.contains("api_key"), "{shown}");
+
+    let (elsewhere, elsewhere_seen) =
+        serve(Arc::new(|_: &Request| Response::json(json!({"web": {"results": []}})))).await;
+    let target = format!("{elsewhere}/res/v1/web/search?q=stolen");
+    let (base, seen) =
+        serve(Arc::new(move |_: &Request| Response::new(302, "text/plain", "moved").header("Location", &target))).await;
+    let brave = provider(ProviderKind::Brave, &base);
+    let error = brave.search("fuel pump", 3).await.unwrap_err();
+    assert!(format!("{error:?}").contains("redirect"), "{error:?}");
+    assert_eq!(seen.lock().unwrap().len(), 1, "the provider itself was asked");
+    assert!(elsewhere_seen.lock().unwrap().is_empty(), "the redirect was followed with the key");
+}
