@@ -177,6 +177,14 @@ if ! "$venv/bin/python" -c "import mcp.client.stdio" 2>/dev/null; then
   "$venv/bin/python" -m pip install --quiet -r scripts/mcp-client-requirements.txt
 fi
 
+# The official MCP TypeScript SDK (npm `@modelcontextprotocol/sdk`, MIT), pinned by its package-lock: the
+# JavaScript client the tests also drive `quarry mcp` with (JavaScript numbers round 64-bit ids).
+mcp_js=crates/quarry-cli/tests/cli/mcp-js
+if [ ! -d "$mcp_js/node_modules/@modelcontextprotocol/sdk" ] || [ "$mcp_js/package-lock.json" -nt "$mcp_js/node_modules/.package-lock.json" ]; then
+  log "installing the MCP TypeScript SDK into $mcp_js"
+  (cd "$mcp_js" && npm install --no-audit --no-fund --loglevel=error)
+fi
+
 # ---------------------------------------------------------------- 4. npm packages for ui/
 if [ -f ui/package.json ]; then
   if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then

@@ -204,7 +204,8 @@ fn gate_always_sources(
                 Arc::clone(log),
                 Arc::clone(events),
             )
-            .with_approver(config.web_query_approver.clone());
+            .with_approver(config.web_query_approver.clone())
+            .with_question_typed_by_person(config.question_typed_by_person);
             SearchableLibrary { info: l.info.clone(), retriever: Arc::new(gate), always: true }
         })
         .collect()

@@ -16,7 +16,10 @@
 //!
 //! Text from documents, the question and the model's answer are data: document text is escaped so it
 //! shows exactly as stored (no Markdown or HTML in it takes effect), and `<` in the answer is escaped so
-//! a model cannot put HTML into the report. Links are relative to the folder the report is saved in
+//! a model cannot put HTML into the report. Nothing the model writes can make a reader fetch or open a
+//! URL ([`neutralise_links`]: its images, links, autolinks, bare URLs and link definitions become inert
+//! text), so a document that tells the model to "end with this image" cannot phone home from an exported
+//! report; the only links are Quarry's own (citations and sources). Links are relative to the folder the report is saved in
 //! ([`ReportOptions::link_base`]), so the report and the library folders can move together.
 
 use crate::answer::{pieces, Answer, Citation, Piece};
@@ -45,7 +48,7 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     let _ = writeln!(out, "{}\n", escape_block(&answer.question));
 
     out.push_str("## Answer\n\n");
-    let body = link_citations(&demote_headings(&escape_html(&answer.markdown)), &cited_set(answer));
+    let body = link_citations(&demote_headings(&escape_html(&neutralise_links(&answer.markdown))), &cited_set(answer));
     let _ = writeln!(out, "{}\n", body.trim());
     let unsupported: Vec<_> = answer.unsupported_claims().collect();
     if !unsupported.is_empty() {
@@ -320,6 +323,78 @@ pub fn escape_block(text: &str) -> String {
         } else {
             out.push_str(&escaped);
         }
+    }
+    out
+}
+
+/// Model-written Markdown made inert: an image `![alt](url)` becomes `alt (image not shown: `url`)`, a
+/// link `[text](url)` becomes `text (`url`)`, a bare URL (`http(s)://`, `ftp://`, `www.`) is put in a code
+/// span (renderers that link bare URLs leave code alone), and a link reference definition (`[id]: url`)
+/// loses its meaning (its `[` escaped), so `![x][id]` is text too. Code spans and fenced code are kept
+/// as written; raw HTML is left to [`escape_html`]. Returns the text with the same lines.
+///
+/// Why: a report or an MCP answer is read where images load by themselves; a model steered by a hostile
+/// passage could otherwise put the person's data in an image URL.
+pub fn neutralise_links(markdown: &str) -> String {
+    use std::sync::OnceLock;
+    static LINK: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    static DEFINITION: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let link = LINK.get_or_init(|| {
+        regex::Regex::new(
+            r#"(!?)\[([^\[\]\n]*)\]\(\s*([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)|(?i:\b(?:https?|ftp)://|\bwww\.)[^\s<>()\[\]`]+"#,
+        )
+        .ok()
+    });
+    let definition = DEFINITION.get_or_init(|| regex::Regex::new(r"^ {0,3}\[[^\]\n]+\]:").ok());
+    let (Some(link), Some(definition)) = (link, definition) else { return markdown.to_string() };
+    let inert = |text: &str| -> String {
+        link.replace_all(text, |caps: &regex::Captures<'_>| {
+            let code = |url: &str| format!("`{}`", url.replace('`', ""));
+            match (caps.get(1), caps.get(2), caps.get(3)) {
+                (Some(bang), Some(label), Some(url)) if bang.as_str() == "!" => {
+                    format!("{} (image not shown: {})", label.as_str(), code(url.as_str()))
+                }
+                (Some(_), Some(label), Some(url)) => format!("{} ({})", label.as_str(), code(url.as_str())),
+                _ => code(&caps[0]),
+            }
+        })
+        .into_owned()
+    };
+    let mut out = String::with_capacity(markdown.len() + 16);
+    let mut in_fence = false;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+            out.push_str(line);
+        } else if in_fence {
+            out.push_str(line);
+        } else {
+            // `[id]: url` at a line's start defines a link target: escape its `[` so it defines nothing.
+            let line = match definition.find(line).and_then(|found| line[found.start()..].find('[')) {
+                Some(bracket) => format!("{}\\{}", &line[..bracket], &line[bracket..]),
+                None => line.to_string(),
+            };
+            // Outside code spans only: split at backticks, every other piece is code (after an unmatched
+            // last backtick the rest is text).
+            let pieces: Vec<&str> = line.split('`').collect();
+            let unmatched_tail = pieces.len() % 2 == 0;
+            for (i, piece) in pieces.iter().enumerate() {
+                if i > 0 {
+                    out.push('`');
+                }
+                let is_code = i % 2 == 1 && !(unmatched_tail && i + 1 == pieces.len());
+                if is_code {
+                    out.push_str(piece);
+                } else {
+                    out.push_str(&inert(piece));
+                }
+            }
+        }
+        out.push('\n');
+    }
+    if !markdown.ends_with('\n') {
+        out.pop();
     }
     out
 }

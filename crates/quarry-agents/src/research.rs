@@ -12,8 +12,8 @@ use crate::deep_search::{deep_search_evidence, excerpt};
 use crate::events::AgentEvent;
 use crate::prompts;
 use crate::report::{
-    demote_headings, escape_html, escape_inline, link_citations, one_line, write_also_read, write_cost, write_source,
-    write_title, ReportOptions,
+    demote_headings, escape_html, escape_inline, link_citations, neutralise_links, one_line, write_also_read,
+    write_cost, write_source, write_title, ReportOptions,
 };
 use crate::run::{AgentError, Run};
 use crate::structured::{find_json, string_list, yes_no};
@@ -395,8 +395,9 @@ fn excerpt_chars(text: &str, max: usize) -> String {
 pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) -> String {
     let mut out = String::new();
     write_title(&mut out, options, &report.topic);
-    let body =
-        |markdown: &str| link_citations(&demote_headings(&escape_html(markdown)), &report.cited).trim().to_string();
+    let body = |markdown: &str| {
+        link_citations(&demote_headings(&escape_html(&neutralise_links(markdown))), &report.cited).trim().to_string()
+    };
     out.push_str("## Introduction\n\n");
     let _ = writeln!(out, "{}\n", body(&report.introduction));
     for section in &report.sections {

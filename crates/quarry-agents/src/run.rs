@@ -57,6 +57,11 @@ pub struct AgentConfig {
     /// Under [`crate::web_gate::WebQueryPolicy::Ask`], who approves each query the model wrote (the app);
     /// `None` withholds them.
     pub web_query_approver: Option<crate::web_gate::QueryApprover>,
+    /// Whether a person typed the question (the CLI, the app): then the web may receive it under every
+    /// policy. False when another program's model wrote it (an MCP host): the question is then a
+    /// model-written query like any other, sent only under [`crate::web_gate::WebQueryPolicy::All`] or
+    /// when approved. Default true.
+    pub question_typed_by_person: bool,
     /// Seconds one DeepSearch or ChainOfRAG search may take before the answer is written; `None`: no
     /// limit. The search starts no model call that would, at the mean length of this run's calls so far,
     /// end after it ([`Run::time_for`]); it always makes its first relevance or intermediate-answer call.
@@ -92,6 +97,7 @@ impl Default for AgentConfig {
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,
             web_query_approver: None,
+            question_typed_by_person: true,
             search_seconds: Some(DEFAULT_SEARCH_SECONDS),
             quoted_pieces: 2,
         }

@@ -85,6 +85,9 @@ pub struct QueryGate {
     question: String,
     policy: WebQueryPolicy,
     approver: Option<QueryApprover>,
+    /// False: the question came from another program's model (an MCP host) and passes only as a
+    /// model-written query would.
+    question_typed_by_person: bool,
     log: WebQueryLog,
     events: EventSink,
 }
@@ -107,6 +110,7 @@ impl QueryGate {
             question: question.to_string(),
             policy,
             approver: None,
+            question_typed_by_person: true,
             log,
             events,
         }
@@ -118,11 +122,19 @@ impl QueryGate {
         self
     }
 
-    /// Whether `query` may go out without asking: always under `All`; otherwise only the person's
-    /// question (compared with spacing normalised).
+    /// `false`: the question was written by another program's model (an MCP host's), not typed by a
+    /// person, so it is not exempt from the policy: under `Question` it is withheld, under `Ask` put to
+    /// the approver (none in `quarry mcp`: withheld), under `All` sent.
+    pub fn with_question_typed_by_person(mut self, typed: bool) -> Self {
+        self.question_typed_by_person = typed;
+        self
+    }
+
+    /// Whether `query` may go out without asking: always under `All`; otherwise only the question a
+    /// person typed (compared with spacing normalised).
     pub fn allows(&self, query: &str) -> bool {
         let normal = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        self.policy == WebQueryPolicy::All || normal(query) == normal(&self.question)
+        self.policy == WebQueryPolicy::All || (self.question_typed_by_person && normal(query) == normal(&self.question))
     }
 
     /// Whether `query` goes out: [`QueryGate::allows`], else under `Ask` the approver's answer (no

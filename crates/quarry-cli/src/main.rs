@@ -165,5 +165,7 @@ fn advice(code: ErrorCode) -> Option<&'static str> {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("QUARRY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // Colour codes only on a terminal: a log file, an MCP host or the app reading stderr gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }

@@ -1378,6 +1378,33 @@ async fn the_web_receives_only_the_typed_question_unless_every_query_is_allowed(
     assert!(answer.unwrap().web_queries.iter().all(|q| q.sent));
 }
 
+/// A question another program's model wrote (an MCP host's `ask`) is a model-written query: under the
+/// default policy the web receives nothing at all, the question included, and it is listed as withheld;
+/// only `All` sends it. Before, the host's question went out as if a person had typed it.
+#[tokio::test]
+async fn a_question_written_by_another_program_s_model_does_not_reach_the_web() {
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let work = Arc::new(corpus("work"));
+    let (libraries, web) = work_and_web(&work);
+    let config = AgentConfig { question_typed_by_person: false, ..AgentConfig::default() };
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Deep), &deep_search_writing_queries(), &libraries, config).await;
+    let answer = answer.unwrap();
+    assert!(web.queries().is_empty(), "the web received {:?}", web.queries());
+    assert!(answer.web_queries.iter().any(|q| q.query == question && !q.sent), "{:?}", answer.web_queries);
+    assert!(work.queries().iter().any(|q| q == question), "the libraries are still searched");
+
+    let (libraries, web_all) = work_and_web(&work);
+    let config = AgentConfig {
+        question_typed_by_person: false,
+        web_queries: quarry_agents::web_gate::WebQueryPolicy::All,
+        ..AgentConfig::default()
+    };
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Deep), &deep_search_writing_queries(), &libraries, config).await;
+    assert!(answer.is_ok() && web_all.queries().contains(&question.to_string()));
+}
+
 /// Under the "ask" policy each query the model wrote is put to the person, once, and only the approved
 /// ones reach the web; without anyone to ask (the CLI) they are withheld.
 #[tokio::test]

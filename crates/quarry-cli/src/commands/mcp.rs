@@ -32,6 +32,7 @@ use super::ask::{event_line, open_searchable, LlmArgs, WebArgs};
 use super::library::ModelArgs;
 use anyhow::Context;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use quarry_agents::report::neutralise_links;
 use quarry_agents::{AgentConfig, AgentError, AgentKind, Answer, EventSink, FusedRetriever};
 use quarry_core::{ChatModel, Passage};
 use quarry_store::{DataDir, Library, SearchMode};
@@ -58,15 +59,21 @@ pub struct McpArgs {
     #[arg(long, short)]
     pub library: Vec<String>,
     /// Serve the streamable HTTP transport at http://ADDRESS/mcp instead of stdio, on this computer only:
-    /// `127.0.0.1:PORT` or `[::1]:PORT` (port 0 picks a free one; the address is printed on stderr).
+    /// `127.0.0.1:PORT`, `[::1]:PORT` or `localhost:PORT` (port 0 picks a free one; the address is
+    /// printed on stderr). Ctrl-C or SIGTERM stops it.
     /// Requests from web pages (any Origin header) and for other host names are refused.
-    #[arg(long, value_name = "ADDRESS")]
+    #[arg(long, value_name = "ADDRESS", value_parser = http_address)]
     pub http: Option<std::net::SocketAddr>,
     /// Offer the `add` tool, which reads files, folders and ZIP archives on this computer into a served
     /// library. Off by default: with it, the host's model can put any file this user can read into a
     /// library, and so into what `search` returns.
     #[arg(long)]
     pub allow_writes: bool,
+    /// With --web: the host's questions to `ask` may go to the web provider as they are. Off by default:
+    /// a question from the host is written by its model (perhaps from your documents or another
+    /// conversation), so, like any model-written query, it is withheld unless `--web-queries all`.
+    #[arg(long)]
+    pub web_host_questions: bool,
     #[command(flatten)]
     pub web: WebArgs,
     #[command(flatten)]
@@ -117,8 +124,18 @@ async fn serve_http(server: QuarryServer, address: std::net::SocketAddr) -> anyh
     let listener = tokio::net::TcpListener::bind(address).await.with_context(|| format!("binding {address}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
     eprintln!("quarry mcp: serving http://{bound}/mcp (streamable HTTP, this computer only; Ctrl-C stops)");
+    // Ctrl-C and SIGTERM (a service manager, `kill`) stop it alike: no new connection, exit status 0.
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
     loop {
-        let (stream, _) = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            signal = &mut stop => {
+                eprintln!("quarry mcp: stopped ({signal})");
+                return Ok(());
+            }
+        };
+        let (stream, _) = match accepted {
             Ok(connection) => connection,
             Err(error) => {
                 tracing::warn!("accepting an MCP connection: {error}");
@@ -134,6 +151,41 @@ async fn serve_http(server: QuarryServer, address: std::net::SocketAddr) -> anyh
             }
         });
     }
+}
+
+/// Resolves with the name of the first stop signal: Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "Ctrl-C",
+                _ = terminate.recv() => "SIGTERM",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "Ctrl-C"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+/// `--http`'s address: `127.0.0.1:PORT`, `[::1]:PORT`, or `localhost:PORT` (taken as 127.0.0.1, without
+/// asking a resolver). Other hosts parse and are refused by [`mcp`] with the reason.
+///
+/// Errors: not `HOST:PORT` with an IP address or `localhost`.
+pub fn http_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(port) = text.trim().strip_prefix("localhost:") {
+        let port: u16 = port.parse().map_err(|_| format!("{text:?}: the port is not a number from 0 to 65535"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.trim().parse().map_err(|_| format!("{text:?}: give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT"))
 }
 
 /// Arguments of the `search` tool.
@@ -159,7 +211,46 @@ pub struct PassageRequest {
     /// The library the passage came from (`library` of a search result).
     pub library: String,
     /// The passage's id in that library (`chunk_id` of a search result).
-    pub chunk_id: u64,
+    pub chunk_id: ChunkId,
+}
+
+/// A chunk id as JSON carries it exactly: a string of digits, as `search` and `ask` give it — a chunk id
+/// is a 64-bit number, and a JavaScript client's numbers hold integers exactly only up to 2^53 — or a
+/// number, accepted for clients that send one.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkId(pub u64);
+
+impl<'de> serde::Deserialize<'de> for ChunkId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Digits(String),
+            Number(u64),
+        }
+        match Either::deserialize(deserializer)? {
+            Either::Number(id) => Ok(ChunkId(id)),
+            Either::Digits(text) => text.trim().parse().map(ChunkId).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "chunk_id {text:?} is not a chunk id (a string of digits from search)"
+                ))
+            }),
+        }
+    }
+}
+
+impl schemars::JsonSchema for ChunkId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ChunkId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["string", "integer"],
+            "pattern": "^[0-9]+$",
+            "description": "The passage's id as search or ask gave it: a string of digits (a number is accepted)."
+        })
+    }
 }
 
 /// Arguments of the `add` tool (offered only with `--allow-writes`).
@@ -192,6 +283,8 @@ pub struct QuarryServer {
     /// Libraries named with `--library`; empty: all.
     served: Vec<String>,
     web: WebArgs,
+    /// `--web-host-questions`: the host's questions count as typed by a person.
+    web_host_questions: bool,
     llm: LlmArgs,
     embedders: Arc<quarry_session::EmbedderCache>,
     /// The language model, loaded by the first `ask`.
@@ -207,6 +300,7 @@ impl QuarryServer {
             served: args.library,
             embedders: args.embedding.cache(),
             web: args.web,
+            web_host_questions: args.web_host_questions,
             llm: args.llm,
             model: Arc::new(tokio::sync::Mutex::new(None)),
             tool_router: {
@@ -273,10 +367,10 @@ impl QuarryServer {
             let names = self.chosen(std::slice::from_ref(&request.library))?;
             let name = &names[0];
             let library = Library::open_read(&self.data, name).await?;
-            let Some((before, chunk, after)) = library.chunk_in_context(request.chunk_id).await? else {
+            let Some((before, chunk, after)) = library.chunk_in_context(request.chunk_id.0).await? else {
                 anyhow::bail!(
                     "library {name:?} has no passage {} (its document may have been removed or re-read since)",
-                    request.chunk_id
+                    request.chunk_id.0
                 );
             };
             let document = library.documents().find(|d| d.document_id == chunk.document_id);
@@ -408,7 +502,13 @@ impl QuarryServer {
         });
         // As `quarry ask` with its defaults; the web query policy of the flags (`ask` withholds: no one
         // is there to approve a query one by one).
-        let config = AgentConfig { web_queries: self.web.web_queries, ..AgentConfig::default() };
+        // The host's question is model-written: it goes to the web only when the server was started with
+        // `--web-host-questions` (or `--web-queries all`).
+        let config = AgentConfig {
+            web_queries: self.web.web_queries,
+            question_typed_by_person: self.web_host_questions,
+            ..AgentConfig::default()
+        };
         let cancel = context.ct.child_token();
         let result = quarry_agents::ask(&request.question, agent, model, &libraries, config, events, cancel).await;
         // The sender went with the run; the last notifications go out before the result.
@@ -609,7 +709,8 @@ impl QuarryServer {
 fn passage_value(p: &Passage) -> Value {
     json!({
         "library": p.library,
-        "chunk_id": p.chunk_id,
+        // A string: 64-bit ids lose their last digits as JavaScript numbers.
+        "chunk_id": p.chunk_id.to_string(),
         "citation": p.citation(),
         "path": p.path,
         "page_start": p.page_start,
@@ -625,7 +726,7 @@ fn passage_value(p: &Passage) -> Value {
 /// An answer as `ask` returns it (structured content).
 fn answer_value(answer: &Answer) -> Value {
     json!({
-        "answer": answer.markdown,
+        "answer": neutralise_links(&answer.markdown),
         "agent": answer.agent,
         "model": answer.model,
         "libraries": answer.libraries,
@@ -648,7 +749,8 @@ fn answer_value(answer: &Answer) -> Value {
 
 /// An answer as text for the host's model: the Markdown, its sources, the unsupported claims.
 fn answer_text(answer: &Answer) -> String {
-    let mut text = answer.markdown.trim().to_string();
+    // The host may render Markdown (images load by themselves): the model's links and images are inert.
+    let mut text = neutralise_links(answer.markdown.trim());
     if !answer.citations.is_empty() {
         text.push_str("\n\nSources:");
         for c in &answer.citations {
@@ -677,5 +779,21 @@ fn tool_result(outcome: anyhow::Result<Value>, text: Option<String>) -> CallTool
             result
         }
         Err(error) => CallToolResult::error(vec![ContentBlock::text(format!("{error:#}"))]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn http_addresses_name_this_computer_by_ip_or_localhost() {
+        assert_eq!(super::http_address("localhost:8765").unwrap(), "127.0.0.1:8765".parse().unwrap());
+        assert_eq!(super::http_address("[::1]:0").unwrap(), "[::1]:0".parse().unwrap());
+        assert_eq!(
+            super::http_address("10.0.0.2:80").unwrap(),
+            "10.0.0.2:80".parse().unwrap(),
+            "refused later, with why"
+        );
+        assert!(super::http_address("localhost:http").unwrap_err().contains("port"));
+        assert!(super::http_address("example.com:80").unwrap_err().contains("localhost:PORT"));
     }
 }

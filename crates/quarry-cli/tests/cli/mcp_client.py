@@ -77,6 +77,10 @@ async def main():
                 seen["get_passage"] = await call(
                     session, "get_passage", {"library": first["library"], "chunk_id": first["chunk_id"]}
                 )
+                # The id as a number (what a client that parsed it as one sends) is accepted too.
+                seen["get_passage_by_number"] = await call(
+                    session, "get_passage", {"library": first["library"], "chunk_id": int(first["chunk_id"])}
+                )
             resources = (await session.list_resources()).resources
             seen["resources"] = [
                 {"uri": str(r.uri), "name": r.name, "description": r.description} for r in resources

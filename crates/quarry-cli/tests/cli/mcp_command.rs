@@ -58,8 +58,15 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
         assert!(p["path"].as_str().unwrap().ends_with("NVDA.pdf") && p["page_start"].as_u64().is_some(), "{p}");
         assert!(p["citation"].as_str().unwrap().contains("NVDA.pdf, p"), "{p}");
     }
+    // Ids are strings of digits: a chunk id is a 64-bit number, above the 2^53 a JavaScript client's
+    // numbers hold exactly (it rounded 662310089015984983 to …5000, and get_passage then failed).
+    for p in passages {
+        let id = p["chunk_id"].as_str().unwrap_or_else(|| panic!("chunk_id is not a string: {p}"));
+        assert!(id.parse::<u64>().is_ok(), "{p}");
+    }
     let passage = &seen["get_passage"]["structured"];
     assert_eq!(passage["chunk_id"], passages[0]["chunk_id"]);
+    assert_eq!(seen["get_passage_by_number"]["structured"]["text"], passages[0]["text"], "a number is accepted too");
     assert_eq!(passage["text"], passages[0]["text"], "get_passage returns the passage search found");
     assert!(passage["before"].is_string() || passage["after"].is_string(), "with its neighbours: {passage}");
 
@@ -114,14 +121,31 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     assert!(progress.iter().any(|m| m.contains("passages")), "progress names the retrieval: {progress:?}");
     assert!(progress.iter().any(|m| m.contains("tokens")), "and the model call: {progress:?}");
 
-    // The same tools over streamable HTTP on loopback (`--http 127.0.0.1:0`), through the SDK's client;
+    // The official TypeScript SDK (a JavaScript host's client): the chunk id search gives goes back to
+    // get_passage exactly (as a number above 2^53 it was rounded, and get_passage failed), and a document
+    // resource reads whole.
+    let js_client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp-js/client.mjs");
+    let output = std::process::Command::new("node")
+        .arg(&js_client)
+        .args([question, "--", env!("CARGO_BIN_EXE_quarry"), "--data-dir", data.to_str().unwrap(), "mcp"])
+        .args(["--library", "sec"])
+        .output()
+        .unwrap_or_else(|e| panic!("node: {e} (scripts/setup.sh installs the SDK beside client.mjs)"));
+    assert!(output.status.success(), "the JavaScript MCP client failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    let js: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(js["chunk_id"].as_str().is_some_and(|id| id.parse::<u64>().is_ok()), "{js}");
+    assert_eq!(js["get_passage"]["is_error"], false, "{js}");
+    assert_eq!(js["get_passage"]["structured"]["text"], js["search"]["passages"][0]["text"], "{js}");
+    assert!(js["resource_text"].as_str().is_some_and(|t| t.contains("[p. ")), "{js}");
+
+    // The same tools over streamable HTTP on loopback (`--http localhost:0`), through the SDK's client;
     // a request from a web page (an Origin header) or for another host name (DNS rebinding) is refused,
     // and an address other than loopback is refused before anything is bound.
     let refused = quarry(&data).args(["mcp", "--http", "0.0.0.0:0"]).output().unwrap();
     let says = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && says.contains("serves this computer only"), "{says}");
     let mut server = quarry(&data)
-        .args(["mcp", "--http", "127.0.0.1:0", "--library", "sec", "--allow-writes"])
+        .args(["mcp", "--http", "localhost:0", "--library", "sec", "--allow-writes"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -141,9 +165,13 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
         .args([&report, &broken])
         .output()
         .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    // SIGTERM (a service manager's stop) ends the server as Ctrl-C does: cleanly, exit status 0.
+    let terminated = std::process::Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(terminated.success());
+    let status = server.wait().unwrap();
     let log = log.join().unwrap();
+    assert!(status.success() && log.contains("quarry mcp: stopped (SIGTERM)"), "{status:?}: {log}");
+    assert!(!log.contains('\u{1b}'), "no colour codes on a stderr that is not a terminal: {log}");
     assert!(
         output.status.success(),
         "the HTTP client failed:\n{}\nserver:\n{log}",
