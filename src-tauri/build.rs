@@ -18,6 +18,7 @@ const COMMANDS: &[&str] = &[
     "delete_conversation",
     "ask",
     "stop_ask",
+    "answer_web_query",
     "passage_context",
     "open_source",
     "export_report",

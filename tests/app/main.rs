@@ -836,3 +836,23 @@ async fn the_app_offline_indexes_and_answers_without_any_network_connection() {
         .collect();
     assert_eq!(outside, Vec::<&str>::new(), "the offline app reached the network");
 }
+
+/// Every command the app registers is in the build's permission manifest and granted to the main
+/// window: a command left out is refused in the webview with no error in Rust. (The web query
+/// approval's `answer_web_query` was left out, so no approval ever reached the backend.)
+#[test]
+fn every_registered_command_is_granted_to_the_window() {
+    let lib = include_str!("../../src-tauri/src/lib.rs");
+    let build = include_str!("../../src-tauri/build.rs");
+    let capability = include_str!("../../src-tauri/capabilities/default.json");
+    let start = lib.find("generate_handler![").expect("the handler list");
+    let end = start + lib[start..].find(']').expect("its end");
+    let names: Vec<&str> =
+        lib[start..end].split([',', '[', '\n']).filter_map(|s| s.trim().strip_prefix("commands::")).collect();
+    assert!(names.len() > 10, "{names:?}");
+    for name in names {
+        assert!(build.contains(&format!("\"{name}\"")), "{name} is not in build.rs COMMANDS");
+        let permission = format!("\"allow-{}\"", name.replace('_', "-"));
+        assert!(capability.contains(&permission), "{permission} is not in capabilities/default.json");
+    }
+}

@@ -81,7 +81,11 @@ function renderMarkdown(markdown: string, turnIndex: number | null, answer?: Ans
   // An answer is model text over document text: no images (they fetch), no forms, no `style` (a
   // full-window overlay can fake the app), no SVG or MathML (their `xlink:href` links navigate).
   div.innerHTML = DOMPurify.sanitize(marked.parse(markdown, { async: false }) as string, {
-    FORBID_TAGS: ["img", "style", "form", "input", "svg", "math"],
+    // Nothing that loads by itself (images, media, frames, objects) or changes the page (styles, forms).
+    FORBID_TAGS: [
+      "img", "picture", "video", "audio", "source", "track", "iframe", "object", "embed",
+      "style", "link", "meta", "base", "form", "input", "svg", "math",
+    ],
     FORBID_ATTR: ["style", "xlink:href"],
   });
   for (const a of div.querySelectorAll("a")) a.removeAttribute("href"); // no navigation out of the app
@@ -235,7 +239,15 @@ function renderApproval(asked: { id: number; source: string; query: string }): H
   const answer = async (send: boolean) => {
     state.approvals = state.approvals.filter((a) => a.id !== asked.id);
     renderMessages();
-    await api.answerWebQuery(asked.id, send);
+    try {
+      const delivered = await api.answerWebQuery(asked.id, send);
+      if (!delivered) setStatus("That web query was no longer waiting for an answer: it was not sent.");
+    } catch (error) {
+      // Not delivered: put the question back so the person can answer again, and say why.
+      state.approvals = [...state.approvals, asked];
+      renderMessages();
+      setStatus(`Your answer to the web query did not reach Quarry: ${errorText(error)}`);
+    }
   };
   const box = el("div", { className: "web-approval" });
   box.dataset.id = String(asked.id);

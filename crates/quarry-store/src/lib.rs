@@ -30,7 +30,7 @@ pub use library::{
     folder_size, Library, LibraryStatus, SearchHit, SearchTimings, DEFAULT_DOCUMENT_PRIOR, SIDE_BY_SIDE_MIN_CHUNKS,
 };
 pub use manifest::{ChunkingInfo, DataDir, EmbeddingInfo, LibraryManifest};
-pub use open_file::{file_to_open, LAUNCHABLE_EXTENSIONS};
+pub use open_file::{file_to_open, OPENABLE_EXTENSIONS};
 pub use quarry_index::SearchMode;
 pub use retriever::LibraryRetriever;
 pub use store::{ChunkRecord, DocumentRecord, DocumentState, VectorSearch};

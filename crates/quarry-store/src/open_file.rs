@@ -7,67 +7,21 @@
 
 use std::path::{Path, PathBuf};
 
-/// File name endings the desktop runs or installs instead of showing (lower case, without the dot).
-pub const LAUNCHABLE_EXTENSIONS: &[&str] = &[
-    "desktop",
-    "sh",
-    "bash",
-    "zsh",
-    "fish",
-    "csh",
-    "ksh",
-    "run",
-    "bin",
-    "appimage",
-    "flatpakref",
-    "snap",
-    "deb",
-    "rpm",
-    "apk",
-    "exe",
-    "msi",
-    "bat",
-    "cmd",
-    "com",
-    "scr",
-    "ps1",
-    "psm1",
-    "vbs",
-    "vbe",
-    "js",
-    "jse",
-    "wsf",
-    "hta",
-    "jar",
-    "py",
-    "pyw",
-    "pl",
-    "rb",
-    "php",
-    "lnk",
-    "url",
-    "app",
-    "command",
-    "action",
-    "workflow",
-    "so",
-    "dll",
-    "ko",
-    "service",
-    "reg",
-    "msc",
-    "cpl",
-    "gadget",
-    "inf",
-    "pif",
-    "application",
-    "xbap",
+/// File name endings of the documents Quarry reads that a desktop shows rather than runs (lower case,
+/// without the dot): the desktop picks the program by this name (its MIME type, from shared-mime-info's
+/// globs), so only these are handed to it. An allowlist, not a list of what to refuse: a name the
+/// desktop would run (`.desktop`, `.sh`, `.AppImage`, a name without an ending whose bytes it sniffs) is
+/// not on it. HTML pages are left out too: a browser opening a local page runs its scripts.
+pub const OPENABLE_EXTENSIONS: &[&str] = &[
+    "pdf", "docx", "xlsx", "xlsm", "xlsb", "xls", "ods", "odt", "odp", "pptx", "epub", "rtf", "txt", "text", "md",
+    "markdown", "mdown", "mkd", "csv", "tsv", "json", "jsonl", "ndjson", "eml", "msg", "mbox", "png", "jpg", "jpeg",
+    "tif", "tiff", "zip",
 ];
 
 /// The real path of `file` when it may be opened with the default program: it exists, is a regular
 /// file, lies inside one of `sources` (files or folders the library was given; both sides have their
-/// symbolic links resolved), is not marked executable (Unix), does not start like a program (`#!` or
-/// an ELF header) and does not have a launchable name ([`LAUNCHABLE_EXTENSIONS`]).
+/// symbolic links resolved), has the name of a document Quarry reads ([`OPENABLE_EXTENSIONS`]), is not
+/// marked executable (Unix) and does not start like a program (`#!` or an ELF header).
 ///
 /// Errors: a one-line reason naming the file, for the person ("… is not inside the library's sources").
 pub fn file_to_open(file: &Path, sources: &[PathBuf]) -> Result<PathBuf, String> {
@@ -81,8 +35,15 @@ pub fn file_to_open(file: &Path, sources: &[PathBuf]) -> Result<PathBuf, String>
         return Err(format!("{shown} is not inside the library's sources; Quarry opens only files it was given"));
     }
     let extension = real.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-    if LAUNCHABLE_EXTENSIONS.contains(&extension.as_str()) {
-        return Err(format!("{shown} is a program or launcher (.{extension}); Quarry does not open it"));
+    if !OPENABLE_EXTENSIONS.contains(&extension.as_str()) {
+        let kind = if extension.is_empty() {
+            "has no file name ending".to_string()
+        } else {
+            format!("is a .{extension} file")
+        };
+        return Err(format!(
+            "{shown} {kind}, not a document kind Quarry opens (PDF, Office, OpenDocument, text, e-mail, pictures); open it yourself if you trust it"
+        ));
     }
     #[cfg(unix)]
     {
@@ -136,10 +97,18 @@ mod tests {
 
         let launcher = source.join("Report.desktop");
         std::fs::write(&launcher, b"[Desktop Entry]\nExec=sh -c 'curl evil'\n").unwrap();
-        assert!(file_to_open(&launcher, &sources).unwrap_err().contains("launcher (.desktop)"));
-        let script = source.join("summary");
+        assert!(file_to_open(&launcher, &sources).unwrap_err().contains("is a .desktop file, not a document kind"));
+        // Allowed by name, refused by what it is.
+        let script = source.join("summary.txt");
         std::fs::write(&script, b"#!/bin/sh\necho hi\n").unwrap();
         assert!(file_to_open(&script, &sources).unwrap_err().contains("is a program"));
+        // Names a desktop would run or sniff, which no list of launchers could keep up with, are refused by
+        // the allowlist: before, `page.html` and a name without an ending went through.
+        for name in ["Viewer.AppImage", "page.html", "summary", "notes.sh"] {
+            let file = source.join(name);
+            std::fs::write(&file, b"text").unwrap();
+            assert!(file_to_open(&file, &sources).unwrap_err().contains("not a document kind"), "{name}");
+        }
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
