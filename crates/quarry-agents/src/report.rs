@@ -378,7 +378,7 @@ pub fn neutralise_links(markdown: &str) -> String {
             // Outside code spans only: split at backticks, every other piece is code (after an unmatched
             // last backtick the rest is text).
             let pieces: Vec<&str> = line.split('`').collect();
-            let unmatched_tail = pieces.len() % 2 == 0;
+            let unmatched_tail = pieces.len().is_multiple_of(2);
             for (i, piece) in pieces.iter().enumerate() {
                 if i > 0 {
                     out.push('`');

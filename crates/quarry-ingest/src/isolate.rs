@@ -367,7 +367,7 @@ fn batch_sandbox<'a>(
     let options = &config.options;
     let mut reads = quarry_core::models::model_search_dirs();
     reads.extend(options.pdfium_library.iter().cloned());
-    for models in &options.ocr_models {
+    if let Some(models) = &options.ocr_models {
         reads
             .extend([&models.onnx_runtime, &models.detector, &models.recogniser, &models.classifier].map(Clone::clone));
     }
