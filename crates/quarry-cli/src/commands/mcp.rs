@@ -781,22 +781,3 @@ fn tool_result(outcome: anyhow::Result<Value>, text: Option<String>) -> CallTool
         Err(error) => CallToolResult::error(vec![ContentBlock::text(format!("{error:#}"))]),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn http_addresses_name_this_computer_by_ip_or_localhost() {
-        assert_eq!(
-            super::http_address("localhost:8765").unwrap(),
-            "127.0.0.1:8765".parse::<std::net::SocketAddr>().unwrap()
-        );
-        assert_eq!(super::http_address("[::1]:0").unwrap(), "[::1]:0".parse::<std::net::SocketAddr>().unwrap());
-        assert_eq!(
-            super::http_address("10.0.0.2:80").unwrap(),
-            "10.0.0.2:80".parse::<std::net::SocketAddr>().unwrap(),
-            "refused later, with why"
-        );
-        assert!(super::http_address("localhost:http").unwrap_err().contains("port"));
-        assert!(super::http_address("example.com:80").unwrap_err().contains("localhost:PORT"));
-    }
-}

@@ -1225,3 +1225,45 @@ fn the_stored_llm_key_goes_only_to_the_server_it_was_stored_for() {
     assert_eq!(quarry_secrets::get_for(quarry_secrets::Secret::LlmApiKey, &saved).unwrap(), None);
     quarry_secrets::delete(quarry_secrets::Secret::LlmApiKey).unwrap();
 }
+
+/// A stand-in OpenAI-compatible server on loopback whose model list is `models`; returns its port.
+fn server_listing_models(models: &'static [&'static str]) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let data: Vec<String> = models.iter().map(|m| format!(r#"{{"id":"{m}","owned_by":"library"}}"#)).collect();
+            let body = format!(r#"{{"object":"list","data":[{}]}}"#, data.join(","));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Offline, `--llm-url auto` does not pick a model the local server relays to its vendor (Ollama's
+/// `…-cloud` models) and says it skipped it; online it may. Before, the first model listed was taken,
+/// and a question went to Ollama's servers while Quarry said "offline".
+#[test]
+fn offline_auto_skips_models_that_run_elsewhere_and_says_so() {
+    let port = server_listing_models(&["gpt-oss:120b-cloud", "qwen2.5:1.5b"]);
+    std::env::set_var("QUARRY_LLM_PORTS", port.to_string());
+    use quarry_session::{runs_elsewhere, LlmSettings, AUTO_SERVER};
+    let auto = LlmSettings { url: Some(AUTO_SERVER.into()), ..LlmSettings::default() };
+    let (chosen, note) = auto.resolve_auto().unwrap();
+    assert_eq!(chosen.model.as_deref(), Some("qwen2.5:1.5b"));
+    let note = note.unwrap();
+    assert!(note.contains("skipped gpt-oss:120b-cloud"), "{note}");
+
+    let online = LlmSettings { network: quarry_net::NetworkMode::Online, ..auto };
+    let (chosen, _) = online.resolve_auto().unwrap();
+    assert_eq!(chosen.model.as_deref(), Some("gpt-oss:120b-cloud"), "online, the person's first model");
+    assert!(runs_elsewhere("deepseek-v3.1:671b-cloud") && runs_elsewhere("x:cloud") && !runs_elsewhere("cloudy"));
+}

@@ -205,3 +205,18 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     assert_eq!(seen["unknown_library"]["is_error"], true, "{}", seen["unknown_library"]);
     assert_eq!(seen["after_errors"]["is_error"], false, "{}", seen["after_errors"]);
 }
+
+/// `--http` takes this computer's address by IP or as `localhost:PORT`; anything else is refused with
+/// what to give, before anything is bound.
+#[test]
+fn mcp_http_addresses_name_this_computer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    for (address, says) in
+        [("example.com:80", "localhost:PORT"), ("localhost:http", "port"), ("10.0.0.2:80", "serves this computer only")]
+    {
+        let output = quarry(&data).args(["mcp", "--http", address]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(says), "{address}: {stderr}");
+    }
+}
