@@ -360,6 +360,55 @@ pub fn neutralise_links(markdown: &str) -> String {
         })
         .into_owned()
     };
+    let mut out = outside_fences(markdown, |line, out| {
+        // `[id]: url` at a line's start defines a link target: escape its `[` so it defines nothing.
+        let line = match definition.find(line).and_then(|found| line[found.start()..].find('[')) {
+            Some(bracket) => format!("{}\\{}", &line[..bracket], &line[bracket..]),
+            None => line.to_string(),
+        };
+        // Outside code spans only: split at backticks, every other piece is code (after an unmatched
+        // last backtick the rest is text).
+        let pieces: Vec<&str> = line.split('`').collect();
+        let unmatched_tail = pieces.len().is_multiple_of(2);
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                out.push('`');
+            }
+            let is_code = i % 2 == 1 && !(unmatched_tail && i + 1 == pieces.len());
+            if is_code {
+                out.push_str(piece);
+            } else {
+                out.push_str(&inert(piece));
+            }
+        }
+    });
+    if !markdown.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+/// `<` in model output becomes `&lt;` so it cannot carry HTML (code spans and fences are left alone:
+/// there it is literal anyway).
+pub(crate) fn escape_html(markdown: &str) -> String {
+    outside_fences(markdown, |line, out| {
+        let mut in_code = false;
+        for c in line.chars() {
+            match c {
+                '`' => {
+                    in_code = !in_code;
+                    out.push(c);
+                }
+                '<' if !in_code => out.push_str("&lt;"),
+                _ => out.push(c),
+            }
+        }
+    })
+}
+
+/// `markdown` line by line, each ending in `\n`: lines of fenced code blocks (``` or ~~~) and their
+/// fence lines copied as they are, every other line written by `rewrite` into the output.
+fn outside_fences(markdown: &str, mut rewrite: impl FnMut(&str, &mut String)) -> String {
     let mut out = String::with_capacity(markdown.len() + 16);
     let mut in_fence = false;
     for line in markdown.lines() {
@@ -370,59 +419,7 @@ pub fn neutralise_links(markdown: &str) -> String {
         } else if in_fence {
             out.push_str(line);
         } else {
-            // `[id]: url` at a line's start defines a link target: escape its `[` so it defines nothing.
-            let line = match definition.find(line).and_then(|found| line[found.start()..].find('[')) {
-                Some(bracket) => format!("{}\\{}", &line[..bracket], &line[bracket..]),
-                None => line.to_string(),
-            };
-            // Outside code spans only: split at backticks, every other piece is code (after an unmatched
-            // last backtick the rest is text).
-            let pieces: Vec<&str> = line.split('`').collect();
-            let unmatched_tail = pieces.len().is_multiple_of(2);
-            for (i, piece) in pieces.iter().enumerate() {
-                if i > 0 {
-                    out.push('`');
-                }
-                let is_code = i % 2 == 1 && !(unmatched_tail && i + 1 == pieces.len());
-                if is_code {
-                    out.push_str(piece);
-                } else {
-                    out.push_str(&inert(piece));
-                }
-            }
-        }
-        out.push('\n');
-    }
-    if !markdown.ends_with('\n') {
-        out.pop();
-    }
-    out
-}
-
-/// `<` in model output becomes `&lt;` so it cannot carry HTML (code spans and fences are left alone:
-/// there it is literal anyway).
-pub(crate) fn escape_html(markdown: &str) -> String {
-    let mut out = String::with_capacity(markdown.len());
-    let mut in_fence = false;
-    for line in markdown.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_fence = !in_fence;
-            out.push_str(line);
-        } else if in_fence {
-            out.push_str(line);
-        } else {
-            let mut in_code = false;
-            for c in line.chars() {
-                match c {
-                    '`' => {
-                        in_code = !in_code;
-                        out.push(c);
-                    }
-                    '<' if !in_code => out.push_str("&lt;"),
-                    _ => out.push(c),
-                }
-            }
+            rewrite(line, &mut out);
         }
         out.push('\n');
     }
