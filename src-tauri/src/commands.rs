@@ -744,8 +744,9 @@ pub async fn get_settings(state: State<'_, AppState>) -> Reply<SettingsView> {
 /// takes effect at the next start) and stores the API keys given in `keys` (`[name, value]`; an empty
 /// value deletes the key) in the OS keyring.
 ///
-/// Errors: an OpenAI-compatible URL without a model name, a model file or folder that does not exist,
-/// the settings file cannot be written, the keyring refuses a key.
+/// Errors: an OpenAI-compatible URL without a model name, an LLM API key with no server URL (the
+/// embedded model chosen), a model file or folder that does not exist, the settings file cannot be
+/// written, the keyring refuses a key.
 #[tauri::command]
 pub async fn save_settings(
     state: State<'_, AppState>,
@@ -781,12 +782,13 @@ pub async fn save_settings(
                 quarry_secrets::set(secret, &value).map_err(text)?;
             }
         }
-        // A changed server URL (typed, or a discovered server's "Use") drops the key stored for the old one
-        // unless it was entered again.
+        // Another server URL (typed, or a discovered server's "Use") drops the key stored for the old one
+        // unless it was entered again. Choosing the embedded model keeps it: it goes to no server then, and
+        // to its own server again when the person switches back.
         if !llm_key_given {
             let bound = quarry_secrets::bound_origin(llm).ok().flatten();
             let now = llm_url.as_deref().and_then(quarry_secrets::origin);
-            if bound.is_some() && bound != now {
+            if bound.is_some() && now.is_some() && bound != now {
                 quarry_secrets::delete(llm).map_err(text)?;
             }
         }

@@ -557,8 +557,17 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
         connection.as_str().unwrap().starts_with("OK") && connection.as_str().unwrap().contains(&server.url),
         "{connection}"
     );
-    app.wait_for("#llm-embedded", MINUTE).await.unwrap().click().await.unwrap();
+    // A key is the server's: saved with the server chosen it goes to the OS keyring for that server's
+    // origin, and switching back to the embedded model keeps it there.
     app.wait_for("#llm-key", MINUTE).await.unwrap().type_text("sk-quarry-test-key").await.unwrap();
+    app.wait_for("#save-settings", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return document.getElementById('settings-result').textContent.startsWith('Saved')", MINUTE)
+        .await
+        .unwrap();
+    let key_note = app.script("return document.getElementById('llm-key').placeholder", vec![]).await.unwrap();
+    assert!(key_note.as_str().unwrap().contains("OS keyring"), "{key_note}");
+    app.script("document.getElementById('settings-result').textContent = ''; return true;", vec![]).await.unwrap();
+    app.wait_for("#llm-embedded", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("#web-enabled", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("#web-url", MINUTE).await.unwrap().type_text("http://127.0.0.1:9").await.unwrap();
     let ocr = app.script("return document.getElementById('ocr').value", vec![]).await.unwrap();
