@@ -1,6 +1,7 @@
 //! The result of a research run: Markdown with numbered citations that resolve to passages.
 
 use crate::events::PassageRef;
+use crate::text::{sentence_pieces, stems, wrapped_line_goes_on};
 use quarry_core::{Passage, TokenUsage};
 use serde::{Deserialize, Serialize};
 
@@ -47,7 +48,7 @@ pub struct Answer {
     /// The claim check of the answer's sentences against the passages they cite
     /// ([`crate::claims::check_claims`]); unsupported ones are shown as such.
     #[serde(default)]
-    pub claims: Vec<crate::claims::ClaimCheck>,
+    pub claims: Vec<crate::answer::ClaimCheck>,
     /// Every query meant for the web during the run, sent or withheld by the web query policy
     /// ([`crate::web_gate`]); empty when the web was not searched.
     #[serde(default)]
@@ -55,7 +56,7 @@ pub struct Answer {
     /// Citations the claim check corrected by figures before checking ([`crate::claims::repair_citations`]);
     /// `markdown` holds the corrected markers (the streamed text had the model's).
     #[serde(default)]
-    pub citation_repairs: Vec<crate::claims::CitationRepair>,
+    pub citation_repairs: Vec<crate::answer::CitationRepair>,
     /// The citation markers of `markdown` that cite its passages, as written there
     /// ([`citation_markers`]): the app turns exactly these strings into links, so the front end parses
     /// no markers itself. Answers stored before the field get it when their conversation is read
@@ -101,7 +102,7 @@ impl Answer {
     }
 
     /// The claims the check found unsupported.
-    pub fn unsupported_claims(&self) -> impl Iterator<Item = &crate::claims::ClaimCheck> {
+    pub fn unsupported_claims(&self) -> impl Iterator<Item = &crate::answer::ClaimCheck> {
         self.claims.iter().filter(|c| !c.supported)
     }
 }
@@ -216,7 +217,7 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
     // without it, the sentence names what was bought and stops before what it cost.
     for (ps, scores) in pieces.iter().zip(scores.iter_mut()) {
         for j in 1..ps.len() {
-            if wrapped_line_goes_on(ps[j - 1], ps[j]) && crate::key_quote::states_amount(ps[j]) {
+            if wrapped_line_goes_on(ps[j - 1], ps[j]) && crate::text::states_amount(ps[j]) {
                 scores[j] = scores[j].max(scores[j - 1]);
             }
         }
@@ -272,53 +273,6 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
         })
         .collect()
 }
-
-/// Whether `next` (a piece of [`sentence_pieces`]) goes on with the sentence of the line `line` that a
-/// PDF's text layer wrapped mid-sentence: `line` ends in a line break without a full stop, colon or
-/// semicolon, `next` starts in lower case (or with a digit or `$` after a line ending in a lower-case
-/// word: "… shares of our common stock for" / "$3.72 billion and $7.01 billion, respectively."), and
-/// neither is a table row ([`crate::key_quote::row_label`]).
-pub(crate) fn wrapped_line_goes_on(line: &str, next: &str) -> bool {
-    let body = line.trim_end();
-    line.ends_with('\n')
-        && !body.is_empty()
-        && !body.ends_with(['.', '!', '?', ':', ';'])
-        && next.trim_start().chars().next().is_some_and(|c| {
-            // A sentence goes on in lower case, or — after a word in lower case ("… repurchased 8.3
-            // million shares for") — with the amount it was leading to.
-            c.is_lowercase() || (body.ends_with(char::is_lowercase) && (c.is_ascii_digit() || c == '$'))
-        })
-        && crate::key_quote::row_label(body.trim()).is_none()
-        && crate::key_quote::row_label(next.trim()).is_none()
-}
-
-/// `text` split into sentences (after ". ") and lines, keeping every character: the pieces, joined, give
-/// `text` back. (Joining lines that a PDF's text layer wrapped mid-sentence into one piece was tried: on
-/// the whole sec-10-q set it cut the reference figures NaiveRAG reads from 0.553 to 0.507 at the default
-/// budget — longer pieces, fewer of them fit; docs/ANSWERS.md, "Session 6".)
-pub(crate) fn sentence_pieces(text: &str) -> Vec<&str> {
-    let mut pieces: Vec<&str> = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
-        // A line break, a full stop before white space, or a Chinese/Japanese sentence end (no space follows
-        // those in CJK text).
-        let ends = c == '\n' || (c == '.' && next.is_some_and(char::is_whitespace)) || CJK_SENTENCE_ENDS.contains(&c);
-        if ends {
-            let end = i + c.len_utf8();
-            pieces.push(&text[start..end]);
-            start = end;
-        }
-    }
-    if start < text.len() {
-        pieces.push(&text[start..]);
-    }
-    pieces
-}
-
-/// Full-width marks that end a sentence or clause in Chinese and Japanese text: 。！？；
-pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 
 /// `markdown` with the passage headers the model copied into it — `2023 Q1 NVDA.pdf, p. 22 (NVIDIA
 /// CORPORATION · Form 10-Q · …)` or `2023 Q1 NVDA.pdf, p. 28 (same document as [1])`, as
@@ -601,70 +555,6 @@ fn join_kept(pieces: &[&str], keep: &[bool]) -> String {
     out
 }
 
-/// Words too common to say what a question is about.
-const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "was", "were", "what", "which", "who", "whom", "how", "did", "does", "has", "have", "had",
-    "with", "from", "that", "this", "these", "those", "its", "their", "are", "is", "of", "in", "on", "to", "a", "an",
-    "by", "as", "at", "or", "be", "been", "any", "there", "over", "into", "about", "when", "where", "why", "can",
-    "could", "would",
-];
-
-/// Chinese words that only shape a question ("what", "which", "how many", "according to", "please look
-/// up"), as the character pairs [`stems`] makes of them.
-const CJK_STOP_PAIRS: &[&str] = &[
-    "什么", "哪些", "哪个", "哪种", "多少", "如何", "怎么", "怎样", "是否", "分别", "根据", "介绍", "查询", "请问",
-    "帮我", "我查", "有哪", "是什", "有什", "了哪", "是哪", "为什", "情况",
-];
-
-/// What [`stems`] matches by: the first five letters of each word that is not a stop word, lower case (a
-/// crude stem, so "revenues" meets "revenue" and "quarterly" meets "quarter"); and in runs of CJK characters,
-/// which are not separated into words, each pair of adjacent characters (the character bigrams of CJK
-/// keyword indexing, as Lucene's CJKAnalyzer and our BM25 index cut them), question-word pairs left out. A
-/// lone CJK character between other scripts ("2022年") is too common to say anything and is left out.
-pub(crate) fn stems(text: &str) -> std::collections::HashSet<String> {
-    stems_of(text, true)
-}
-
-/// [`stems`] of the words written without CJK characters only: what a question shares with a document's
-/// context line ([`crate::document_match`]). Character pairs are too small a unit to say that a question
-/// names a document — "中国", "联通" are in most titles of a Chinese operator's library — and neither is
-/// the year glued to them ("2023年"): matching context lines by either moved the wrong documents' passages
-/// first (NetOperatorQA, docs/ANSWERS.md, Session 12).
-pub(crate) fn word_stems(text: &str) -> std::collections::HashSet<String> {
-    stems_of(text, false)
-}
-
-fn stems_of(text: &str, cjk_pairs: bool) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        if !cjk_pairs && word.chars().any(quarry_core::is_cjk_char) {
-            continue;
-        }
-        let chars: Vec<char> = word.chars().collect();
-        let mut start = 0;
-        while start < chars.len() {
-            let cjk = quarry_core::is_cjk_char(chars[start]);
-            let end = (start..chars.len()).find(|&i| quarry_core::is_cjk_char(chars[i]) != cjk).unwrap_or(chars.len());
-            let run = &chars[start..end];
-            if cjk {
-                for pair in run.windows(2) {
-                    let pair: String = pair.iter().collect();
-                    if !CJK_STOP_PAIRS.contains(&pair.as_str()) {
-                        out.insert(pair);
-                    }
-                }
-            } else {
-                let lower = run.iter().collect::<String>().to_lowercase();
-                if !STOP_WORDS.contains(&lower.as_str()) {
-                    out.insert(lower.chars().take(5).collect());
-                }
-            }
-            start = end;
-        }
-    }
-    out
-}
-
 /// The numbers of a citation marker's inside — `2`, `1, 3`, `1 3`, `1-2` or `1–2` (a range of at most 10) —
 /// or `None` when it is not a citation marker (other characters, empty, a reversed or longer range).
 pub fn marker_numbers(inside: &str) -> Option<Vec<usize>> {
@@ -817,7 +707,7 @@ pub fn strip_citations(markdown: &str) -> String {
 /// (issue 36: "the answer names the document and period its figure comes from"; a figure of the second
 /// quarter's filing given for the first quarter's question then shows as such). For each cited document,
 /// in the order of its first cited passage, whose context line states a period ("quarterly period ended
-/// July 1, 2023", [`crate::document_match::period_phrase`]) and whose end date the answer does not
+/// July 1, 2023", [`crate::period::period_phrase`]) and whose end date the answer does not
 /// already state: `file (period) [n]`, `n` that passage's number. `None` when no such document is
 /// cited. `chinese`: the lead-in in Chinese (the period stays as the document writes it).
 pub fn cited_periods_note(markdown: &str, cited: &[Citation], chinese: bool) -> Option<String> {
@@ -832,7 +722,7 @@ pub fn cited_periods_note(markdown: &str, cited: &[Citation], chinese: bool) -> 
         }
         documents.push(&p.document_id);
         let (Some(phrase), Some((year, month, day))) =
-            (crate::document_match::period_phrase(&p.context), crate::document_match::period_end(&p.context))
+            (crate::period::period_phrase(&p.context), crate::period::period_end(&p.context))
         else {
             continue;
         };
@@ -866,9 +756,45 @@ pub fn passage_ref(p: &Passage) -> PassageRef {
     PassageRef { library: p.library.clone(), chunk_id: p.chunk_id, citation: p.citation() }
 }
 
+/// The verdict on one claim of an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimCheck {
+    /// The sentence, without its citation markers.
+    pub sentence: String,
+    /// The citation numbers it relies on (its own, or the next sentence's of the same paragraph).
+    pub cited: Vec<usize>,
+    /// Whether the passages it cites hold its figures and the quarters it names.
+    pub supported: bool,
+    /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`,
+    /// `figures not in the cited passages: $13.5 billion, 19%`, `the cited passages do not name the
+    /// period it states: Q1 2024`, `the cited passages do not name: Intel` or `figures from a row of
+    /// another line item: $6,976 million (AWS: Operating income)`. Empty when supported.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub problem: String,
+}
+
+/// A citation the claim check corrected: the text before a marker states figures that none of the
+/// passages it cited holds, but one passage the answer was written from holds them all (and names the
+/// quarter the text names, if any) — or, when none does, two or three of them together
+/// ([`MOST_COVERING`]); or a paragraph states such figures and cites nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CitationRepair {
+    /// The text the marker belongs to, without markers.
+    pub text: String,
+    /// The numbers it cited (empty: none).
+    pub from: Vec<usize>,
+    /// The number it cites now.
+    pub to: usize,
+    /// The further numbers it cites now, when no one passage states all its figures and the passages
+    /// `to` and these state them together (empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<usize>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::word_stems;
 
     #[test]
     fn the_markers_an_app_links_are_the_citations_of_the_answer_as_written() {

@@ -15,28 +15,12 @@
 //! revenue was $14.2 billion \[1\]" citing AMD's filing is marked even when the figure is there.
 
 use crate::answer::{pieces, Citation, Piece};
+use crate::answer::{CitationRepair, ClaimCheck};
 use crate::figures::{figures, states, Figure, FigureKind};
 use crate::quarter::quarters;
+use crate::text::is_decline;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
-
-/// The verdict on one claim of an answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClaimCheck {
-    /// The sentence, without its citation markers.
-    pub sentence: String,
-    /// The citation numbers it relies on (its own, or the next sentence's of the same paragraph).
-    pub cited: Vec<usize>,
-    /// Whether the passages it cites hold its figures and the quarters it names.
-    pub supported: bool,
-    /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`,
-    /// `figures not in the cited passages: $13.5 billion, 19%`, `the cited passages do not name the
-    /// period it states: Q1 2024`, `the cited passages do not name: Intel` or `figures from a row of
-    /// another line item: $6,976 million (AWS: Operating income)`. Empty when supported.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub problem: String,
-}
 
 /// Words written with a capital that name no entity: months and weekdays (the dates of a period), the
 /// pronoun "I", and the words a sentence or a lead-in starts with are left out by position instead
@@ -151,64 +135,6 @@ fn names_in(name: &str, words: &std::collections::HashSet<String>, compact: &str
         .all(|w| words.contains(&w.to_lowercase()))
 }
 
-/// Phrases that say the documents do not answer (lower case). An answer made of these is an abstention.
-const DECLINE_PHRASES: &[&str] = &[
-    "do not contain",
-    "does not contain",
-    "do not answer",
-    "does not answer",
-    "do not mention",
-    "does not mention",
-    "do not provide",
-    "does not provide",
-    "do not include",
-    "does not include",
-    "do not state",
-    "does not state",
-    "do not specify",
-    "does not specify",
-    "not in the passages",
-    "not in the documents",
-    "not found in",
-    "not mentioned in",
-    "not provided in",
-    "not stated in",
-    "not available in",
-    "no information",
-    "cannot answer",
-    "can't answer",
-    "cannot be answered",
-    "cannot be determined",
-    "unable to answer",
-    "unable to find",
-    "not enough information",
-    "the library does not",
-    // Chinese: "not mentioned", "not provided", "cannot answer", "cannot determine", "not found", "no relevant
-    // information", "does not contain / include", "does not say".
-    "没有提到",
-    "没有提及",
-    "未提及",
-    "未提到",
-    "没有提供",
-    "未提供",
-    "无法回答",
-    "无法确定",
-    "没有找到",
-    "未找到",
-    "没有相关信息",
-    "不包含",
-    "未包含",
-    "没有包含",
-    "未说明",
-    "没有说明",
-];
-
-/// Whether `text` says that the documents do not answer (one of a fixed list of phrases, English and Chinese).
-pub fn is_decline(text: &str) -> bool {
-    let lower = text.to_lowercase().replace('’', "'");
-    DECLINE_PHRASES.iter().any(|p| lower.contains(p))
-}
-
 /// A sentence of the answer with the markers inside or right after it.
 struct Sentence {
     text: String,
@@ -220,7 +146,7 @@ struct Sentence {
 /// `markdown` cut into sentences: at `.`, `!`, `?` followed by a space or line end, at the full-width
 /// sentence ends of Chinese and Japanese (`。！？；`, no space after them) and the full-width colon that
 /// ends a lead-in (`：`), at line breaks, and before the quote Quarry writes after a per-document line's
-/// words ([`crate::key_quote::QUOTE_LEAD_INS`]: the words before it end their paragraph, so they do not
+/// words ([`crate::text::QUOTE_LEAD_INS`]: the words before it end their paragraph, so they do not
 /// borrow the quote's markers); a marker right after the full stop (`… billion. [2]`, `…亿元。[2]`)
 /// belongs to the sentence before it.
 fn sentences(markdown: &str) -> Vec<Sentence> {
@@ -261,7 +187,7 @@ fn sentences(markdown: &str) -> Vec<Sentence> {
                 let mut start = 0;
                 for (i, &(at, c)) in chars.iter().enumerate() {
                     let next = chars.get(i + 1).map(|&(_, n)| n);
-                    if crate::key_quote::QUOTE_LEAD_INS.iter().any(|lead| text[at..].starts_with(lead)) {
+                    if crate::text::QUOTE_LEAD_INS.iter().any(|lead| text[at..].starts_with(lead)) {
                         // Quarry's quote after the model's words on one line: a sentence of its own,
                         // whose citations the model's words do not borrow (they are the quote's).
                         current.text.push_str(&text[start..at]);
@@ -302,10 +228,10 @@ fn word_count(text: &str) -> usize {
         .sum()
 }
 
-/// A full-width sentence end of Chinese and Japanese ([`crate::answer::CJK_SENTENCE_ENDS`]), or the
+/// A full-width sentence end of Chinese and Japanese ([`crate::text::CJK_SENTENCE_ENDS`]), or the
 /// full-width colon that ends a lead-in (`…如下：`).
 fn ends_cjk_sentence_or_lead_in(c: char) -> bool {
-    crate::answer::CJK_SENTENCE_ENDS.contains(&c) || c == '：'
+    crate::text::CJK_SENTENCE_ENDS.contains(&c) || c == '：'
 }
 
 /// `p.`, `pp.`, `No.`, `Inc.`, `Corp.`, `vs.`, `e.g.`, a single capital (`U.S.`), or a number's decimal
@@ -348,7 +274,7 @@ fn plain(sentence: &str) -> String {
 struct SourcesRead {
     figures: Vec<Vec<Figure>>,
     quarters: Vec<Vec<(u8, u16)>>,
-    /// The words (and CJK character pairs) of each, as [`crate::answer::stems`] reads them.
+    /// The words (and CJK character pairs) of each, as [`crate::text::stems`] reads them.
     stems: Vec<std::collections::HashSet<String>>,
     /// The lower-case words of each (letters and digits between other characters), for [`names_in`].
     words: Vec<std::collections::HashSet<String>>,
@@ -385,7 +311,7 @@ impl MeasuredRow {
 }
 
 /// `passage`'s table rows ([`crate::table_section::rows_with_sections`], and rows of one cell,
-/// [`crate::key_quote::row_label`]) and the figures of its other lines and context line.
+/// [`crate::text::row_label`]) and the figures of its other lines and context line.
 fn rows_and_prose(passage: &quarry_core::Passage) -> (Vec<MeasuredRow>, Vec<Figure>) {
     let mut table = crate::table_section::rows_with_sections(passage).into_iter().peekable();
     let mut rows = Vec::new();
@@ -393,7 +319,7 @@ fn rows_and_prose(passage: &quarry_core::Passage) -> (Vec<MeasuredRow>, Vec<Figu
     for line in passage.text.split('\n') {
         if let Some((section, label, _)) = table.next_if(|(_, _, row)| std::ptr::eq(*row, line)) {
             rows.push(MeasuredRow::of(&section, label, line));
-        } else if let Some(label) = crate::key_quote::row_label(line) {
+        } else if let Some(label) = crate::text::row_label(line) {
             rows.push(MeasuredRow::of("", label, line));
         } else {
             prose.extend(figures(line));
@@ -478,7 +404,7 @@ impl SourcesRead {
         SourcesRead {
             figures: read.iter().map(|t| figures(t)).collect(),
             quarters: read.iter().map(|t| quarters(t)).collect(),
-            stems: read.iter().map(|t| crate::answer::stems(t)).collect(),
+            stems: read.iter().map(|t| crate::text::stems(t)).collect(),
             words: sources
                 .iter()
                 .zip(&read)
@@ -555,7 +481,7 @@ impl SourcesRead {
     /// the first of equals. Small models often copy a passage's sentences word for word without a marker
     /// (Qwen2.5-1.5B on Chinese reports: a whole list from one passage, uncited).
     fn quoting(&self, text: &str) -> Option<usize> {
-        let wanted = crate::answer::stems(text);
+        let wanted = crate::text::stems(text);
         if wanted.len() < QUOTED_MIN_STEMS {
             return None;
         }
@@ -584,7 +510,7 @@ impl SourcesRead {
         if idle.is_empty() || keep.is_empty() || !stated.iter().all(|f| self.any_states(&keep, f)) {
             return None;
         }
-        let wanted = crate::answer::stems(text);
+        let wanted = crate::text::stems(text);
         let covered: std::collections::HashSet<&String> =
             keep.iter().flat_map(|&n| wanted.intersection(&self.stems[n - 1])).collect();
         let adds_words = |n: usize| wanted.intersection(&self.stems[n - 1]).any(|w| !covered.contains(w));
@@ -606,7 +532,7 @@ impl SourcesRead {
 /// Checks every claim of `markdown`, an answer written from `sources` (numbered from 1 as in the prompt).
 /// Returns one [`ClaimCheck`] per claim, in order; sentences that are no claim (short headings, a
 /// statement that the documents do not answer) are left out, and so is the label Quarry writes at the
-/// start of a document's line (`- **file** (period): `, [`crate::per_document::split_line_head`]) when
+/// start of a document's line (`- **file** (period): `, [`crate::text::split_line_head`]) when
 /// it names one of `sources`' files.
 pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
     let mut list = sentences(markdown);
@@ -623,7 +549,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
     let mut out = Vec::new();
     for s in list {
         // Quarry's own label on a document's line (`- **file** (period): `) is no claim of the model's.
-        let own = crate::per_document::split_line_head(&s.text)
+        let own = crate::text::split_line_head(&s.text)
             .filter(|(file, _)| sources.iter().any(|c| c.passage.file_name() == *file))
             .map_or(s.text.as_str(), |(_, rest)| rest);
         let text = plain(own);
@@ -683,24 +609,6 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         out.push(ClaimCheck { sentence: text, cited, supported: problem.is_empty(), problem });
     }
     out
-}
-
-/// A citation the claim check corrected: the text before a marker states figures that none of the
-/// passages it cited holds, but one passage the answer was written from holds them all (and names the
-/// quarter the text names, if any) — or, when none does, two or three of them together
-/// ([`MOST_COVERING`]); or a paragraph states such figures and cites nothing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CitationRepair {
-    /// The text the marker belongs to, without markers.
-    pub text: String,
-    /// The numbers it cited (empty: none).
-    pub from: Vec<usize>,
-    /// The number it cites now.
-    pub to: usize,
-    /// The further numbers it cites now, when no one passage states all its figures and the passages
-    /// `to` and these state them together (empty otherwise).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<usize>,
 }
 
 impl CitationRepair {

@@ -12,9 +12,10 @@
 //! reorders what search returned, so the search should return more than the answer will read
 //! ([`WIDENING`]).
 
-use crate::answer::word_stems;
+use crate::period::{asks_for_latest, file_stem, period_end, stated_context};
 use crate::quarter::{quarter_mentions, QuarterMention};
-use quarry_core::{Passage, CONTEXT_SEPARATOR};
+use crate::text::word_stems;
+use quarry_core::Passage;
 
 /// How many times `top_k` passages NaiveRAG asks search for before preferring the matching documents'
 /// passages and keeping `top_k`.
@@ -50,24 +51,6 @@ pub(crate) fn match_terms(text: &str) -> std::collections::HashSet<String> {
 /// written: a fiscal year is not turned into a calendar one).
 pub(crate) fn quarter_terms(text: &str) -> Vec<String> {
     quarter_mentions(text).iter().map(QuarterMention::term).collect()
-}
-
-/// The name of `passage`'s file without its extension ("2023 Q1 NVDA"); empty when it has none.
-fn file_stem(passage: &Passage) -> &str {
-    std::path::Path::new(&passage.path).file_stem().and_then(|s| s.to_str()).unwrap_or("")
-}
-
-/// `passage`'s context line without the part that is its file's name (`quarry_ingest::document_context`
-/// ends the line with it): what the document itself states — "NVIDIA CORPORATION · Form 10-Q · quarterly
-/// period ended April 30, 2023 · first quarter of fiscal 2024" of a file named `2023 Q1 NVDA.pdf`.
-pub(crate) fn stated_context(passage: &Passage) -> String {
-    let file_name = file_stem(passage);
-    passage
-        .context
-        .split(CONTEXT_SEPARATOR)
-        .filter(|part| file_name.is_empty() || !part.trim().eq_ignore_ascii_case(file_name))
-        .collect::<Vec<_>>()
-        .join(CONTEXT_SEPARATOR)
 }
 
 /// What a passage's document is matched by, read once from its context line and file name.
@@ -469,34 +452,6 @@ pub fn decline_without_model(question: &str, found: &[Passage]) -> Option<String
     ))
 }
 
-/// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
-pub fn asks_for_latest(question: &str) -> bool {
-    let q = question.to_lowercase();
-    ["latest", "most recent", "newest", "most current"].iter().any(|w| q.contains(w))
-}
-
-/// The period a context line names: its "… ended `<date>`" part ("quarterly period ended July 1, 2023"),
-/// or `None`.
-pub(crate) fn period_phrase(context: &str) -> Option<&str> {
-    context.split(CONTEXT_SEPARATOR).find(|part| part.contains(" ended ")).map(str::trim)
-}
-
-/// The period end date a context line states, as written ("April 30, 2023" of "quarterly period ended
-/// April 30, 2023"), or `None`.
-pub(crate) fn period_end_text(context: &str) -> Option<&str> {
-    let phrase = period_phrase(context)?;
-    let date = phrase[phrase.find(" ended ")? + " ended ".len()..].trim();
-    (!date.is_empty()).then_some(date)
-}
-
-/// The period end date a context line states ("… ended April 30, 2023"), as (year, month, day).
-pub(crate) fn period_end(context: &str) -> Option<(u16, u8, u8)> {
-    crate::figures::figures(period_end_text(context)?).into_iter().find_map(|f| match f.kind {
-        crate::figures::FigureKind::Date { year, month, day } => Some((year, month, day)),
-        _ => None,
-    })
-}
-
 /// `passages` (in search order) with those whose document context shares the most words with
 /// `question` first; ties and the rest keep their order. Unchanged when no context shares a word or all
 /// share the same number. When the question asks for the latest document, the passages of the latest
@@ -612,14 +567,6 @@ mod tests {
         // "Latest": the best-matching documents' latest period first (July 30 after April 30).
         let latest = prefer_matching_documents("What did NVIDIA report in its latest 10-Q?", found);
         assert_eq!(ids(&latest), [1, 4, 3, 5, 2]);
-    }
-
-    #[test]
-    fn the_period_is_the_ended_part_of_the_context_line() {
-        let apple = "Apple Inc. · Form 10-Q · quarterly period ended July 1, 2023 · 2023 Q3 AAPL";
-        assert_eq!(period_phrase(apple), Some("quarterly period ended July 1, 2023"));
-        assert_eq!(period_end(apple), Some((2023, 7, 1)));
-        assert_eq!(period_phrase("Annual report 2023"), None);
     }
 
     #[test]
@@ -747,7 +694,7 @@ mod tests {
         let uncovered = uncovered_subject("How did Microsoft's cloud grow?", &many).unwrap();
         assert_eq!((uncovered.mentions, uncovered.of), (1, PASSING_MENTION_DEPTH));
         assert!(uncovered.message().contains("Only one of the 16 passages found mentions \"microsoft\""));
-        assert!(crate::claims::is_decline(&uncovered.message()), "scored and shown as a decline");
+        assert!(crate::text::is_decline(&uncovered.message()), "scored and shown as a decline");
         many[7].text = "Microsoft and NVIDIA announced a collaboration.".into();
         assert_eq!(subject("How did Microsoft's cloud grow?", &many), None, "two passages mention it");
         found[1].context.clear();
@@ -778,7 +725,7 @@ mod tests {
             message,
             "None of the documents found is for Q3 2023 (they are 2023 Q1 NVDA.pdf, 2023 Q2 NVDA.pdf), so this question cannot be answered from your documents."
         );
-        assert!(crate::claims::is_decline(&message));
+        assert!(crate::text::is_decline(&message));
         found[1].context.clear();
         assert_eq!(
             missing_quarter("What did NVIDIA's Q3 2023 10-Q report?", &found),

@@ -33,9 +33,10 @@
 //!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
-use crate::answer::{sentence_pieces, stems};
 use crate::figures::{figures, key_figures, states, FigureKind};
 use crate::line_item::{one_vocabulary, whole_words};
+use crate::text::{amounts, row_label, states_amount, QUOTE_LEAD_INS};
+use crate::text::{sentence_pieces, stems};
 use std::collections::HashSet;
 
 /// Fewest of the question's asked-for words ([`asked_words`]) a piece shares with it to be quoted. With
@@ -60,7 +61,7 @@ pub struct KeyQuote {
 /// The pieces of `texts` to quote under `answer` to `question`: of the `most` pieces that share the
 /// most asked-for words with it, those whose figures the answer leaves out, best first. `texts` are
 /// the passages the answer was written from ([`quotable_texts`]), each with the number the answer cites
-/// it by, best-ranked first. A piece is a sentence or table row ([`crate::answer::sentence_pieces`]) that states
+/// it by, best-ranked first. A piece is a sentence or table row ([`crate::text::sentence_pieces`]) that states
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
 /// or question words: [`asked_words`]), or — when `answer` states no amount or percentage of its own —
@@ -70,7 +71,7 @@ pub struct KeyQuote {
 /// do, is passed over, and a row whose label and amounts repeat one ranked above with more columns
 /// takes its place. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
-/// Empty when `answer` declines ([`crate::claims::is_decline`]) or `question` is mostly CJK text.
+/// Empty when `answer` declines ([`crate::text::is_decline`]) or `question` is mostly CJK text.
 pub fn key_quotes(
     question: &str,
     answer: &str,
@@ -78,7 +79,7 @@ pub fn key_quotes(
     rows_only: &[(usize, &str)],
     most: usize,
 ) -> Vec<KeyQuote> {
-    if most == 0 || quarry_core::is_mostly_cjk(question) || crate::claims::is_decline(answer) {
+    if most == 0 || quarry_core::is_mostly_cjk(question) || crate::text::is_decline(answer) {
         return Vec::new();
     }
     let wanted = asked_words(question);
@@ -297,11 +298,11 @@ fn offset_in(text: &str, part: &str) -> Option<usize> {
 }
 
 /// `text` in sentences and lines ([`sentence_pieces`]), with a line of prose that a PDF's text layer
-/// wrapped mid-sentence joined to the line it runs on into ([`crate::answer::wrapped_line_goes_on`]).
+/// wrapped mid-sentence joined to the line it runs on into ([`crate::text::wrapped_line_goes_on`]).
 /// Each piece is a slice of `text`.
 fn quote_pieces(text: &str) -> Vec<&str> {
     let pieces = sentence_pieces(text);
-    let wraps = crate::answer::wrapped_line_goes_on;
+    let wraps = crate::text::wrapped_line_goes_on;
     // Every piece is a slice of `text`.
     let offset = |piece: &str| offset_in(text, piece).unwrap_or(0);
     let mut out = Vec::with_capacity(pieces.len());
@@ -339,13 +340,8 @@ pub fn render_quotes(quotes: &[KeyQuote], chinese: bool) -> String {
     }
 }
 
-/// The words [`render_quotes`] starts a quote with, English and Chinese. A quote under a per-document
-/// line follows the model's words on the same line; the claim check starts a new sentence here, so the
-/// model's words and the quote are each checked for themselves ([`crate::claims`]).
-pub(crate) const QUOTE_LEAD_INS: [&str; 2] = ["From the passages: ", "段落原文："];
-
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
-/// [`crate::answer::stems`] cuts them): the period is the document's, and a prose sentence naming "the
+/// [`crate::text::stems`] cuts them): the period is the document's, and a prose sentence naming "the
 /// first quarter of fiscal 2024" outscored the revenue row that answered (the quick start's question).
 const NOT_ASKED: &[&str] = &[
     "first", "secon", "third", "fourt", "quart", "fisca", "year", "years", "month", "three", "six", "nine", "twelv",
@@ -354,7 +350,7 @@ const NOT_ASKED: &[&str] = &[
     "provi", "detai", "menti", "outli", "summa", "same", "prior", "previ", "last",
 ];
 
-/// The words of `question` ([`crate::answer::stems`]) that say what it asks for: less the name it is
+/// The words of `question` ([`crate::text::stems`]) that say what it asks for: less the name it is
 /// about ([`crate::document_match::question_subject`]; every passage of that company's filings says it),
 /// numbers, period and question words ([`NOT_ASKED`]), and stems of one or two letters
 /// (the "s" of "Apple's", "if", "so").
@@ -369,18 +365,6 @@ fn asked_words(question: &str) -> HashSet<String> {
                 && !w.chars().next().is_some_and(|c| c.is_ascii_digit())
         })
         .collect()
-}
-
-/// The amounts, percentages and numbers `text` states ([`crate::figures`]): its figures less dates.
-fn amounts(text: &str) -> Vec<crate::figures::Figure> {
-    figures(text).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect()
-}
-
-/// Whether `text` states an amount, a percentage or a number (a date alone does not count). An answer
-/// that does has found its row: [`key_quotes`] then quotes no row for its label alone and looks through
-/// no rest of a document, so a caller need not read one.
-pub(crate) fn states_amount(text: &str) -> bool {
-    !amounts(text).is_empty()
 }
 
 /// Words a row label may hold besides the asked-for ones and still be what the question asks for
@@ -470,23 +454,6 @@ fn asked_modifiers(question: &str, asked: &HashSet<String>) -> std::collections:
         }
     }
     out
-}
-
-/// The label of a table row as [`quarry_core::table_row::write_row`] writes it — `Inventories: 5,433
-/// million (June 25, 2022); …` gives `Inventories` — with one cell or more; `None` for any other text.
-pub(crate) fn row_label(piece: &str) -> Option<&str> {
-    if let Some((label, _)) = quarry_core::table_row::parse_row(piece) {
-        return Some(label);
-    }
-    // One cell: `label: value (column)`, the value starting as an amount does.
-    let piece = piece.trim_end();
-    let open = piece.find(" (")?;
-    let value_start = piece[..open].rfind(": ")?;
-    let amount = piece[value_start + 2..open]
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '$' | '(' | '-' | '€' | '£' | '¥'));
-    (piece.ends_with(')') && amount).then(|| &piece[..value_start])
 }
 
 /// `piece` cut to at most `max_chars` characters (plus ` …`): after its last `; ` before the limit when

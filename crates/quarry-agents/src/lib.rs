@@ -23,6 +23,7 @@ pub mod key_quote;
 mod line_item;
 mod naive;
 pub mod per_document;
+pub mod period;
 pub mod period_focus;
 pub mod prompts;
 pub mod quarter;
@@ -32,6 +33,7 @@ mod router;
 mod run;
 pub mod structured;
 pub mod table_section;
+pub mod text;
 pub mod web_gate;
 
 pub use answer::{Answer, Citation};

@@ -2,7 +2,7 @@
 //! sales" / "Revenue"), and a question, a quote ([`crate::key_quote`]) and a claim ([`crate::claims`])
 //! are matched to a filing's rows only when they are read in the same words.
 
-use crate::answer::stems;
+use crate::text::stems;
 
 /// Words different filers use for one line item, each with the word it is matched as, in the order they
 /// are read: Apple and Amazon report "Net sales" and "Cost of sales" where Microsoft, NVIDIA and Intel
@@ -57,7 +57,7 @@ pub(crate) fn one_vocabulary(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// The words of `text` that are not stop words, lower case, in the singular ("Inventories" →
 /// "inventory", "expenses" → "expense"; a word ending in "ss", "us" or "is" keeps its "s"). A label is
-/// matched to the question word by word, not by [`crate::answer::stems`]' first five letters, under
+/// matched to the question word by word, not by [`crate::text::stems`]' first five letters, under
 /// which "International" would answer a question on interest expense.
 pub(crate) fn whole_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())

@@ -24,34 +24,13 @@
 //! "Session 30").
 
 use crate::answer::{number_excerpts_from, number_passages_from, passage_excerpts, Answer, Citation};
-use crate::claims::is_decline;
 use crate::document_match::TiedDocuments;
 use crate::events::AgentEvent;
 use crate::prompts;
 use crate::run::{AgentError, QuoteSources, Run};
+use crate::text::is_decline;
+use crate::text::line_head;
 use quarry_core::Passage;
-
-/// The start Quarry writes on a document's line before the model's words: `- **file** (period): `, or
-/// `- **file**: ` when the document's context names no period ([`split_line_head`] reads it back).
-pub(crate) fn line_head(file: &str, period: Option<&str>) -> String {
-    match period {
-        Some(period) => format!("- **{file}** ({period}): "),
-        None => format!("- **{file}**: "),
-    }
-}
-
-/// A line that starts with a [`line_head`], as `(file, the rest of the line)`; `None` for any other
-/// text. The claim check leaves the head out: it is Quarry's label, taken from the document's context,
-/// not something the model claims (its period is a date, and a date alone made the head a claim).
-pub(crate) fn split_line_head(line: &str) -> Option<(&str, &str)> {
-    let rest = line.strip_prefix("- **")?;
-    let (file, rest) = rest.split_once("**")?;
-    let rest = match rest.strip_prefix(" (") {
-        Some(period) => period.split_once("):")?.1,
-        None => rest.strip_prefix(':')?,
-    };
-    Some((file, rest.trim_start()))
-}
 
 /// Most tokens of one document's answer.
 const DOCUMENT_ANSWER_TOKENS: u32 = 200;
@@ -107,7 +86,7 @@ pub async fn answer_per_document(
         let text = number_excerpts_from(first, document, excerpts);
         let used = excerpts.len();
         let file = document[0].file_name();
-        let head = line_head(file, crate::document_match::period_phrase(&document[0].context));
+        let head = line_head(file, crate::period::period_phrase(&document[0].context));
         let described = if document[0].context.is_empty() { file.to_string() } else { document[0].context.clone() };
         let mut request = prompts::DOCUMENT_ANSWER.request(
             &[
@@ -147,7 +126,7 @@ pub async fn answer_per_document(
         // As under NaiveRAG's answer: a line that states no amount may quote the filing's row that its
         // label names only what is asked for ("Inventories", "Total inventories") from the rest of the
         // filing — the balance-sheet line no search for the question's wording ranks.
-        let rest = if crate::key_quote::states_amount(&said) {
+        let rest = if crate::text::states_amount(&said) {
             Vec::new()
         } else {
             run.rest_of_document(&document[0], &document[..used], unread).await?

@@ -147,7 +147,7 @@ pub fn compares_periods(question: &str) -> bool {
 /// ended April 30, 2023"), with each labelled table row kept to that period's cells when `question` asks
 /// for that period and compares nothing: the question names a quarter the context line names ("first
 /// quarter of fiscal 2024", "Q1 2024", [`crate::quarter::quarters`]; the file name's "2023 Q1" only when
-/// the line states no quarter in words, [`crate::document_match::stated_context`]) or asks for the latest filing, and uses
+/// the line states no quarter in words, [`crate::period::stated_context`]) or asks for the latest filing, and uses
 /// none of [`COMPARISON_WORDS`]. A filing's tables print the same quarter a year earlier beside its own;
 /// with both in front of it, Qwen2.5-Coder-1.5B answered the quick start's question with the prior year's
 /// $8,288 million (docs/ANSWERS.md, "Session 6"). Change columns go too: asked for Microsoft's latest
@@ -160,16 +160,16 @@ pub fn keep_document_period(text: &str, passage: &Passage, question: &str) -> St
         return text.to_string();
     }
     let context = passage.context.as_str();
-    let Some(date) = crate::document_match::period_end_text(context) else {
+    let Some(date) = crate::period::period_end_text(context) else {
         return text.to_string();
     };
     let named = crate::quarter::quarters(question);
     // The quarter the context line states in words ("first quarter of fiscal 2024") before the one its
     // file name part suggests ("2023 Q1 NVDA" is NVIDIA's first quarter of fiscal 2024, not of 2023).
-    let stated = crate::quarter::quarters(&crate::document_match::stated_context(passage));
+    let stated = crate::quarter::quarters(&crate::period::stated_context(passage));
     let own = if stated.is_empty() { crate::quarter::quarters(context) } else { stated };
     let asks_this_period =
-        named.iter().any(|q| own.contains(q)) || (named.is_empty() && crate::document_match::asks_for_latest(question));
+        named.iter().any(|q| own.contains(q)) || (named.is_empty() && crate::period::asks_for_latest(question));
     if !asks_this_period {
         return text.to_string();
     }

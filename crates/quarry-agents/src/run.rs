@@ -485,7 +485,7 @@ impl Run {
                     // The model's words first, then the filing's own, quoted and cited. The rest of the
                     // document is read only for an answer that states no amount: only then is it quoted from.
                     let rest = match rest_of {
-                        Some(named) if !crate::key_quote::states_amount(&text) => {
+                        Some(named) if !crate::text::states_amount(&text) => {
                             self.rest_of_document(named, &passages, further).await?
                         }
                         _ => Vec::new(),

@@ -109,7 +109,7 @@ async fn quarrys_own_lines_answer_a_chinese_question_in_chinese() {
         run_agent(question, Some(AgentKind::Naive), &model, &[library(&unrelated)], AgentConfig::default()).await;
     let answer = answer.unwrap();
     assert!(answer.markdown.starts_with("资料库中没有找到与这个问题相关的段落"), "{}", answer.markdown);
-    assert!(quarry_agents::claims::is_decline(&answer.markdown) && model.steps().is_empty());
+    assert!(quarry_agents::text::is_decline(&answer.markdown) && model.steps().is_empty());
 }
 
 /// A model caught in a loop of lines alike is stopped once twelve complete lines are alike: nothing more
@@ -546,7 +546,7 @@ async fn naive_rag_declines_without_the_model_when_no_passage_mentions_the_subje
     .await;
     let answer = answer.unwrap();
     assert!(model.steps().is_empty(), "no model call");
-    assert!(answer.nothing_found && quarry_agents::claims::is_decline(&answer.markdown), "{}", answer.markdown);
+    assert!(answer.nothing_found && quarry_agents::text::is_decline(&answer.markdown), "{}", answer.markdown);
     assert!(answer.markdown.contains("\"initech\""), "{}", answer.markdown);
     assert_eq!(streamed(&events), answer.markdown);
 }

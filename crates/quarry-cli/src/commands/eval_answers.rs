@@ -11,7 +11,7 @@
 //!   ([`quarry_agents::claims`]) finds supported by the passages they cite (pooled over answers);
 //! - **abstention**: on questions the library cannot answer — none of the documents their qrels name is in
 //!   the library (e.g. the AAPL questions of a library without Apple's filings) — the share of answers
-//!   that decline ([`quarry_agents::claims::is_decline`]); on answerable ones, the share that wrongly
+//!   that decline ([`quarry_agents::text::is_decline`]); on answerable ones, the share that wrongly
 //!   decline;
 //! - **answer passage**: of the passages the answer was written from, as the model read them (those that
 //!   fit its prompt, each cut toward the question), the 1-based position of the first one from a
@@ -32,8 +32,9 @@
 use super::ask::LlmArgs;
 use super::library::ModelArgs;
 use anyhow::Context;
-use quarry_agents::claims::{is_decline, supported_share};
+use quarry_agents::claims::supported_share;
 use quarry_agents::figures::{figures, key_figures, states, Figure};
+use quarry_agents::text::is_decline;
 use quarry_agents::{AgentConfig, AgentKind, CancellationToken};
 use quarry_core::Passage;
 use quarry_eval::answers::{answer_passage_position, figures_found, figures_stated_in, in_question_language};
