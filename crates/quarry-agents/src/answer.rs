@@ -1,6 +1,7 @@
 //! The result of a research run: Markdown with numbered citations that resolve to passages.
 
 use crate::events::PassageRef;
+use crate::genre::Genre;
 use crate::text::{sentence_pieces, stems, wrapped_line_goes_on};
 use quarry_core::{Passage, TokenUsage};
 use serde::{Deserialize, Serialize};
@@ -116,31 +117,33 @@ impl Answer {
 /// instead (≈ 30 prompt tokens saved a passage, ≈ 1 s each on 2 cores). Returns the text and how many
 /// passages it holds (the first ones of `passages`).
 pub fn number_passages(
+    genre: &dyn Genre,
     passages: &[Passage],
     focus: &str,
     max_chars_each: usize,
     budget_chars: usize,
 ) -> (String, usize) {
-    number_passages_from(1, passages, focus, max_chars_each, budget_chars)
+    number_passages_from(genre, 1, passages, focus, max_chars_each, budget_chars)
 }
 
 /// [`number_passages`] with the first passage numbered `first` instead of 1 (the next ones `first + 1`,
 /// …), for a prompt that shows one part of a longer numbered list: the per-document answers of
 /// [`crate::per_document`] cite the answer's numbers directly.
 pub fn number_passages_from(
+    genre: &dyn Genre,
     first: usize,
     passages: &[Passage],
     focus: &str,
     max_chars_each: usize,
     budget_chars: usize,
 ) -> (String, usize) {
-    let excerpts = passage_excerpts(passages, focus, max_chars_each, budget_chars);
+    let excerpts = passage_excerpts(genre, passages, focus, max_chars_each, budget_chars);
     (number_excerpts_from(first, passages, &excerpts), excerpts.len())
 }
 
 /// The numbered text of [`number_passages_from`] from excerpts already chosen: the first
 /// `excerpts.len()` of `passages`, numbered from `first`, each shown as its excerpt under its source line,
-/// for a caller that also needs the excerpts themselves (the quote under an answer, [`crate::key_quote`]).
+/// for a caller that also needs the excerpts themselves (the quote under an answer, [`crate::genre::financial::key_quote`]).
 pub fn number_excerpts_from(first: usize, passages: &[Passage], excerpts: &[String]) -> String {
     let mut out = String::new();
     let mut first_of_document: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
@@ -162,8 +165,8 @@ pub fn number_excerpts_from(first: usize, passages: &[Passage], excerpts: &[Stri
 
 /// What an answer prompt shows of each passage, for the first passages of `passages` that fit: a PDF
 /// passage's table rows name the section they sit under where a label repeats under two sections or the
-/// passage starts below a later one ([`crate::table_section`]); each passage's table rows are kept to
-/// the periods `focus` asks about ([`crate::period_focus`]: the spans it names, and the document's own
+/// passage starts below a later one ([`crate::genre::financial::table_section`]); each passage's table rows are kept to
+/// the periods `focus` asks about ([`crate::genre::financial::period_focus`]: the spans it names, and the document's own
 /// period when it asks for that period), then its
 /// pieces (sentences, split after ". " and at line breaks, and table lines) compete for one shared budget
 /// of `budget_chars` characters: every passage shown gets its piece sharing most words with `focus`
@@ -179,15 +182,14 @@ pub fn number_excerpts_from(first: usize, passages: &[Passage], excerpts: &[Stri
 /// whole, a longer one keeps its sentences sharing most words with `focus` (so a fact near a long chunk's
 /// end is not cut off the way a plain prefix cuts it); a smaller budget moves characters from the weaker sentences of every passage to the stronger ones (issue 36: fewer
 /// prompt tokens, the figure-bearing rows kept — docs/ANSWERS.md, "Session 6").
-pub fn passage_excerpts(passages: &[Passage], focus: &str, max_chars_each: usize, budget_chars: usize) -> Vec<String> {
-    let texts: Vec<String> = passages
-        .iter()
-        .map(|p| {
-            let text = crate::table_section::label_rows_by_section(p);
-            let spans = crate::period_focus::keep_question_periods(&text, focus);
-            crate::period_focus::keep_document_period(&spans, p, focus)
-        })
-        .collect();
+pub fn passage_excerpts(
+    genre: &dyn Genre,
+    passages: &[Passage],
+    focus: &str,
+    max_chars_each: usize,
+    budget_chars: usize,
+) -> Vec<String> {
+    let texts: Vec<String> = passages.iter().map(|p| genre.shown_text(p, focus)).collect();
     excerpts(texts, focus, max_chars_each, budget_chars)
 }
 
@@ -776,7 +778,7 @@ pub struct ClaimCheck {
 /// A citation the claim check corrected: the text before a marker states figures that none of the
 /// passages it cited holds, but one passage the answer was written from holds them all (and names the
 /// quarter the text names, if any) — or, when none does, two or three of them together
-/// ([`MOST_COVERING`]); or a paragraph states such figures and cites nothing.
+/// ([`crate::claims::MOST_COVERING`]); or a paragraph states such figures and cites nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CitationRepair {
     /// The text the marker belongs to, without markers.
@@ -794,6 +796,15 @@ pub struct CitationRepair {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pipeline's excerpts with the financial genre, as the default run reads.
+    fn passage_excerpts(passages: &[Passage], focus: &str, each: usize, budget: usize) -> Vec<String> {
+        super::passage_excerpts(&crate::genre::Financial, passages, focus, each, budget)
+    }
+
+    fn number_passages(passages: &[Passage], focus: &str, each: usize, budget: usize) -> (String, usize) {
+        super::number_passages(&crate::genre::Financial, passages, focus, each, budget)
+    }
     use crate::text::word_stems;
 
     #[test]

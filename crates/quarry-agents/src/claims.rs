@@ -17,6 +17,7 @@
 use crate::answer::{pieces, Citation, Piece};
 use crate::answer::{CitationRepair, ClaimCheck};
 use crate::figures::{figures, states, Figure, FigureKind};
+use crate::genre::Genre;
 use crate::quarter::quarters;
 use crate::text::is_decline;
 use regex::Regex;
@@ -296,31 +297,30 @@ struct MeasuredRow {
     /// The row's label, after its table section when it has one ("Operating Income (Loss): AWS").
     name: String,
     /// The line items its label names, or its section's when the label names none (a segment's row
-    /// under "Operating Income"; [`crate::line_item::measured_items`]).
+    /// under "Operating Income"; [`crate::genre::financial::line_item::measured_items`]).
     items: Vec<usize>,
     /// The figures the row states.
     figures: Vec<Figure>,
 }
 
 impl MeasuredRow {
-    fn of(section: &str, label: &str, line: &str) -> Self {
-        let (items, _) = crate::line_item::measured_items(section, label);
+    fn of(section: &str, label: &str, items: Vec<usize>, line: &str) -> Self {
         let name = if section.is_empty() { label.to_string() } else { format!("{section}: {label}") };
         MeasuredRow { name, items, figures: figures(line) }
     }
 }
 
-/// `passage`'s table rows ([`crate::table_section::rows_with_sections`], and rows of one cell,
+/// `passage`'s table rows ([`crate::genre::financial::table_section::rows_with_sections`], and rows of one cell,
 /// [`crate::text::row_label`]) and the figures of its other lines and context line.
-fn rows_and_prose(passage: &quarry_core::Passage) -> (Vec<MeasuredRow>, Vec<Figure>) {
-    let mut table = crate::table_section::rows_with_sections(passage).into_iter().peekable();
+fn rows_and_prose(passage: &quarry_core::Passage, genre: &dyn Genre) -> (Vec<MeasuredRow>, Vec<Figure>) {
+    let mut table = genre.table_rows(passage).into_iter().peekable();
     let mut rows = Vec::new();
     let mut prose = figures(&passage.context);
     for line in passage.text.split('\n') {
-        if let Some((section, label, _)) = table.next_if(|(_, _, row)| std::ptr::eq(*row, line)) {
-            rows.push(MeasuredRow::of(&section, label, line));
+        if let Some(row) = table.next_if(|row| std::ptr::eq(row.line, line)) {
+            rows.push(MeasuredRow::of(&row.section, row.label, row.items, line));
         } else if let Some(label) = crate::text::row_label(line) {
-            rows.push(MeasuredRow::of("", label, line));
+            rows.push(MeasuredRow::of("", label, genre.line_items(label), line));
         } else {
             prose.extend(figures(line));
         }
@@ -329,13 +329,13 @@ fn rows_and_prose(passage: &quarry_core::Passage) -> (Vec<MeasuredRow>, Vec<Figu
 }
 
 impl RowsRead {
-    fn of(sources: &[Citation]) -> Self {
-        let (rows, prose) = sources.iter().map(|c| rows_and_prose(&c.passage)).unzip();
+    fn of(sources: &[Citation], genre: &dyn Genre) -> Self {
+        let (rows, prose) = sources.iter().map(|c| rows_and_prose(&c.passage, genre)).unzip();
         RowsRead { rows, prose }
     }
 
     /// The row of another line item that a claim's `figure` was read from: when the claim names line
-    /// items (`named`, [`crate::line_item::line_items`]) and every place the passages `numbers` (all
+    /// items (`named`, [`crate::genre::financial::line_item::line_items`]) and every place the passages `numbers` (all
     /// known) state `figure` is a table row measuring another item, that row's name ("Operating income",
     /// "Operating Income (Loss): AWS"). `None` — nothing to report — when a row of a named item, a row
     /// that names no item (a segment's row with no section), a line of prose or the context line states
@@ -360,7 +360,7 @@ impl RowsRead {
     }
 }
 
-/// Each figure of the claim `text` with the line items ([`crate::line_item::line_items`], by index) it
+/// Each figure of the claim `text` with the line items ([`crate::genre::financial::line_item::line_items`], by index) it
 /// is stated for: those the text names between the figure before it (or the sentence's start) and it —
 /// "operating expenses were $14,316 million …, lower than its revenue, which was $12,755 million" states
 /// the second amount for revenue alone — or, when that stretch names none ("revenue and operating
@@ -370,7 +370,12 @@ impl RowsRead {
 /// is not what that figure is stated for: the stretch is read from its first comma, semicolon or
 /// closing bracket.
 /// `stated` are the claim's figures with their offsets ([`crate::figures::figures_at`]).
-fn items_of_figures<'a>(text: &str, stated: &'a [(usize, Figure)], named: &[usize]) -> Vec<(&'a Figure, Vec<usize>)> {
+fn items_of_figures<'a>(
+    text: &str,
+    stated: &'a [(usize, Figure)],
+    named: &[usize],
+    genre: &dyn Genre,
+) -> Vec<(&'a Figure, Vec<usize>)> {
     let mut out = Vec::with_capacity(stated.len());
     let mut from = 0;
     let mut after_percent = false;
@@ -379,7 +384,7 @@ fn items_of_figures<'a>(text: &str, stated: &'a [(usize, Figure)], named: &[usiz
         if after_percent && stretch.trim_start().starts_with("of ") {
             stretch = stretch.find([',', ';', ')']).map_or("", |end| &stretch[end + 1..]);
         }
-        let near = crate::line_item::line_items(stretch);
+        let near = genre.line_items(stretch);
         from = at + text[at..].find(figure.text.as_str()).map_or(0, |start| start + figure.text.len());
         after_percent = figure.kind == FigureKind::Percent;
         // A percentage names its base after it ("26% of its revenues" under operating expenses' row "% of
@@ -534,7 +539,7 @@ impl SourcesRead {
 /// statement that the documents do not answer) are left out, and so is the label Quarry writes at the
 /// start of a document's line (`- **file** (period): `, [`crate::text::split_line_head`]) when
 /// it names one of `sources`' files.
-pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
+pub fn check_claims(markdown: &str, sources: &[Citation], genre: &dyn Genre) -> Vec<ClaimCheck> {
     let mut list = sentences(markdown);
     // A sentence without markers borrows the markers of the next sentence of its paragraph.
     for i in (0..list.len()).rev() {
@@ -545,7 +550,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
         }
     }
     let read = SourcesRead::of(sources);
-    let rows = RowsRead::of(sources);
+    let rows = RowsRead::of(sources, genre);
     let mut out = Vec::new();
     for s in list {
         // Quarry's own label on a document's line (`- **file** (period): `) is no claim of the model's.
@@ -587,8 +592,8 @@ pub fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
                 .into_iter()
                 .filter(|name| !known.iter().any(|n| names_in(name, &read.words[n - 1], &read.compact[n - 1])))
                 .collect();
-            let named = crate::line_item::line_items(&text);
-            let other_item: Vec<String> = items_of_figures(&text, &stated, &named)
+            let named = genre.line_items(&text);
+            let other_item: Vec<String> = items_of_figures(&text, &stated, &named, genre)
                 .into_iter()
                 .filter_map(|(f, items)| {
                     rows.other_line_item(&known, f, &items).map(|row| format!("{} ({row})", f.text))
@@ -836,6 +841,11 @@ pub fn supported_share(checks: &[ClaimCheck]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The claim check with the financial genre, as the default run reads.
+    fn check_claims(markdown: &str, sources: &[Citation]) -> Vec<ClaimCheck> {
+        super::check_claims(markdown, sources, &crate::genre::Financial)
+    }
     use quarry_core::Passage;
 
     #[test]

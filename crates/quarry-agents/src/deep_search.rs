@@ -167,7 +167,7 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
                 not_judged = fresh.len() - index * config.relevance_batch.max(1);
                 break;
             }
-            let (text, used) = number_passages(batch, question, config.judge_chars, usize::MAX);
+            let (text, used) = number_passages(config.genre.layer(), batch, question, config.judge_chars, usize::MAX);
             let request = prompts::RELEVANCE
                 .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
                 .with_schema(numbers_schema("relevant"));
@@ -230,7 +230,8 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         }
 
         // Reflection: what have the passages established, and what is still missing?
-        let (text, _) = number_passages(&kept, question, config.judge_chars, config.context_chars);
+        let (text, _) =
+            number_passages(config.genre.layer(), &kept, question, config.judge_chars, config.context_chars);
         let history = asked.iter().flatten().map(|q| format!("- {q}")).collect::<Vec<_>>().join("\n");
         let max = config.max_gap_queries.to_string();
         let request = prompts::REFLECTION

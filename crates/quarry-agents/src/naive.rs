@@ -90,7 +90,7 @@ pub fn naive_reading(question: &str, found: &[quarry_core::Passage], config: &cr
 /// The passage whose document `question` names among those read (`read`, best first): the first, when
 /// its context line shares a word with the question ([`crate::document_match::context_overlap`]); none
 /// named, `None`. Its document's unread passages are where the quote under the answer may find the table
-/// row the search did not rank (an "inventory levels" question's balance-sheet line: [`crate::key_quote`]).
+/// row the search did not rank (an "inventory levels" question's balance-sheet line: [`crate::genre::financial::key_quote`]).
 fn named_document<'a>(question: &str, read: &'a [quarry_core::Passage]) -> Option<&'a quarry_core::Passage> {
     read.first().filter(|p| crate::document_match::context_overlap(question, p) > 0)
 }

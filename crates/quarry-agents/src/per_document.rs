@@ -14,7 +14,7 @@
 //! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list.
 //!
 //! Under each line, the document's own row or sentence that answers is quoted when the model's words
-//! leave its figures out ([`crate::key_quote`]) — from the passages its call read or, failing those,
+//! leave its figures out ([`crate::genre::financial::key_quote`]) — from the passages its call read or, failing those,
 //! from the document's further passages among the search's candidates, which no call reads (a call
 //! reads two passages of at most 500 characters). A passage only a quote cites is numbered after every
 //! passage read, so the prompts stay as they are, and joins the answer's sources. A line that only
@@ -66,7 +66,13 @@ pub async fn answer_per_document(
         .documents
         .iter()
         .map(|document| {
-            passage_excerpts(document, question, run.config.document_passage_chars, run.config.context_chars)
+            passage_excerpts(
+                run.genre(),
+                document,
+                question,
+                run.config.document_passage_chars,
+                run.config.context_chars,
+            )
         })
         .collect();
     let read_total: usize = excerpts.iter().map(Vec::len).sum();
@@ -176,8 +182,14 @@ pub async fn answer_per_document(
         };
         run.emit(AgentEvent::AnswerDelta { text: transition.to_string() });
         markdown.push_str(transition);
-        let (text, _) =
-            number_passages_from(1, &passages, question, run.config.passage_chars, run.config.context_chars);
+        let (text, _) = number_passages_from(
+            run.genre(),
+            1,
+            &passages,
+            question,
+            run.config.passage_chars,
+            run.config.context_chars,
+        );
         let mut request = prompts::ANSWER.request(
             &[("passages", &text), ("question", question), ("in_question_language", &language)],
             run.config.answer_max_tokens,

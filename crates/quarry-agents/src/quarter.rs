@@ -1,6 +1,6 @@
 //! The quarters a text names — a question, a document's context line, a file name, a claim — read one
 //! way for every use: the document match ([`crate::document_match`]: which filing a question means), the
-//! period focus ([`crate::period_focus`]: which table columns it asks for) and the claim check
+//! period focus ([`crate::genre::financial::period_focus`]: which table columns it asks for) and the claim check
 //! ([`crate::claims`]: whether a cited passage names the period a claim states).
 //!
 //! Forms read (case aside): "Q1 2024", "Q1'2024", "Q1 FY2024", "Q1 of fiscal 2024"; the year-first labels

@@ -204,7 +204,7 @@ pub async fn write_research_report(
 
 async fn plan_sections(run: &Run, topic: &str, first: &[Passage], max: usize) -> Result<Vec<Plan>, AgentError> {
     let fallback = || vec![Plan { title: topic.to_string(), focus: topic.to_string() }];
-    let (text, _) = number_passages(first, topic, run.config.judge_chars, run.config.context_chars);
+    let (text, _) = number_passages(run.genre(), first, topic, run.config.judge_chars, run.config.context_chars);
     let max_text = max.to_string();
     let schema = serde_json::json!({
         "type": "object",
@@ -286,7 +286,8 @@ async fn write_section(
     if passages.is_empty() {
         return Ok(("The documents hold no passage on this part of the topic.".into(), 0));
     }
-    let (text, used) = number_passages(passages, &section.focus, run.config.passage_chars, run.config.context_chars);
+    let (text, used) =
+        number_passages(run.genre(), passages, &section.focus, run.config.passage_chars, run.config.context_chars);
     let mut request = prompts::REPORT_SECTION.request(
         &[("topic", topic), ("section", &section.title), ("focus", &section.focus), ("passages", &text)],
         config.section_max_tokens,

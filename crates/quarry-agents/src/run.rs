@@ -3,6 +3,7 @@
 
 use crate::answer::{citations_for, number_excerpts_from, passage_excerpts, Answer};
 use crate::events::{AgentEvent, EventSink};
+use crate::genre::GenreKind;
 use crate::prompts::Prompt;
 use quarry_core::{ChatError, ChatModel, ChatRequest, ChatResponse, Passage, Retriever, TokenUsage};
 use std::sync::{Arc, Mutex};
@@ -71,12 +72,16 @@ pub struct AgentConfig {
     pub search_seconds: Option<f64>,
     /// Most sentences or table rows of the passages read quoted under the model's answer (under each
     /// document's line of a per-document answer), those that answer the question and whose figures the
-    /// answer leaves out ([`crate::key_quote`]); 0 quotes nothing. Default 2: over the 98 sec-10-q
+    /// answer leaves out ([`crate::genre::financial::key_quote`]); 0 quotes nothing. Default 2: over the 98 sec-10-q
     /// questions with Qwen2.5-Coder-1.5B one quote raised the key-fact score from 0.453 to 0.498, the
     /// model's words unchanged (docs/ANSWERS.md, "Session 27"); over the 63 single-document ones, two
     /// quotes from the whole passages stated 70 reference figures of 164 where one stated 67, three 70
     /// (docs/ANSWERS.md, "Session 29").
     pub quoted_pieces: usize,
+    /// The genre layer the answer pipeline consults ([`crate::genre`]): what a prompt shows of a
+    /// passage, the quote under an answer, the line items the claim check reads. Default
+    /// [`GenreKind::Financial`]; [`GenreKind::General`] runs the pipeline with no genre knowledge.
+    pub genre: GenreKind,
 }
 
 impl Default for AgentConfig {
@@ -100,6 +105,7 @@ impl Default for AgentConfig {
             question_typed_by_person: true,
             search_seconds: Some(DEFAULT_SEARCH_SECONDS),
             quoted_pieces: 2,
+            genre: GenreKind::Financial,
         }
     }
 }
@@ -210,7 +216,7 @@ pub struct QuoteSources<'a> {
     pub further_first: usize,
     /// The rest of a document, beyond the search's candidates (its order), taken after `further` and
     /// numbered after it: only a table row whose label names what the question asks for is quoted from
-    /// these ([`crate::key_quote::key_quotes`]'s `rows_only`), not a sentence that shares words with it.
+    /// these ([`crate::genre::Genre::key_quotes`]'s `rows_only`), not a sentence that shares words with it.
     pub rows_only: &'a [Passage],
 }
 
@@ -260,6 +266,11 @@ impl Run {
     /// Model calls and tokens so far.
     pub fn stats(&self) -> (usize, TokenUsage) {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The genre layer of this run ([`AgentConfig::genre`]).
+    pub fn genre(&self) -> &'static dyn crate::genre::Genre {
+        self.config.genre.layer()
     }
 
     /// Seconds since the run started.
@@ -442,7 +453,8 @@ impl Run {
         let mut further_quoted: Vec<Passage> = Vec::new();
         let nothing_found = passages.is_empty();
         // The excerpts the prompt shows.
-        let excerpts = passage_excerpts(&passages, question, self.config.passage_chars, self.config.context_chars);
+        let excerpts =
+            passage_excerpts(self.genre(), &passages, question, self.config.passage_chars, self.config.context_chars);
         let text = number_excerpts_from(1, &passages, &excerpts);
         let passages: Vec<Passage> = passages.into_iter().take(excerpts.len()).collect();
         // Quarry's own lines speak the question's language (Chinese or English).
@@ -513,10 +525,10 @@ impl Run {
     }
 
     /// The quote under `answer` to `question`, streamed and returned: `separator` then
-    /// `From the passages: “…” [n]` ([`crate::key_quote::render_quotes`]) with at most
-    /// [`AgentConfig::quoted_pieces`] pieces ([`crate::key_quote::key_quotes`]) of `sources` — the passages
+    /// `From the passages: “…” [n]` ([`crate::genre::render_quotes`]) with at most
+    /// [`AgentConfig::quoted_pieces`] pieces ([`crate::genre::Genre::key_quotes`]) of `sources` — the passages
     /// the answer was written from, then any further ones of the same documents, each whole
-    /// ([`crate::key_quote::quotable_texts`]); a piece of a passage read ranks before an equal one of a
+    /// ([`crate::genre::Genre::quotable_text`]); a piece of a passage read ranks before an equal one of a
     /// further passage. `None` (nothing emitted) when no piece is to be quoted. The one place NaiveRAG's
     /// answer, each per-document line and the per-document fallback get their quote.
     pub fn quote_under(
@@ -527,10 +539,11 @@ impl Run {
         separator: &str,
     ) -> Option<QuoteLine> {
         let QuoteSources { read, first, further, further_first, rows_only } = sources;
-        let texts = crate::key_quote::quotable_texts(read);
+        let genre = self.genre();
+        let texts: Vec<String> = read.iter().map(|p| genre.quotable_text(p)).collect();
         // Borrowed, not copied: `rows_only` may be the rest of a whole filing; only a passage quoted is cloned.
         let unread: Vec<&Passage> = further.iter().chain(rows_only).collect();
-        let further_texts = crate::key_quote::quotable_texts(unread.iter().copied());
+        let further_texts: Vec<String> = unread.iter().map(|p| genre.quotable_text(p)).collect();
         // A further passage is numbered `further_first + its index` (the rest of the document after the
         // candidates) while the quotes are chosen, then renumbered in the order the quotes cite them, so
         // the numbers the answer gains have no gaps.
@@ -545,7 +558,7 @@ impl Run {
             texts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
         candidates.extend(numbered(0, further.len()));
         let rows = numbered(further.len(), unread.len());
-        let mut quotes = crate::key_quote::key_quotes(question, answer, &candidates, &rows, self.config.quoted_pieces);
+        let mut quotes = genre.key_quotes(question, answer, &candidates, &rows, self.config.quoted_pieces);
         if quotes.is_empty() {
             return None;
         }
@@ -565,7 +578,7 @@ impl Run {
             quote.number = further_first + place;
         }
         let chinese = quarry_core::is_mostly_cjk(question);
-        let text = format!("{separator}{}", crate::key_quote::render_quotes(&quotes, chinese));
+        let text = format!("{separator}{}", crate::genre::render_quotes(&quotes, chinese));
         self.emit(AgentEvent::AnswerDelta { text: text.clone() });
         Some(QuoteLine { text, further_quoted: further_quoted.into_iter().map(|(_, p)| p).collect() })
     }
@@ -614,7 +627,8 @@ impl Run {
             (crate::answer::canonical_markers(&repaired, passages.len()), repairs)
         };
         let (citations, sources) = citations_for(&markdown, &passages);
-        let claims = if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources) };
+        let claims =
+            if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources, self.genre()) };
         // Quarry's own line naming the cited documents' periods, after the claim check (it is no claim of
         // the model's); streamed too, so the person reads what the answer holds.
         let chinese = quarry_core::is_mostly_cjk(question);

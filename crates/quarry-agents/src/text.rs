@@ -131,7 +131,7 @@ pub(crate) fn row_label(piece: &str) -> Option<&str> {
     (piece.ends_with(')') && amount).then(|| &piece[..value_start])
 }
 
-/// The words [`render_quotes`] starts a quote with, English and Chinese. A quote under a per-document
+/// The words [`crate::genre::render_quotes`] starts a quote with, English and Chinese. A quote under a per-document
 /// line follows the model's words on the same line; the claim check starts a new sentence here, so the
 /// model's words and the quote are each checked for themselves ([`crate::claims`]).
 pub(crate) const QUOTE_LEAD_INS: [&str; 2] = ["From the passages: ", "段落原文："];
@@ -145,7 +145,7 @@ pub(crate) fn amounts(text: &str) -> Vec<crate::figures::Figure> {
 }
 
 /// Whether `text` states an amount, a percentage or a number (a date alone does not count). An answer
-/// that does has found its row: [`key_quotes`] then quotes no row for its label alone and looks through
+/// that does has found its row: [`crate::genre::financial::key_quote::key_quotes`] then quotes no row for its label alone and looks through
 /// no rest of a document, so a caller need not read one.
 pub fn states_amount(text: &str) -> bool {
     !amounts(text).is_empty()

@@ -60,7 +60,7 @@ impl Default for ChunkerConfig {
 /// (so each has one heading path), but do run across PDF pages (`page_start..=page_end`). A PDF chunk
 /// has no heading path, except one that starts inside a table below a later section line of it
 /// ("Operating Income" after the "Revenue" rows): that section is its heading path, so its first rows can
-/// be told from the same labels under the earlier section (`quarry_agents::table_section`).
+/// be told from the same labels under the earlier section (`quarry_agents::genre::financial::table_section`).
 pub struct Chunker {
     splitter: text_splitter::TextSplitter<ChunkSizer>,
     /// The same sizer as the splitter's, to report each chunk's length.

@@ -3,5 +3,6 @@
 
 mod fakes;
 mod flows;
+mod genre;
 mod report;
 mod research;

@@ -229,12 +229,18 @@ fn mean(values: &[f64]) -> Option<f64> {
 /// The passages as the answering model reads them: those that fit its prompt, each with the excerpt the
 /// prompt shows of it ([`quarry_agents::answer::passage_excerpts`] with `config`'s limits).
 fn as_read(passages: &[Passage], question: &str, config: &AgentConfig) -> Vec<Passage> {
-    as_read_with(passages, question, config.passage_chars, config.context_chars)
+    as_read_with(passages, question, config.passage_chars, config.context_chars, config)
 }
 
 /// [`as_read`] with `passage_chars` a passage (a per-document answer's limit) and `context_chars` in all.
-fn as_read_with(passages: &[Passage], question: &str, passage_chars: usize, context_chars: usize) -> Vec<Passage> {
-    quarry_agents::answer::passage_excerpts(passages, question, passage_chars, context_chars)
+fn as_read_with(
+    passages: &[Passage],
+    question: &str,
+    passage_chars: usize,
+    context_chars: usize,
+    config: &AgentConfig,
+) -> Vec<Passage> {
+    quarry_agents::answer::passage_excerpts(config.genre.layer(), passages, question, passage_chars, context_chars)
         .into_iter()
         .zip(passages)
         .map(|(text, p)| Passage { text, ..p.clone() })
@@ -354,7 +360,13 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
                     tied.documents
                         .iter()
                         .flat_map(|document| {
-                            as_read_with(document, &q.text, config.document_passage_chars, config.context_chars)
+                            as_read_with(
+                                document,
+                                &q.text,
+                                config.document_passage_chars,
+                                config.context_chars,
+                                &config,
+                            )
                         })
                         .collect(),
                 ),

@@ -73,7 +73,7 @@ pub(crate) fn rows_with_sections(passage: &Passage) -> Vec<(String, &str, &str)>
 /// The table rows of a plain `text` (a passage's text, or [`label_rows_by_section`]'s) that sit under a
 /// section line, each as `(start, end, section)`: the row line's byte range in `text` and the section's
 /// name, read as [`scan`] reads a passage (no heading path carried). For the quote under an answer,
-/// which tells what a row whose label is a segment's name measures ([`crate::key_quote`]).
+/// which tells what a row whose label is a segment's name measures ([`crate::genre::financial::key_quote`]).
 pub(crate) fn sections_of_rows(text: &str) -> Vec<(usize, usize, String)> {
     let scan = scan_text(text, None);
     scan.lines

@@ -27,15 +27,16 @@
 //! A quote is shown as its whole sentence when a PDF's text layer wrapped it over several lines: the
 //! lines are chosen among as they are, then joined ([`whole_sentence`]; docs/ANSWERS.md, "Session 32").
 //!
-//! The question's words and the passages' are matched in one vocabulary of line items ([`crate::line_item::SAME_LINE_ITEM`]):
+//! The question's words and the passages' are matched in one vocabulary of line items ([`crate::genre::financial::line_item::SAME_LINE_ITEM`]):
 //! "net sales" is revenue, "cost of sales" is cost of revenue, whichever a filer prints (docs/ANSWERS.md,
 //! "Session 33").
 //!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
 use crate::figures::{figures, key_figures, states, FigureKind};
-use crate::line_item::{one_vocabulary, whole_words};
-use crate::text::{amounts, row_label, states_amount, QUOTE_LEAD_INS};
+use crate::genre::financial::line_item::{one_vocabulary, whole_words};
+use crate::genre::KeyQuote;
+use crate::text::{amounts, row_label, states_amount};
 use crate::text::{sentence_pieces, stems};
 use std::collections::HashSet;
 
@@ -47,16 +48,6 @@ pub const MIN_SHARED_WORDS: usize = 2;
 /// Most characters of a quote; a longer piece is cut after its last `; ` (a table row's column) before
 /// the limit, or at the limit, and ends with ` …`.
 pub const QUOTE_CHARS: usize = 400;
-
-/// A piece of a passage quoted under an answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyQuote {
-    /// The number of the passage it is quoted from, as the answer's markers number it.
-    pub number: usize,
-    /// The piece as the passage writes it (cut to [`QUOTE_CHARS`]); a total row with the rows above it
-    /// that it adds up (at most [`TOTAL_WITH_PARTS_CHARS`], [`with_parts`]).
-    pub text: String,
-}
 
 /// The pieces of `texts` to quote under `answer` to `question`: of the `most` pieces that share the
 /// most asked-for words with it, those whose figures the answer leaves out, best first. `texts` are
@@ -85,7 +76,7 @@ pub fn key_quotes(
     let wanted = asked_words(question);
     let asked = asked_whole_words(question, &wanted);
     let modifiers = asked_modifiers(question, &asked);
-    let asked_items = crate::line_item::line_items(question);
+    let asked_items = crate::genre::financial::line_item::line_items(question);
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
@@ -95,7 +86,7 @@ pub fn key_quotes(
     let rows_only = if answered_with_amount { &[] } else { rows_only };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
-        let sections = crate::table_section::sections_of_rows(text);
+        let sections = crate::genre::financial::table_section::sections_of_rows(text);
         for piece in sentence_pieces(text) {
             let piece = bare(piece);
             if !states_amount(piece) || measures_another_item(text, piece, &sections, &asked_items) {
@@ -169,18 +160,18 @@ pub fn key_quotes(
         })
 }
 
-/// A row label without the table section [`crate::table_section`] names it under: "Operating expenses:
+/// A row label without the table section [`crate::genre::financial::table_section`] names it under: "Operating expenses:
 /// Total operating expenses" → "Total operating expenses".
 fn own_label(label: &str) -> &str {
     label.rsplit(": ").next().unwrap_or(label).trim_start()
 }
 
 /// The first `most` of `ranked` (best first), except that when the question names two or more line items
-/// (`asked_items`, [`crate::line_item::line_items`]: "How did Apple's operating expenses … compare to its
+/// (`asked_items`, [`crate::genre::financial::line_item::line_items`]: "How did Apple's operating expenses … compare to its
 /// revenue …?") each piece after the first is the best-ranked one that measures an asked item no piece
 /// before it measures, while one does: a question on two line items is answered by a row of each, and
 /// the second-best piece for the first item (the same total in another table) added nothing. A piece
-/// measures what its row label names, or what a sentence names ([`crate::line_item::line_items`]).
+/// measures what its row label names, or what a sentence names ([`crate::genre::financial::line_item::line_items`]).
 fn covering_asked_items<'a>(
     mut ranked: Vec<(usize, usize, &'a str)>,
     asked_items: &[usize],
@@ -191,7 +182,7 @@ fn covering_asked_items<'a>(
         return ranked;
     }
     let measures = |piece: &str| -> Vec<usize> {
-        crate::line_item::line_items(row_label(piece).unwrap_or(piece))
+        crate::genre::financial::line_item::line_items(row_label(piece).unwrap_or(piece))
             .into_iter()
             .filter(|item| asked_items.contains(item))
             .collect()
@@ -319,25 +310,14 @@ fn quote_pieces(text: &str) -> Vec<&str> {
 }
 
 /// The texts the quote under an answer is chosen from: each of `passages` whole, its table rows naming
-/// the section they sit under where the prompt's excerpts name it ([`crate::table_section`]), every
+/// the section they sit under where the prompt's excerpts name it ([`crate::genre::financial::table_section`]), every
 /// period's columns kept — not only the excerpts the answer prompt showed. The quote asks no model, so it
 /// need not fit the prompt's budget. Over the 63 single-document sec-10-q questions with
 /// Qwen2.5-Coder-1.5B's recorded answers, quoting two pieces of the whole passages stated 70 reference
 /// figures of 164, against 64 for one piece of the excerpts and 68 for two pieces of the whole passages
 /// kept to the question's periods (docs/ANSWERS.md, "Session 29"). Same length and order as `passages`.
 pub fn quotable_texts<'p>(passages: impl IntoIterator<Item = &'p quarry_core::Passage>) -> Vec<String> {
-    passages.into_iter().map(crate::table_section::label_rows_by_section).collect()
-}
-
-/// `quotes` as the answer shows them: `From the passages: “…” [n]`, further quotes after `; `
-/// (Chinese: `段落原文：“…” [n]；“…” [m]`). Empty for no quote.
-pub fn render_quotes(quotes: &[KeyQuote], chinese: bool) -> String {
-    let each: Vec<String> = quotes.iter().map(|q| format!("“{}” [{}]", q.text, q.number)).collect();
-    match (each.is_empty(), chinese) {
-        (true, _) => String::new(),
-        (false, true) => format!("{}{}", QUOTE_LEAD_INS[1], each.join("；")),
-        (false, false) => format!("{}{}", QUOTE_LEAD_INS[0], each.join("; ")),
-    }
+    passages.into_iter().map(crate::genre::financial::table_section::label_rows_by_section).collect()
 }
 
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
@@ -374,7 +354,7 @@ const LABEL_QUALIFIERS: &[&str] = &["total", "net"];
 /// Words of a balance sheet's sections ("Current assets", "Non-current liabilities"), as [`whole_words`]
 /// writes them: they say where a row stands on the sheet, not what it measures. Apple's balance sheet
 /// repeats "Marketable securities" under current and non-current assets, so each of its rows is read
-/// with its section ([`crate::table_section`]): "Current assets: Inventories".
+/// with its section ([`crate::genre::financial::table_section`]): "Current assets: Inventories".
 const BALANCE_SHEET_SECTIONS: &[&str] = &["current", "non", "noncurrent", "asset", "liability"];
 
 /// The words of `question` ([`whole_words`]) whose stem is one of `wanted` (what it asks for,
@@ -418,10 +398,10 @@ fn label_is_asked_for(
 
 /// Whether `piece`, a table row of `text` whose label names no line item ("AWS", "Services", "More
 /// Personal Computing": a segment's name), sits under a section that names line items none of which the
-/// question asks for (`asked_items`, [`crate::line_item::line_items`]): Amazon's "AWS: 4,883 million
+/// question asks for (`asked_items`, [`crate::genre::financial::line_item::line_items`]): Amazon's "AWS: 4,883 million
 /// (…)" under "Operating income (loss)" is no answer on AWS revenue, nor Apple's "Services: 14,842
 /// million" under "Gross margin:" on Services revenue — the claim check's rule for a figure read from
-/// another line item's row ([`crate::claims`]; one rule, [`crate::line_item::measured_items`]), applied
+/// another line item's row ([`crate::claims`]; one rule, [`crate::genre::financial::line_item::measured_items`]), applied
 /// before quoting (docs/ANSWERS.md, "Session 35").
 /// False when the question names no line item, the label names one, or the section names none.
 fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
@@ -431,8 +411,10 @@ fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, Str
     let Some(label) = row_label(piece) else { return false };
     let Some(at) = offset_in(text, piece) else { return false };
     let section = sections.iter().find(|(start, end, _)| *start <= at && at < *end).map_or("", |(_, _, s)| s);
-    let (items, by) = crate::line_item::measured_items(section, label);
-    by == crate::line_item::MeasuredBy::Section && !items.is_empty() && !items.iter().any(|i| asked_items.contains(i))
+    let (items, by) = crate::genre::financial::line_item::measured_items(section, label);
+    by == crate::genre::financial::line_item::MeasuredBy::Section
+        && !items.is_empty()
+        && !items.iter().any(|i| asked_items.contains(i))
 }
 
 /// For each of the question's `asked` words, the asked words written right before it (no stop word
@@ -474,6 +456,7 @@ fn cut(piece: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::genre::render_quotes;
 
     const ROWS: &str = "Research and development: $7,709 million (three months ended December 31, 2022); \
                         $6,306 million (three months ended December 25, 2021)\n\

@@ -1,5 +1,5 @@
 //! One vocabulary for the line items of financial statements: filers name one line differently ("Net
-//! sales" / "Revenue"), and a question, a quote ([`crate::key_quote`]) and a claim ([`crate::claims`])
+//! sales" / "Revenue"), and a question, a quote ([`crate::genre::financial::key_quote`]) and a claim ([`crate::claims`])
 //! are matched to a filing's rows only when they are read in the same words.
 
 use crate::text::stems;
@@ -141,7 +141,7 @@ pub(crate) enum MeasuredBy {
 /// The line items ([`LINE_ITEMS`], by index) a table row with `label` under `section` (empty when none)
 /// measures: its label's ([`line_items`]), else its section's, with where they were read. One rule for
 /// the claim check's "figure read from another line item's row" ([`crate::claims`]) and the quote's
-/// "segment row under another item's section" ([`crate::key_quote`]).
+/// "segment row under another item's section" ([`crate::genre::financial::key_quote`]).
 pub(crate) fn measured_items(section: &str, label: &str) -> (Vec<usize>, MeasuredBy) {
     let items = line_items(label);
     if items.is_empty() {

@@ -1,0 +1,61 @@
+//! The financial genre: financial statements and filings (10-Q, 10-K, annual and half-year reports).
+//! What it adds to the pipeline, each measured on the sec-10-q set (docs/ANSWERS.md):
+//! - [`table_section`]: a table row names the section it sits under where its label repeats;
+//! - [`period_focus`]: a row's cells of other spans than the question's (nine months for a quarter's
+//!   question) are left out of the prompt;
+//! - [`key_quote`]: the filing's own row or sentence quoted under an answer that leaves its figures out;
+//! - [`line_item`]: one vocabulary of line items ("net sales" / "revenue"), so the claim check can mark
+//!   a figure read from another item's row.
+
+pub mod key_quote;
+pub mod line_item;
+pub mod period_focus;
+pub mod table_section;
+
+use super::{Genre, KeyQuote, TableRow};
+use quarry_core::Passage;
+
+/// The financial-statements genre ([`self`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Financial;
+
+impl Genre for Financial {
+    fn name(&self) -> &'static str {
+        "financial"
+    }
+
+    fn shown_text(&self, passage: &Passage, focus: &str) -> String {
+        let text = table_section::label_rows_by_section(passage);
+        let spans = period_focus::keep_question_periods(&text, focus);
+        period_focus::keep_document_period(&spans, passage, focus)
+    }
+
+    fn quotable_text(&self, passage: &Passage) -> String {
+        table_section::label_rows_by_section(passage)
+    }
+
+    fn key_quotes(
+        &self,
+        question: &str,
+        answer: &str,
+        texts: &[(usize, &str)],
+        rows_only: &[(usize, &str)],
+        most: usize,
+    ) -> Vec<KeyQuote> {
+        key_quote::key_quotes(question, answer, texts, rows_only, most)
+    }
+
+    fn line_items(&self, text: &str) -> Vec<usize> {
+        line_item::line_items(text)
+    }
+
+    fn table_rows<'p>(&self, passage: &'p Passage) -> Vec<TableRow<'p>> {
+        table_section::rows_with_sections(passage)
+            .into_iter()
+            .map(|(section, label, line)| {
+                let (items, _) = line_item::measured_items(&section, label);
+                TableRow { section, label, line, items }
+            })
+            .collect()
+    }
+}

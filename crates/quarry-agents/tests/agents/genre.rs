@@ -1,0 +1,141 @@
+//! The whole pipeline over a library that is not financial, with the genre layer off
+//! ([`GenreKind::General`]): passages are shown as ingested, nothing is quoted under an answer, and the
+//! claim check and citation repair read figures and names alone. The passages are the text of two NTSB
+//! accident reports of the sample library (`assets/sample-library/ntsb/20080102X00002.pdf` and
+//! `20080102X00005.pdf`, as `pdftotext -layout` reads them).
+
+use crate::fakes::{text, MemoryRetriever, ScriptedModel};
+use quarry_agents::{ask, AgentConfig, AgentKind, CancellationToken, GenreKind, LibraryInfo, SearchableLibrary};
+use std::sync::Arc;
+
+const CHEVROUX: &str = "Location: Chevroux, France Accident Number: DEN08WA042\n\
+Date & Time: 12/17/2007, 1045 UTC\n\
+Aircraft: Reims F172 M Aircraft Damage: Destroyed\n\
+Injuries: 1 Fatal\n\
+On December 17, 2007, at 1045 coordinated universal time, a Reims F172 M, French registered FBVIF, owned by \
+Airclub Besancon la Veze and piloted by the accident pilot, was destroyed when it impacted terrain under \
+unknown circumstances near Chevroux, France. A postimpact fire ensued. Instrument meteorological conditions \
+prevailed at the time of the accident. The pilot was fatally injured.";
+
+const CHEVROUX_CAUSE: &str = "The French investigators reported that the airplane collided with the ground in \
+\"bad weather conditions.\"";
+
+const BELEN: &str = "Location: Belen, NM Accident Number: DEN08CA034\n\
+Date & Time: 11/27/2007, 1100 MST Registration: N74SR\n\
+Aircraft: Godwin, David P Sorrell SNJ-7 Aircraft Damage: Substantial\n\
+Injuries: 1 None\n\
+According to the pilot's statement, he was landing on runway 21 and the winds were light and variable. \
+Shortly after touchdown on the runway, he lost directional control and the airplane ground looped. The \
+airplane departed the left side of the runway and came to rest upright.";
+
+const BELEN_CAUSE: &str = "The National Transportation Safety Board determines the probable cause(s) of this \
+accident to be: the pilot's loss of directional control during landing resulting in a ground loop.";
+
+fn accident_reports() -> Arc<MemoryRetriever> {
+    Arc::new(
+        MemoryRetriever::new(
+            "ntsb",
+            &[
+                ("20080102X00002.pdf", 1, CHEVROUX),
+                ("20080102X00002.pdf", 1, CHEVROUX_CAUSE),
+                ("20080102X00005.pdf", 1, BELEN),
+                ("20080102X00005.pdf", 1, BELEN_CAUSE),
+            ],
+        )
+        .with_context("20080102X00002.pdf", "Aviation Accident Factual Report · 20080102X00002")
+        .with_context("20080102X00005.pdf", "Aviation Accident Final Report · 20080102X00005"),
+    )
+}
+
+fn libraries(retriever: &Arc<MemoryRetriever>) -> Vec<SearchableLibrary> {
+    vec![SearchableLibrary {
+        info: LibraryInfo { name: "ntsb".into(), description: "NTSB accident reports".into() },
+        retriever: Arc::clone(retriever) as _,
+        always: false,
+    }]
+}
+
+fn general() -> AgentConfig {
+    AgentConfig { genre: GenreKind::General, ..AgentConfig::default() }
+}
+
+#[tokio::test]
+async fn naive_rag_over_accident_reports_with_the_genre_layer_off_shows_cites_and_checks_as_ingested() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("answer", text("The Reims F172 M was destroyed near Chevroux, France, at 1045 UTC [1].")),
+    );
+    let retriever = accident_reports();
+    let question = "What happened to the airplane near Chevroux, France?";
+    let answer = ask(
+        question,
+        Some(AgentKind::Naive),
+        Arc::clone(&model) as _,
+        &libraries(&retriever),
+        general(),
+        quarry_agents::no_events(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    // The prompt shows the report's lines as the report writes them, cited by file and page.
+    let prompt = &model.prompts_of("answer")[0];
+    assert!(prompt.contains("20080102X00002.pdf, p. 1 (Aviation Accident Factual Report"), "{prompt}");
+    assert!(prompt.contains("Injuries: 1 Fatal"), "{prompt}");
+    // Nothing is quoted under the answer: the quote is the financial genre's.
+    assert_eq!(answer.markdown, "The Reims F172 M was destroyed near Chevroux, France, at 1045 UTC [1].");
+    assert_eq!(answer.citations[0].passage.citation(), "20080102X00002.pdf, p. 1");
+    assert_eq!(answer.claims.len(), 1);
+    assert!(answer.claims[0].supported, "{:?}", answer.claims[0]);
+
+    // A figure the cited passage does not state is still marked: the claim check needs no genre.
+    let model = Arc::new(ScriptedModel::new().on("answer", text("The airplane was destroyed at 1130 UTC [1].")));
+    let answer = ask(
+        question,
+        Some(AgentKind::Naive),
+        Arc::clone(&model) as _,
+        &libraries(&retriever),
+        general(),
+        quarry_agents::no_events(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert!(!answer.claims[0].supported);
+    assert!(answer.claims[0].problem.starts_with("figures not in the cited passages"), "{:?}", answer.claims[0]);
+}
+
+#[tokio::test]
+async fn deep_search_compares_two_accident_reports_with_the_genre_layer_off() {
+    // Two sub-queries, one per accident; the judge keeps each report's passages; reflection finds no gap;
+    // the answer cites both reports, and a sentence citing the wrong report is re-cited to the one that
+    // states its figure.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("sub_queries", text(r#"["Chevroux accident probable cause", "Belen accident probable cause"]"#))
+            .on("relevance", text(r#"{"relevant": [1, 2, 3, 4]}"#))
+            .on("reflection", text(r#"{"queries": []}"#))
+            .on("answer", text("At Chevroux the airplane collided with the ground in bad weather conditions [1]. At Belen the pilot lost directional control during landing, a ground loop [2].")),
+    );
+    let retriever = accident_reports();
+    let question = "Compare the causes of the Chevroux and Belen accidents.";
+    let answer = ask(
+        question,
+        Some(AgentKind::Deep),
+        Arc::clone(&model) as _,
+        &libraries(&retriever),
+        AgentConfig { protected_question_hits: 0, ..general() },
+        quarry_agents::no_events(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(model.steps(), ["sub_queries", "relevance", "reflection", "answer"]);
+    let prompt = &model.prompts_of("answer")[0];
+    for passage in [CHEVROUX_CAUSE, BELEN_CAUSE] {
+        assert!(prompt.contains(passage), "every report's cause is read: {prompt}");
+    }
+    assert!(answer.citations.iter().any(|c| c.passage.path.ends_with("20080102X00002.pdf")), "{}", answer.markdown);
+    assert!(answer.citations.iter().any(|c| c.passage.path.ends_with("20080102X00005.pdf")), "{}", answer.markdown);
+    assert!(!answer.markdown.contains("From the passages"), "{}", answer.markdown);
+}
