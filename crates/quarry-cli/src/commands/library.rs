@@ -1,83 +1,20 @@
 //! Library commands: `quarry library create|list|rename|delete|reindex`, `quarry add`, `quarry sync`,
 //! `quarry watch`, `quarry status`, `quarry search`.
 
-use super::progress::IngestProgress;
+use crate::commands::args::ModelArgs;
+use crate::commands::progress::IngestProgress;
 use anyhow::Context;
-use quarry_index::{Embedder, EmbedderConfig};
+use quarry_index::Embedder;
 use quarry_store::{ChunkingInfo, DataDir, EmbeddingInfo, IngestOptions, Library, SearchMode, WatchEvent};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
-
-/// Which embedding model new libraries are made with. Without options: the set-up script's
-/// all-MiniLM-L6-v2 (int8). An existing library always uses the model it was made with.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ModelArgs {
-    /// A built-in embedding model: `minilm` (all-MiniLM-L6-v2, English; the default) or `e5`
-    /// (multilingual-e5-small: Chinese and ~100 other languages).
-    #[arg(long, env = "QUARRY_EMBEDDER")]
-    pub embedder: Option<String>,
-    /// Folder of an ONNX sentence-embedding model: model.onnx, tokenizer.json, config.json,
-    /// special_tokens_map.json, tokenizer_config.json (mean pooling is applied).
-    #[arg(long, env = "QUARRY_EMBED_MODEL_DIR")]
-    pub model_dir: Option<PathBuf>,
-    /// Name recorded with the library for that model (default: the folder name).
-    #[arg(long, env = "QUARRY_EMBED_MODEL_ID")]
-    pub model_id: Option<String>,
-    /// Languages the model was trained on, comma-separated ISO 639-1 codes (default `en`; give `zh` for a
-    /// Chinese model so hybrid search uses it for Chinese queries).
-    #[arg(long, value_delimiter = ',')]
-    pub model_languages: Option<Vec<String>>,
-    /// The ONNX Runtime library (libonnxruntime.so, version ≥ 1.24; default: the set-up script's copy).
-    #[arg(long, env = "QUARRY_ONNX_RUNTIME")]
-    pub onnx_runtime: Option<PathBuf>,
-}
-
-impl ModelArgs {
-    /// These flags as [`quarry_session::EmbeddingSettings`].
-    pub fn settings(&self) -> quarry_session::EmbeddingSettings {
-        quarry_session::EmbeddingSettings {
-            model: self.embedder.clone(),
-            model_dir: self.model_dir.clone(),
-            model_id: self.model_id.clone(),
-            languages: self.model_languages.clone(),
-            onnx_runtime: self.onnx_runtime.clone(),
-        }
-    }
-
-    pub fn config(&self) -> anyhow::Result<EmbedderConfig> {
-        Ok(self.settings().config()?)
-    }
-
-    /// The configured model (for a new library).
-    pub fn load(&self) -> anyhow::Result<Arc<Mutex<Embedder>>> {
-        let config = self.config()?;
-        let embedder =
-            Embedder::new(&config).with_context(|| format!("loading embedding model {}", config.model_id))?;
-        Ok(Arc::new(Mutex::new(embedder)))
-    }
-
-    /// Embedders for these options: the configured one, and each library's own.
-    pub fn cache(&self) -> Arc<quarry_session::EmbedderCache> {
-        Arc::new(quarry_session::EmbedderCache::new(self.settings()))
-    }
-
-    /// The model for library `name`: without model options the one it was made with; with them the
-    /// model they name, which the library then refuses if it was made with another (the error says how
-    /// to re-index).
-    pub fn load_for_library(&self, data: &DataDir, name: &str) -> anyhow::Result<Arc<Mutex<Embedder>>> {
-        if self.embedder.is_some() || self.model_dir.is_some() {
-            return self.load();
-        }
-        self.cache().for_library(data, name)
-    }
-}
 
 /// Parse worker settings shared by `add`, `sync` and `watch`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct IngestArgs {
     #[command(flatten)]
-    pub worker: super::parse::WorkerArgs,
+    pub worker: crate::commands::args::WorkerArgs,
     /// Read again files whose earlier attempt failed.
     #[arg(long)]
     pub retry_failed: bool,

@@ -28,8 +28,9 @@
 //! can read and correct (the MCP specification's advice; `rmcp` reports arguments that do not
 //! deserialize the same way); an unknown tool is a protocol error. Neither stops the server.
 
-use super::ask::{event_line, open_searchable, LlmArgs, WebArgs};
-use super::library::ModelArgs;
+use crate::commands::answering::{event_line, open_searchable};
+use crate::commands::args::ModelArgs;
+use crate::commands::args::{LlmArgs, WebArgs};
 use anyhow::Context;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use quarry_agents::report::neutralise_links;

@@ -1,10 +1,7 @@
+pub mod answering;
+pub mod args;
 pub mod ask;
 pub mod eval;
-pub mod eval_answers;
-pub mod eval_embedder;
-pub mod eval_library;
-pub mod eval_qa;
-pub mod latency;
 pub mod library;
 pub mod mcp;
 pub mod models;

@@ -1,12 +1,12 @@
 //! `quarry parse`: the ingestion layer on its own — walk the given paths, parse every file in isolated
 //! worker processes, write a per-file TSV report and print a per-format summary.
 
+use crate::commands::args::WorkerArgs;
 use anyhow::Context;
-use quarry_ingest::isolate::{parse_isolated, IsolationConfig, OcrPermits, WorkerCommand};
+use quarry_ingest::isolate::parse_isolated;
 use quarry_ingest::{collect_inputs, report, FileOutcome, Status};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -22,49 +22,6 @@ pub struct ParseArgs {
     /// Print the summary as one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Parser worker settings shared by `parse`, `add`, `sync`, `watch` and `library reindex`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct WorkerArgs {
-    /// Parser worker processes run at once (default: number of cores).
-    #[arg(long)]
-    pub workers: Option<usize>,
-    /// Longest time one document may take, in seconds, before it is reported as `timeout`.
-    #[arg(long, default_value_t = 60)]
-    pub timeout_secs: u64,
-    /// Memory each parser worker may use beyond its start-up size, in MiB; a document that needs more is reported as `too_large`.
-    #[arg(long, default_value_t = 3072)]
-    pub memory_limit_mb: u64,
-    /// When PDF pages are read by OCR: `auto` (pages without a text layer: scans), `off` (scans are
-    /// refused as `no text layer`), `force` (every page; for PDFs whose text layer is wrong). Pictures
-    /// (PNG, JPEG, TIFF) are read by OCR unless `off`.
-    #[arg(long, default_value = "auto")]
-    pub ocr: quarry_ingest::OcrMode,
-    /// Parser workers that may read pages by OCR at once, each holding up to about 1 GiB while it does
-    /// (default: one per four cores, as many as the free memory holds, at most --workers).
-    #[arg(long)]
-    pub ocr_at_once: Option<usize>,
-}
-
-impl WorkerArgs {
-    /// Worker isolation settings that run this executable's hidden `parse-worker` command.
-    pub fn isolation(&self) -> anyhow::Result<IsolationConfig> {
-        let mut config = IsolationConfig::new(
-            WorkerCommand::current_exe(&["parse-worker"]).context("locating the quarry executable")?,
-        );
-        if let Some(workers) = self.workers {
-            config.workers = workers.max(1);
-        }
-        // Unset: IsolationConfig::new's default; a limit above --workers gates nothing, as one equal to it.
-        if let Some(at_once) = self.ocr_at_once {
-            config.ocr_permits = Arc::new(OcrPermits::new(at_once));
-        }
-        config.document_timeout = Duration::from_secs(self.timeout_secs.max(1));
-        config.memory_limit_bytes = self.memory_limit_mb << 20;
-        config.options.ocr = self.ocr;
-        Ok(config)
-    }
 }
 
 pub fn run(args: ParseArgs) -> anyhow::Result<()> {

@@ -1,8 +1,9 @@
 //! `quarry report`: a long-form research report on a topic (plan, DeepSearch per section, review,
 //! introduction and conclusion) written as one Markdown file.
 
-use super::ask::{cancel_on_ctrl_c, open_sources, report_folder, show_event, write_report, LlmArgs, WebArgs};
-use super::library::ModelArgs;
+use crate::commands::answering::{cancel_on_ctrl_c, open_sources, report_folder, show_event, write_report};
+use crate::commands::args::ModelArgs;
+use crate::commands::args::{LlmArgs, WebArgs};
 use anyhow::Context;
 use quarry_agents::{render_research_report, AgentConfig, AgentError, ReportOptions, ResearchConfig};
 use quarry_store::{DataDir, SearchMode};

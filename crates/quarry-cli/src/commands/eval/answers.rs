@@ -29,8 +29,8 @@
 //! question, the named document's passages first, `-k` of them, cut as the prompt cuts them) and
 //! whether the answer passage is in a deeper list (`--depth`), in seconds per question instead of minutes.
 
-use super::ask::LlmArgs;
-use super::library::ModelArgs;
+use crate::commands::args::LlmArgs;
+use crate::commands::args::ModelArgs;
 use anyhow::Context;
 use quarry_agents::claims::supported_share;
 use quarry_agents::figures::{figures, key_figures, states, Figure};
@@ -96,10 +96,10 @@ pub struct AnswersArgs {
     #[arg(long, default_value_t = AgentConfig::default().context_chars)]
     pub context_chars: usize,
     #[command(flatten)]
-    pub per_document: super::ask::PerDocumentArgs,
+    pub per_document: crate::commands::args::PerDocumentArgs,
     /// The weight of the document prior in keyword ranking for this run (0 = without it; default: the
     /// library's, `DEFAULT_DOCUMENT_PRIOR`), to measure what it does to the passages the agents read.
-    #[arg(long, value_parser = super::eval_library::parse_document_prior)]
+    #[arg(long, value_parser = crate::commands::args::parse_document_prior)]
     pub document_prior: Option<f32>,
     /// Most sentences or table rows quoted under an answer (each document's line), those whose figures
     /// the answer leaves out (0: none).

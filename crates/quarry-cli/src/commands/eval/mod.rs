@@ -1,6 +1,12 @@
 //! `quarry eval`: measurements that decide between designs. `retrieval` scores bm25, dense and hybrid
 //! search on a BEIR-style set (see `quarry_eval::retrieval`).
 
+pub mod answers;
+pub mod embedder;
+pub mod latency;
+pub mod library;
+pub mod qa;
+
 use anyhow::Context;
 use quarry_eval::retrieval::{evaluate_retrieval, load_set, RetrievalReport};
 use quarry_index::{Embedder, EmbedderConfig, HybridFusion};
@@ -13,22 +19,22 @@ pub enum EvalCommand {
     Retrieval(RetrievalArgs),
     /// Query latency (p50/p95 per mode, exact and ANN) of libraries of given sizes built from sets'
     /// passages, and the embedding throughput.
-    Latency(super::latency::LatencyArgs),
+    Latency(latency::LatencyArgs),
     /// Document-level recall of a library built with `quarry add` on a question set whose qrels name
     /// documents by path (e.g. ../shared/eval/C_private_library/qna/sec-10-q), for each search mode.
-    Library(super::eval_library::LibraryEvalArgs),
+    Library(library::LibraryEvalArgs),
     /// Answer a set's questions with an agent over its passages: supporting-passage Recall@5, EM/F1,
     /// model calls, tokens and seconds per question.
-    Qa(super::eval_qa::QaArgs),
+    Qa(qa::QaArgs),
     /// Answer a question set over a library and score what a person reads: the reference's key figures
     /// stated, citations, claims supported by the cited passages, abstention on questions the library
     /// cannot answer, seconds per question (`--retrieval-only`: the passages the answer would be written
     /// from, no model).
-    Answers(Box<super::eval_answers::AnswersArgs>),
+    Answers(Box<answers::AnswersArgs>),
     /// Embedding speed on a library's chunks (as an ingest embeds them), beside the Python onnxruntime
     /// reference on the same texts with `--python` (`scripts/bench-embedder.sh`): chunks/s, tokens/s,
     /// their ratio and the cosine of the two engines' vectors.
-    Embedder(super::eval_embedder::EmbedderEvalArgs),
+    Embedder(embedder::EmbedderEvalArgs),
 }
 
 #[derive(clap::Args)]
@@ -69,11 +75,11 @@ pub struct RetrievalArgs {
 pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_store::DataDir>) -> anyhow::Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args),
-        EvalCommand::Latency(args) => super::latency::latency(args, data),
-        EvalCommand::Qa(args) => super::eval_qa::qa(args),
-        EvalCommand::Library(args) => super::eval_library::library_eval(args, &data()?),
-        EvalCommand::Answers(args) => super::eval_answers::answers_eval(*args, &data()?),
-        EvalCommand::Embedder(args) => super::eval_embedder::embedder_eval(args, &data()?),
+        EvalCommand::Latency(args) => latency::latency(args, data),
+        EvalCommand::Qa(args) => qa::qa(args),
+        EvalCommand::Library(args) => library::library_eval(args, &data()?),
+        EvalCommand::Answers(args) => answers::answers_eval(*args, &data()?),
+        EvalCommand::Embedder(args) => embedder::embedder_eval(args, &data()?),
     }
 }
 

@@ -8,6 +8,7 @@
 //! found. A relevant document matches a chunk when the chunk's document path ends with the qrels path
 //! (at a `/` boundary), so the library may have been built from any parent folder.
 
+use crate::commands::args::parse_document_prior;
 use anyhow::Context;
 use quarry_eval::qrels::same_path;
 use quarry_eval::retrieval::{load_queries, recall_at};
@@ -48,15 +49,6 @@ pub struct LibraryEvalArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// A `--document-prior` weight (`eval library`, `eval latency`, `eval answers`): a finite number ≥ 0
-/// (`Library::set_document_prior`).
-pub(super) fn parse_document_prior(text: &str) -> Result<f32, String> {
-    match text.parse::<f32>() {
-        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
-        _ => Err(format!("a weight must be a number ≥ 0, got {text}")),
-    }
 }
 
 pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()> {

@@ -13,7 +13,7 @@
 //! indexes, fusion, reading the chunks back. It is a command rather than a `cargo bench` target so that
 //! it runs on the release binary that is already built (a separate bench build recompiles LanceDB).
 
-use super::eval_library::parse_document_prior;
+use crate::commands::args::parse_document_prior;
 use anyhow::Context;
 use quarry_eval::retrieval::{load_set, passage_vectors, recall_at};
 use quarry_index::{embedder_covers, Embedder, EmbedderConfig};

@@ -3,7 +3,7 @@
 //! the answer was written from, answer EM / F1 (SQuAD normalisation; characters for Chinese) and
 //! "contains the reference answer", model calls, tokens and seconds per question.
 
-use super::ask::LlmArgs;
+use crate::commands::args::LlmArgs;
 use anyhow::Context;
 use quarry_agents::{AgentConfig, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, SearchableLibrary};
 use quarry_core::{Passage, RetrievalError, Retriever};
