@@ -366,21 +366,8 @@ pub fn neutralise_links(markdown: &str) -> String {
             Some(bracket) => format!("{}\\{}", &line[..bracket], &line[bracket..]),
             None => line.to_string(),
         };
-        // Outside code spans only: split at backticks, every other piece is code (after an unmatched
-        // last backtick the rest is text).
-        let pieces: Vec<&str> = line.split('`').collect();
-        let unmatched_tail = pieces.len().is_multiple_of(2);
-        for (i, piece) in pieces.iter().enumerate() {
-            if i > 0 {
-                out.push('`');
-            }
-            let is_code = i % 2 == 1 && !(unmatched_tail && i + 1 == pieces.len());
-            if is_code {
-                out.push_str(piece);
-            } else {
-                out.push_str(&inert(piece));
-            }
-        }
+        // Outside code spans only.
+        code_spans(&line, out, |text, out| out.push_str(&inert(text)));
     });
     if !markdown.ends_with('\n') {
         out.pop();
@@ -391,19 +378,26 @@ pub fn neutralise_links(markdown: &str) -> String {
 /// `<` in model output becomes `&lt;` so it cannot carry HTML (code spans and fences are left alone:
 /// there it is literal anyway).
 pub(crate) fn escape_html(markdown: &str) -> String {
-    outside_fences(markdown, |line, out| {
-        let mut in_code = false;
-        for c in line.chars() {
-            match c {
-                '`' => {
-                    in_code = !in_code;
-                    out.push(c);
-                }
-                '<' if !in_code => out.push_str("&lt;"),
-                _ => out.push(c),
-            }
+    outside_fences(markdown, |line, out| code_spans(line, out, |text, out| out.push_str(&text.replace('<', "&lt;"))))
+}
+
+/// `line` written to `out` with its code spans (between two backticks) copied as they are and the text
+/// between them written by `text`. A backtick with no partner later in the line opens no span: the
+/// rest of the line is text, as CommonMark reads it.
+fn code_spans(line: &str, out: &mut String, mut text: impl FnMut(&str, &mut String)) {
+    let pieces: Vec<&str> = line.split('`').collect();
+    let unmatched_tail = pieces.len().is_multiple_of(2);
+    for (i, piece) in pieces.iter().enumerate() {
+        if i > 0 {
+            out.push('`');
         }
-    })
+        let is_code = i % 2 == 1 && !(unmatched_tail && i + 1 == pieces.len());
+        if is_code {
+            out.push_str(piece);
+        } else {
+            text(piece, out);
+        }
+    }
 }
 
 /// `markdown` line by line, each ending in `\n`: lines of fenced code blocks (``` or ~~~) and their

@@ -127,7 +127,8 @@ fn a_report_has_the_layout_quotes_exactly_and_links_open_the_cited_files() {
         ),
     ];
     let markdown = "# Findings\nThe engine failed because the fuel pump wore out [1]. Costs rose [2, 1].\n\
-                    <img src=x onerror=alert(1)> A bracket [note] and [9] stay as they are.";
+                    <img src=x onerror=alert(1)> A bracket [note] and [9] stay as they are.\n\
+                    A stray backtick ` opens no code span: <img src=y onerror=alert(2)> is text too.";
     let answer = answer(sources, markdown, &[1, 2]);
     let options = ReportOptions { title: None, date: "2026-11-23 10:00".into(), link_base: Some(reports.clone()) };
     let report = render_report(&answer, &options);
