@@ -29,7 +29,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -69,8 +69,9 @@ pub struct IsolationConfig {
     /// OCR permit not counted): progress events cannot extend a file past it.
     pub file_wall_timeout: Duration,
     /// Longest reply line read from a worker, in bytes (default 1 GiB; a parsed document travels as one
-    /// line). A longer line is not read: its document is `too_large` and the worker is stopped, so a
-    /// worker flooding its output cannot exhaust the supervisor's memory.
+    /// line), whatever the file. Each file's own limit is lower: what a file of its size could sensibly
+    /// produce ([`reply_cap`]). A longer line is not read: its document is `too_large` and the worker is
+    /// stopped, so a worker flooding its output cannot exhaust the supervisor's memory.
     pub max_reply_bytes: u64,
     /// Address space each worker may add to its start-up size, in bytes (default 3 GiB); see [`run_worker`].
     pub memory_limit_bytes: u64,
@@ -336,7 +337,8 @@ pub fn parse_isolated(inputs: &[InputFile], config: &IsolationConfig, mut on_out
             let queue = Arc::clone(&queue);
             let sender = sender.clone();
             scope.spawn(move || {
-                let mut supervisor = Supervisor { config, sandbox, worker: None, ocr_permit: false };
+                let mut supervisor =
+                    Supervisor { config, sandbox, worker: None, ocr_permit: false, reply_cap: config.max_reply_bytes };
                 loop {
                     if config.stop.load(Ordering::Relaxed) {
                         break;
@@ -406,6 +408,36 @@ struct Worker {
     stdin: ChildStdin,
     lines: Receiver<WorkerLine>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The longest reply line its stdout reader accepts now, in bytes ([`reply_cap`] of the input it
+    /// reads), read again as a line grows.
+    reply_cap: Arc<AtomicU64>,
+}
+
+/// Fewest bytes a reply line may hold whatever the input's size: a small picture's OCR text, an e-mail
+/// with its headers, a page's events.
+pub const MIN_REPLY_BYTES: u64 = 64 << 20;
+
+/// Reply bytes allowed per byte of input: a parsed document's JSON is its text (escaped: at most six
+/// bytes a character, rarely more than one) plus its locations. Compressed inputs give more text than
+/// they weigh — an office file's XML or a PDF's Flate streams 10–100×, and the archive guard refuses
+/// members above 200:1 — so the factor leaves room for a dense spreadsheet while a 1 KiB file can
+/// never make the supervisor hold a gigabyte.
+pub const REPLY_BYTES_PER_INPUT_BYTE: u64 = 64;
+
+/// The longest reply line a worker reading an input of `input_bytes` may send, in bytes:
+/// `input_bytes` × [`REPLY_BYTES_PER_INPUT_BYTE`], at least [`MIN_REPLY_BYTES`], at most `max_reply_bytes`
+/// (`IsolationConfig::max_reply_bytes`). With two workers the supervisor holds at most twice that.
+pub fn reply_cap(input_bytes: u64, max_reply_bytes: u64) -> u64 {
+    input_bytes.saturating_mul(REPLY_BYTES_PER_INPUT_BYTE).max(MIN_REPLY_BYTES).min(max_reply_bytes)
+}
+
+/// `bytes` as the too-large message writes it: `64 MiB`, or `1000 bytes` below a MiB.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// What the stdout reader hands the supervisor.
@@ -415,24 +447,37 @@ enum WorkerLine {
     Overlong,
 }
 
-/// Reads `source` line by line into `lines`, never holding more than `max_bytes` of one line: a longer
-/// line is reported as [`WorkerLine::Overlong`] and reading stops.
-fn read_bounded_lines(source: impl std::io::Read, max_bytes: u64, lines: mpsc::Sender<WorkerLine>) {
+/// Bytes of a reply line read at a time before the cap is looked at again.
+const REPLY_PIECE_BYTES: u64 = 64 << 10;
+
+/// Reads `source` line by line into `lines`, never holding more than `max_bytes` (read again every
+/// [`REPLY_PIECE_BYTES`], so a cap lowered for the next file applies to a line already begun) and one
+/// piece of one line: a longer line is reported as [`WorkerLine::Overlong`] and reading stops.
+fn read_bounded_lines(source: impl std::io::Read, max_bytes: &AtomicU64, lines: mpsc::Sender<WorkerLine>) {
     use std::io::Read;
     let mut reader = BufReader::new(source);
     loop {
         let mut line = Vec::new();
-        match (&mut reader).take(max_bytes.saturating_add(1)).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        } else if line.len() as u64 > max_bytes {
+        let ended = loop {
+            match (&mut reader).take(REPLY_PIECE_BYTES).read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) if line.is_empty() => return,
+                Ok(0) | Err(_) => break false,
+                Ok(_) => {}
+            }
+            if line.last() == Some(&b'\n') {
+                line.pop();
+                break true;
+            }
+            if line.len() as u64 > max_bytes.load(Ordering::Relaxed) {
+                let _ = lines.send(WorkerLine::Overlong);
+                return;
+            }
+        };
+        if line.len() as u64 > max_bytes.load(Ordering::Relaxed) {
             let _ = lines.send(WorkerLine::Overlong);
             return;
         }
-        if lines.send(WorkerLine::Line(String::from_utf8_lossy(&line).into_owned())).is_err() {
+        if lines.send(WorkerLine::Line(String::from_utf8_lossy(&line).into_owned())).is_err() || !ended {
             return;
         }
     }
@@ -440,6 +485,8 @@ fn read_bounded_lines(source: impl std::io::Read, max_bytes: u64, lines: mpsc::S
 
 struct Supervisor<'a> {
     config: &'a IsolationConfig,
+    /// The reply cap of the input being read ([`reply_cap`]); a worker started for it starts with it.
+    reply_cap: u64,
     /// The file sandbox every worker it starts runs in; a batch whose sandbox could not be built starts
     /// no worker (its rows say why).
     sandbox: &'a Result<FileSandbox, String>,
@@ -486,8 +533,9 @@ impl Supervisor<'_> {
         let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("worker has no stdout"))?;
         let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("worker has no stderr"))?;
         let (line_sender, lines) = mpsc::channel();
-        let max_reply_bytes = self.config.max_reply_bytes;
-        std::thread::spawn(move || read_bounded_lines(stdout, max_reply_bytes, line_sender));
+        let reply_cap = Arc::new(AtomicU64::new(self.reply_cap));
+        let cap = Arc::clone(&reply_cap);
+        std::thread::spawn(move || read_bounded_lines(stdout, &cap, line_sender));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&stderr_tail);
         std::thread::spawn(move || {
@@ -509,7 +557,7 @@ impl Supervisor<'_> {
                 }
             }
         });
-        Ok(Worker { child, stdin, lines, stderr_tail })
+        Ok(Worker { child, stdin, lines, stderr_tail, reply_cap })
     }
 
     /// Parses one file, emitting every outcome, whatever happens to the worker; an OCR permit its worker
@@ -525,7 +573,17 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Sets the reply cap for an input of `input_bytes`, on the worker too when there is one.
+    fn cap_replies(&mut self, input_bytes: u64) {
+        self.reply_cap = reply_cap(input_bytes, self.config.max_reply_bytes);
+        if let Some(worker) = &self.worker {
+            worker.reply_cap.store(self.reply_cap, Ordering::Relaxed);
+        }
+    }
+
     fn parse_file(&mut self, file: &InputFile, emit: &mut dyn FnMut(FileOutcome)) {
+        let input_bytes = std::fs::metadata(&file.path).map(|m| m.len()).unwrap_or(0);
+        self.cap_replies(input_bytes);
         let request = Request::File {
             file: file.clone(),
             options: self.config.options.clone(),
@@ -555,9 +613,11 @@ impl Supervisor<'_> {
             match received {
                 Ok(WorkerLine::Overlong) => {
                     self.kill();
-                    let cap = self.config.max_reply_bytes;
-                    let size = if cap >= 1 << 20 { format!("{} MiB", cap >> 20) } else { format!("{cap} bytes") };
-                    let error = IngestError::TooLarge(format!("the parser's output for one document is over {size}"));
+                    let error = IngestError::TooLarge(format!(
+                        "the parser's output for one document is over {} (the limit for a file of {})",
+                        size_text(self.reply_cap),
+                        size_text(input_bytes)
+                    ));
                     return report_unfinished(open, &file.display, error, emit);
                 }
                 Ok(WorkerLine::Line(line)) => match serde_json::from_str::<Reply>(&line) {
@@ -647,6 +707,7 @@ impl Supervisor<'_> {
     /// Reduces a web page to (title, readable text) in the worker, waiting at most `document_timeout`.
     /// Errors: as [`PageReader::read`].
     fn read_page(&mut self, html: &str, url: &str) -> Result<(String, String), IngestError> {
+        self.cap_replies(html.len() as u64);
         self.send(&Request::Page { html: html.to_string(), url: url.to_string() })?;
         loop {
             let Some(worker) = self.worker.as_mut() else {
@@ -661,8 +722,8 @@ impl Supervisor<'_> {
                 Ok(WorkerLine::Overlong) => {
                     self.kill();
                     return Err(IngestError::TooLarge(format!(
-                        "the reader's output is over {} MiB",
-                        self.config.max_reply_bytes >> 20
+                        "the reader's output is over {}",
+                        size_text(self.reply_cap)
                     )));
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -757,8 +818,13 @@ impl PageReader {
     /// than `document_timeout` (`Timeout`) or replies more than `max_reply_bytes` (`TooLarge`).
     pub fn read(&self, html: &str, url: &str) -> Result<(String, String), IngestError> {
         let mut kept = self.worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut supervisor =
-            Supervisor { config: &self.config, sandbox: &self.sandbox, worker: kept.take(), ocr_permit: false };
+        let mut supervisor = Supervisor {
+            config: &self.config,
+            sandbox: &self.sandbox,
+            worker: kept.take(),
+            ocr_permit: false,
+            reply_cap: self.config.max_reply_bytes,
+        };
         let result = supervisor.read_page(html, url);
         *kept = supervisor.worker.take();
         result
@@ -768,7 +834,13 @@ impl PageReader {
 impl Drop for PageReader {
     fn drop(&mut self) {
         let worker = self.worker.get_mut().map(Option::take).unwrap_or_else(|poisoned| poisoned.into_inner().take());
-        drop(Supervisor { config: &self.config, sandbox: &self.sandbox, worker, ocr_permit: false });
+        drop(Supervisor {
+            config: &self.config,
+            sandbox: &self.sandbox,
+            worker,
+            ocr_permit: false,
+            reply_cap: self.config.max_reply_bytes,
+        });
     }
 }
 

@@ -2,7 +2,9 @@
 //! a request and then misbehave, which exercises exactly the supervisor's paths (the real worker is
 //! tested through the `quarry` binary in quarry-cli's tests, including the memory cap).
 
-use quarry_ingest::isolate::{parse_isolated, IsolationConfig, OcrPermits, PageReader, WorkerCommand};
+use quarry_ingest::isolate::{
+    parse_isolated, reply_cap, IsolationConfig, OcrPermits, PageReader, WorkerCommand, MIN_REPLY_BYTES,
+};
 use quarry_ingest::{IngestError, InputFile, Status};
 use std::time::{Duration, Instant};
 
@@ -241,9 +243,33 @@ fn a_worker_flooding_one_line_is_stopped_at_the_reply_cap() {
         assert_eq!(o.status, Status::TooLarge);
         assert_eq!(
             o.error.as_ref().unwrap().to_string(),
-            "too large: the parser's output for one document is over 1 MiB"
+            "too large: the parser's output for one document is over 1 MiB (the limit for a file of 0 bytes)"
         );
     }
+}
+
+/// A reply line is capped by what the file could sensibly produce, not only by `max_reply_bytes`: a
+/// 1 KiB file's worker flooding its output is stopped at [`MIN_REPLY_BYTES`] (64 MiB), where before it
+/// was read up to 1 GiB — per worker, so 1 GiB × cores in the supervisor.
+#[test]
+fn a_small_files_worker_flooding_one_line_is_stopped_at_what_its_size_allows() {
+    let folder = tempfile::tempdir().unwrap();
+    let small = folder.path().join("small.pdf");
+    std::fs::write(&small, vec![b'x'; 1024]).unwrap();
+    let mut config = shell_worker("read line; yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | tr -d '\\n'");
+    config.document_timeout = Duration::from_secs(60);
+    assert_eq!(config.max_reply_bytes, 1 << 30, "the default ceiling");
+    assert_eq!(reply_cap(1024, config.max_reply_bytes), MIN_REPLY_BYTES);
+    assert_eq!(reply_cap(100 << 20, config.max_reply_bytes), 1 << 30, "a 100 MiB file may reach the ceiling");
+    assert_eq!(reply_cap(2 << 20, config.max_reply_bytes), 128 << 20);
+    let mut outcomes = Vec::new();
+    parse_isolated(&[InputFile { path: small, display: "small.pdf".into() }], &config, |_, o| outcomes.push(o));
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].status, Status::TooLarge);
+    assert_eq!(
+        outcomes[0].error.as_ref().unwrap().to_string(),
+        "too large: the parser's output for one document is over 64 MiB (the limit for a file of 1024 bytes)"
+    );
 }
 
 /// Web pages are read by a worker under the same guard: one that answers is used, one that hangs is
