@@ -464,19 +464,19 @@ fn read_bounded_lines(source: impl std::io::Read, max_bytes: &AtomicU64, lines: 
                 Ok(0) | Err(_) => break false,
                 Ok(_) => {}
             }
-            if line.last() == Some(&b'\n') {
+            let ended = line.last() == Some(&b'\n');
+            if ended {
                 line.pop();
-                break true;
             }
+            // Checked after every piece, so a line that ends at EOF was checked with its last piece.
             if line.len() as u64 > max_bytes.load(Ordering::Relaxed) {
                 let _ = lines.send(WorkerLine::Overlong);
                 return;
             }
+            if ended {
+                break true;
+            }
         };
-        if line.len() as u64 > max_bytes.load(Ordering::Relaxed) {
-            let _ = lines.send(WorkerLine::Overlong);
-            return;
-        }
         if lines.send(WorkerLine::Line(String::from_utf8_lossy(&line).into_owned())).is_err() || !ended {
             return;
         }

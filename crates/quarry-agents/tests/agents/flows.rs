@@ -16,7 +16,7 @@ fn recorder() -> (EventSink, Arc<Mutex<Vec<AgentEvent>>>) {
     (Arc::new(move |e| sink.lock().unwrap().push(e)), events)
 }
 
-fn library(retriever: &Arc<MemoryRetriever>) -> SearchableLibrary {
+pub(crate) fn library(retriever: &Arc<MemoryRetriever>) -> SearchableLibrary {
     SearchableLibrary {
         info: LibraryInfo {
             name: retriever.library.clone(),
@@ -27,7 +27,7 @@ fn library(retriever: &Arc<MemoryRetriever>) -> SearchableLibrary {
     }
 }
 
-async fn run_agent(
+pub(crate) async fn run_agent(
     question: &str,
     agent: Option<AgentKind>,
     model: &Arc<ScriptedModel>,

@@ -5,7 +5,8 @@
 //! `20080102X00005.pdf`, as `pdftotext -layout` reads them).
 
 use crate::fakes::{text, MemoryRetriever, ScriptedModel};
-use quarry_agents::{ask, AgentConfig, AgentKind, CancellationToken, GenreKind, LibraryInfo, SearchableLibrary};
+use crate::flows::{library, run_agent};
+use quarry_agents::{AgentConfig, AgentKind, GenreKind};
 use std::sync::Arc;
 
 const CHEVROUX: &str = "Location: Chevroux, France Accident Number: DEN08WA042\n\
@@ -47,14 +48,6 @@ fn accident_reports() -> Arc<MemoryRetriever> {
     )
 }
 
-fn libraries(retriever: &Arc<MemoryRetriever>) -> Vec<SearchableLibrary> {
-    vec![SearchableLibrary {
-        info: LibraryInfo { name: "ntsb".into(), description: "NTSB accident reports".into() },
-        retriever: Arc::clone(retriever) as _,
-        always: false,
-    }]
-}
-
 fn general() -> AgentConfig {
     AgentConfig { genre: GenreKind::General, ..AgentConfig::default() }
 }
@@ -67,17 +60,8 @@ async fn naive_rag_over_accident_reports_with_the_genre_layer_off_shows_cites_an
     );
     let retriever = accident_reports();
     let question = "What happened to the airplane near Chevroux, France?";
-    let answer = ask(
-        question,
-        Some(AgentKind::Naive),
-        Arc::clone(&model) as _,
-        &libraries(&retriever),
-        general(),
-        quarry_agents::no_events(),
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], general()).await;
+    let answer = answer.unwrap();
     // The prompt shows the report's lines as the report writes them, cited by file and page.
     let prompt = &model.prompts_of("answer")[0];
     assert!(prompt.contains("20080102X00002.pdf, p. 1 (Aviation Accident Factual Report"), "{prompt}");
@@ -90,17 +74,8 @@ async fn naive_rag_over_accident_reports_with_the_genre_layer_off_shows_cites_an
 
     // A figure the cited passage does not state is still marked: the claim check needs no genre.
     let model = Arc::new(ScriptedModel::new().on("answer", text("The airplane was destroyed at 1130 UTC [1].")));
-    let answer = ask(
-        question,
-        Some(AgentKind::Naive),
-        Arc::clone(&model) as _,
-        &libraries(&retriever),
-        general(),
-        quarry_agents::no_events(),
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], general()).await;
+    let answer = answer.unwrap();
     assert!(!answer.claims[0].supported);
     assert!(answer.claims[0].problem.starts_with("figures not in the cited passages"), "{:?}", answer.claims[0]);
 }
@@ -119,17 +94,15 @@ async fn deep_search_compares_two_accident_reports_with_the_genre_layer_off() {
     );
     let retriever = accident_reports();
     let question = "Compare the causes of the Chevroux and Belen accidents.";
-    let answer = ask(
+    let (answer, _) = run_agent(
         question,
         Some(AgentKind::Deep),
-        Arc::clone(&model) as _,
-        &libraries(&retriever),
+        &model,
+        &[library(&retriever)],
         AgentConfig { protected_question_hits: 0, ..general() },
-        quarry_agents::no_events(),
-        CancellationToken::new(),
     )
-    .await
-    .unwrap();
+    .await;
+    let answer = answer.unwrap();
     assert_eq!(model.steps(), ["sub_queries", "relevance", "reflection", "answer"]);
     let prompt = &model.prompts_of("answer")[0];
     for passage in [CHEVROUX_CAUSE, BELEN_CAUSE] {
