@@ -9,7 +9,7 @@
 //! figure — marked as a quote, cited to its passage — puts the figure in front of the person without
 //! asking the model again, and the claim check finds it in the passage it cites: 150 of the 351 stated
 //! (key facts 0.453 → 0.498), no figure lost (docs/ANSWERS.md, "Session 27"). Since Session 29 the
-//! pieces come from the passages the answer was written from whole ([`quotable_texts`]), not only from
+//! pieces come from the passages the answer was written from whole ([`super::Financial`]'s `quotable_text`), not only from
 //! the excerpts its prompt showed, and up to two are quoted (the second side the model left out: the
 //! statutory rate beside the effective one, the nine months beside the quarter). Nothing is quoted when
 //! the model's answer already states half or more of a piece's figures (a row the model copied is not
@@ -51,7 +51,7 @@ pub const QUOTE_CHARS: usize = 400;
 
 /// The pieces of `texts` to quote under `answer` to `question`: of the `most` pieces that share the
 /// most asked-for words with it, those whose figures the answer leaves out, best first. `texts` are
-/// the passages the answer was written from ([`quotable_texts`]), each with the number the answer cites
+/// the passages the answer was written from ([`super::Financial`]'s `quotable_text`), each with the number the answer cites
 /// it by, best-ranked first. A piece is a sentence or table row ([`crate::text::sentence_pieces`]) that states
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
@@ -307,17 +307,6 @@ fn quote_pieces(text: &str) -> Vec<&str> {
         i = j + 1;
     }
     out
-}
-
-/// The texts the quote under an answer is chosen from: each of `passages` whole, its table rows naming
-/// the section they sit under where the prompt's excerpts name it ([`crate::genre::financial::table_section`]), every
-/// period's columns kept — not only the excerpts the answer prompt showed. The quote asks no model, so it
-/// need not fit the prompt's budget. Over the 63 single-document sec-10-q questions with
-/// Qwen2.5-Coder-1.5B's recorded answers, quoting two pieces of the whole passages stated 70 reference
-/// figures of 164, against 64 for one piece of the excerpts and 68 for two pieces of the whole passages
-/// kept to the question's periods (docs/ANSWERS.md, "Session 29"). Same length and order as `passages`.
-pub fn quotable_texts<'p>(passages: impl IntoIterator<Item = &'p quarry_core::Passage>) -> Vec<String> {
-    passages.into_iter().map(crate::genre::financial::table_section::label_rows_by_section).collect()
 }
 
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
