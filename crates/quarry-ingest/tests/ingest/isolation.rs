@@ -16,6 +16,9 @@ fn shell_worker(script: &str) -> IsolationConfig {
     config
 }
 
+/// A worker that reads its request, then writes one line that never ends.
+const FLOODING_WORKER: &str = "read line; yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | tr -d '\\n'";
+
 fn inputs(n: usize) -> Vec<InputFile> {
     (0..n).map(|i| InputFile { path: format!("/tmp/file{i}.pdf").into(), display: format!("file{i}.pdf") }).collect()
 }
@@ -233,7 +236,7 @@ done"#;
 /// supervisor never holds more than that (before, it read lines of any length into memory).
 #[test]
 fn a_worker_flooding_one_line_is_stopped_at_the_reply_cap() {
-    let mut config = shell_worker("read line; yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | tr -d '\\n'");
+    let mut config = shell_worker(FLOODING_WORKER);
     config.document_timeout = Duration::from_secs(20);
     config.max_reply_bytes = 1 << 20;
     let mut outcomes = Vec::new();
@@ -256,7 +259,7 @@ fn a_small_files_worker_flooding_one_line_is_stopped_at_what_its_size_allows() {
     let folder = tempfile::tempdir().unwrap();
     let small = folder.path().join("small.pdf");
     std::fs::write(&small, vec![b'x'; 1024]).unwrap();
-    let mut config = shell_worker("read line; yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | tr -d '\\n'");
+    let mut config = shell_worker(FLOODING_WORKER);
     config.document_timeout = Duration::from_secs(60);
     assert_eq!(config.max_reply_bytes, 1 << 30, "the default ceiling");
     assert_eq!(reply_cap(1024, config.max_reply_bytes), MIN_REPLY_BYTES);
