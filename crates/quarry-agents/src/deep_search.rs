@@ -65,9 +65,19 @@ pub const MAX_REFLECTION_FACTS: usize = 4;
 
 /// Runs DeepSearch for `question` (see the module docs). Model calls: 1 (sub-queries) + ⌈new passages /
 /// batch⌉ per round (relevance) + 1 per round but the last (reflection) + 1 (answer).
+///
+/// When several documents match the question alike (NaiveRAG's reading of the question's search,
+/// [`crate::naive::naive_reading`]), the plan is one sub-question per document instead
+/// ([`crate::document_plan`]): calls 1 per document + 1 (synthesis).
 pub async fn deep_search(run: &Run, question: &str) -> Result<Answer, AgentError> {
     run.emit(AgentEvent::Started { agent: "deep".into(), question: question.into() });
-    let evidence = deep_search_evidence(run, question).await?;
+    let found = run.retrieve_top(question, run.config.top_k * crate::document_match::WIDENING).await?;
+    if let crate::naive::NaiveReading::PerDocument(tied) = crate::naive::naive_reading(question, &found, &run.config) {
+        let hits = tied.documents.iter().chain(&tied.further).map(Vec::len).sum();
+        run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits: found.len(), new: hits });
+        return crate::document_plan::deep_per_document(run, question, tied, hits).await;
+    }
+    let evidence = search_rounds(run, question, Some(found)).await?;
     run.write_answer(AnswerInputs {
         agent: "deep",
         prompt: prompts::ANSWER,
@@ -96,6 +106,17 @@ pub struct Evidence {
 /// DeepSearch's search (sub-queries, parallel retrieval, relevance, reflection, rounds) without the
 /// answer step; [`deep_search`] and the long-form report use it.
 pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence, AgentError> {
+    search_rounds(run, question, None).await
+}
+
+/// [`deep_search_evidence`], round 1 reading `question_found` (a search for the question
+/// [`crate::document_match::WIDENING`] × `top_k` deep, best first) as [`Run::retrieve_for`] would read
+/// the search it saves, when the caller has searched already.
+async fn search_rounds(
+    run: &Run,
+    question: &str,
+    mut question_found: Option<Vec<Passage>>,
+) -> Result<Evidence, AgentError> {
     let config = run.config.clone();
     let search_started = run.seconds();
 
@@ -135,7 +156,17 @@ pub async fn deep_search_evidence(run: &Run, question: &str) -> Result<Evidence,
         asked.push(queries.clone());
 
         // Parallel retrieval, one search per query, each read as NaiveRAG reads the question.
-        let results = futures::future::join_all(queries.iter().map(|q| run.retrieve_for(q, question))).await;
+        // Round 1's first query is the question: its search may be done already.
+        let done = if round == 1 { question_found.take() } else { None };
+        let searched = futures::future::join_all(
+            queries.iter().skip(usize::from(done.is_some())).map(|q| run.retrieve_for(q, question)),
+        )
+        .await;
+        let results: Vec<Result<Vec<Passage>, AgentError>> = done
+            .map(|found| Ok(crate::document_match::select_for_query(question, question, found, config.top_k)))
+            .into_iter()
+            .chain(searched)
+            .collect();
         let mut per_query: Vec<Vec<Passage>> = Vec::with_capacity(queries.len());
         let mut protected: Vec<Passage> = Vec::new();
         for (index, (query, result)) in queries.iter().zip(results).enumerate() {

@@ -16,6 +16,7 @@ pub mod claims;
 pub mod conversation;
 mod deep_search;
 pub mod document_match;
+pub mod document_plan;
 pub mod events;
 pub mod figures;
 mod fused;

@@ -25,7 +25,7 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
             let hits = tied.documents.iter().map(Vec::len).sum();
             run.emit(AgentEvent::Retrieved { round: 1, query: question.into(), hits, new: hits });
             let queries = vec![vec![question.to_string()]];
-            return crate::per_document::answer_per_document(run, "naive", question, tied, queries, hits).await;
+            return crate::per_document::answer_per_document(run, "naive", question, tied, queries, hits, false).await;
         }
         NaiveReading::Passages(passages) => passages,
     };

@@ -38,7 +38,10 @@ const DOCUMENT_ANSWER_TOKENS: u32 = 200;
 /// Answers `question` one document of `tied` at a time (one model call each, streamed) and writes the
 /// answer as one list item per document, in order of period: `- **file** (period): what it reports [n]`.
 /// The passages are numbered across all documents, so each item cites the answer's own numbers.
-/// `queries` and `retrieved` are recorded in the [`Answer`] as given.
+/// `queries` and `retrieved` are recorded in the [`Answer`] as given. With `synthesis` (DeepSearch's
+/// plan, [`crate::document_plan`]), when at least two documents' lines state something, one more call
+/// reads the lines and writes two or three sentences across them, citing the lines' numbers
+/// ([`synthesis_across`]); they follow the list under "Across the documents".
 pub async fn answer_per_document(
     run: &Run,
     agent: &str,
@@ -46,6 +49,7 @@ pub async fn answer_per_document(
     tied: TiedDocuments,
     queries: Vec<Vec<String>>,
     retrieved: usize,
+    synthesis: bool,
 ) -> Result<Answer, AgentError> {
     // Quarry's own lines speak the question's language (Chinese or English), as `Run::write_answer`'s do.
     let chinese = quarry_core::is_mostly_cjk(question);
@@ -171,6 +175,14 @@ pub async fn answer_per_document(
         run.emit(AgentEvent::AnswerDelta { text: note.clone() });
         markdown.push_str(&note);
     }
+    if synthesis && answered >= 2 {
+        if let Some(text) = synthesis_across(run, question, &markdown[intro.len()..]).await? {
+            let head = if chinese { "\n**综合各文档：** " } else { "\n**Across the documents:** " };
+            let text = format!("{head}{text}\n");
+            run.emit(AgentEvent::AnswerDelta { text: text.clone() });
+            markdown.push_str(&text);
+        }
+    }
     if answered == 0 {
         // No document states it on its own: the answer is written from all their passages together, as
         // NaiveRAG writes it (same numbers), below the list — what the one-call answer found before
@@ -219,4 +231,24 @@ pub async fn answer_per_document(
     citation_repairs.append(&mut answer.citation_repairs);
     answer.citation_repairs = citation_repairs;
     Ok(answer)
+}
+
+/// Most tokens of the sentences across the documents.
+const SYNTHESIS_TOKENS: u32 = 200;
+
+/// Two or three sentences that answer `question` across the documents' `lines` (the per-document list,
+/// one `- **file** (period): what it reports [n]` line each), written by one model call
+/// (`prompts/synthesis.md`), whitespace folded; `None` when the model says the lines do not answer it
+/// together ([`is_decline`]) or writes nothing. Its figures are checked against the passages their
+/// citations name with the rest of the answer ([`Run::finish_answer`]).
+async fn synthesis_across(run: &Run, question: &str, lines: &str) -> Result<Option<String>, AgentError> {
+    let language = prompts::in_question_language(question);
+    let mut request = prompts::SYNTHESIS.request(
+        &[("lines", lines.trim()), ("question", question), ("in_question_language", &language)],
+        SYNTHESIS_TOKENS,
+    );
+    request.step = "synthesis".into();
+    let said = run.call(&request, false).await?.text;
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    Ok((!said.is_empty() && !is_decline(&said) && !said.contains("do not state it together")).then_some(said))
 }

@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-11-28.1";
+pub const PROMPTS_VERSION: &str = "2026-12-05.1";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +23,7 @@ macro_rules! prompt {
 
 prompt!(ANSWER, "answer");
 prompt!(DOCUMENT_ANSWER, "document_answer");
+prompt!(SYNTHESIS, "synthesis");
 prompt!(SUB_QUERIES, "sub_queries");
 prompt!(RELEVANCE, "relevance");
 prompt!(REFLECTION, "reflection");
@@ -53,9 +54,10 @@ pub fn in_question_language(question: &str) -> String {
 }
 
 /// Every prompt, for tests.
-pub const ALL: [Prompt; 15] = [
+pub const ALL: [Prompt; 16] = [
     ANSWER,
     DOCUMENT_ANSWER,
+    SYNTHESIS,
     SUB_QUERIES,
     RELEVANCE,
     REFLECTION,

@@ -47,6 +47,10 @@ pub struct AgentConfig {
     /// reads its own share of `top_k`, but no fewer than this). Default 2 (the share of 8 among four
     /// documents).
     pub passages_per_document: usize,
+    /// Passages each document's call reads when DeepSearch answers a question several documents match
+    /// alike ([`crate::document_plan`]): the document's best passage of the question's search, then those
+    /// its own sub-question's search ranks first. Default 3.
+    pub deep_passages_per_document: usize,
     /// Most characters of one passage in a per-document answer's prompt ([`crate::per_document`]; its
     /// excerpts share `context_chars` as NaiveRAG's do). Default 500, as `passage_chars`.
     pub document_passage_chars: usize,
@@ -98,6 +102,7 @@ impl Default for AgentConfig {
             context_chars: 3000,
             max_documents_per_answer: 4,
             passages_per_document: 2,
+            deep_passages_per_document: 3,
             document_passage_chars: 500,
             answer_max_tokens: 800,
             web_queries: crate::web_gate::WebQueryPolicy::Question,

@@ -256,6 +256,99 @@ async fn naive_rag_answers_per_document_when_several_documents_match_alike() {
 }
 
 #[tokio::test]
+async fn deep_search_plans_a_sub_question_per_document_and_writes_a_cited_synthesis_across_them() {
+    // The same three Acme filings as above: DeepSearch searches each filing's period as a sub-question,
+    // answers each filing from its own passages (numbered across filings) and then writes the lines
+    // across them, citing the lines' numbers; the synthesis is claim-checked like the lines.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
+            .on("document_answer", text("Total net sales were 94,836 million dollars [3]."))
+            .on("document_answer", text("Total net sales were 81,797 million dollars [5]."))
+            .on(
+                "synthesis",
+                text("Total net sales fell from 117,154 million dollars [1] to 81,797 million dollars [5]."),
+            ),
+    );
+    // q1's revenue row shares no word with the question, only with q1's period: its sub-question finds it.
+    let retriever = Arc::new(
+        acme_filings(&[
+            ("q2.pdf", 20, "Total net sales were 94,836 million dollars for the quarter."),
+            ("q2.pdf", 21, "Services net sales rose in the quarter."),
+            ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
+            ("q1.pdf", 22, "Revenue for the three months ended December 31, 2022: 117,154 million dollars."),
+            ("q3.pdf", 20, "Total net sales were 81,797 million dollars for the quarter."),
+            ("other.pdf", 1, "Globex total net sales were 5 million dollars."),
+        ])
+        .with_context("other.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023"),
+    );
+    let config = AgentConfig {
+        top_k: 6,
+        passages_per_document: 2,
+        deep_passages_per_document: 2,
+        quoted_pieces: 0,
+        ..AgentConfig::default()
+    };
+    let question = "How have Acme total net sales changed over time?";
+    let (answer, events) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], config).await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), ["document_answer", "document_answer", "document_answer", "synthesis"]);
+    assert_eq!(
+        retriever.queries(),
+        [
+            question.to_string(),
+            format!("{question} (quarterly period ended December 31, 2022)"),
+            format!("{question} (quarterly period ended April 1, 2023)"),
+            format!("{question} (quarterly period ended July 1, 2023)"),
+        ],
+        "the question, then one sub-question per filing, none for Globex"
+    );
+    let prompts = model.prompts_of("document_answer");
+    assert!(prompts[0].contains("[1] q1.pdf, p. 20 (Acme Inc."), "{}", prompts[0]);
+    assert!(prompts[0].contains("[2] q1.pdf, p. 22 (same document as [1])"), "its own search's hit: {}", prompts[0]);
+    assert!(prompts[2].contains("[5] q3.pdf, p. 20 (Acme Inc."), "{}", prompts[2]);
+    let synthesis = &model.prompts_of("synthesis")[0];
+    assert!(
+        synthesis.contains(
+            "- **q2.pdf** (quarterly period ended April 1, 2023): Total net sales were 94,836 million dollars [3]."
+        ),
+        "the synthesis reads the documents' lines: {synthesis}"
+    );
+    let across = "**Across the documents:** Total net sales fell from 117,154 million dollars [1] to 81,797 million dollars [5].";
+    assert!(answer.markdown.trim_end().ends_with(across), "{}", answer.markdown);
+    assert!(streamed(&events).contains(across), "the synthesis streams after the list");
+    let check = answer.claims.iter().find(|c| c.sentence.contains("fell from")).expect("the synthesis is checked");
+    assert!(check.supported, "both figures are in the passages it cites: {check:?}");
+    let cited: Vec<String> = answer.citations.iter().map(|c| c.passage.citation()).collect();
+    assert_eq!(cited, ["q1.pdf, p. 20", "q2.pdf, p. 20", "q3.pdf, p. 20"]);
+    assert_eq!((answer.agent.as_str(), answer.llm_calls), ("deep", 4));
+}
+
+#[tokio::test]
+async fn deep_search_writes_no_synthesis_when_fewer_than_two_documents_state_the_answer() {
+    let decline = "This document's passages do not state it.";
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
+            .on("document_answer", text(decline))
+            .on("document_answer", text(decline)),
+    );
+    let retriever = Arc::new(quarterly_filings());
+    let config = AgentConfig { top_k: 6, quoted_pieces: 0, ..AgentConfig::default() };
+    let (answer, _) = run_agent(
+        "How have Acme total net sales changed over time?",
+        Some(AgentKind::Deep),
+        &model,
+        &[library(&retriever)],
+        config,
+    )
+    .await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), ["document_answer"; 3], "one line answers: nothing to read across");
+    assert!(!answer.markdown.contains("Across the documents"), "{}", answer.markdown);
+}
+
+#[tokio::test]
 async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_out() {
     // One filing: the model writes about operating expenses without a figure; the row the question names
     // is quoted under its words, cited, streamed, and supported by the claim check. Turned off, the

@@ -82,33 +82,33 @@ async fn naive_rag_over_accident_reports_with_the_genre_layer_off_shows_cites_an
 
 #[tokio::test]
 async fn deep_search_compares_two_accident_reports_with_the_genre_layer_off() {
-    // Two sub-queries, one per accident; the judge keeps each report's passages; reflection finds no gap;
-    // the answer cites both reports, and a sentence citing the wrong report is re-cited to the one that
-    // states its figure.
+    // Both reports match the comparison alike: one sub-question per report (named by its file, as the
+    // reports' context lines name no period), a cited line per report (undated: in search order, Belen's
+    // first), then the synthesis across them.
     let model = Arc::new(
         ScriptedModel::new()
-            .on("sub_queries", text(r#"["Chevroux accident probable cause", "Belen accident probable cause"]"#))
-            .on("relevance", text(r#"{"relevant": [1, 2, 3, 4]}"#))
-            .on("reflection", text(r#"{"queries": []}"#))
-            .on("answer", text("At Chevroux the airplane collided with the ground in bad weather conditions [1]. At Belen the pilot lost directional control during landing, a ground loop [2].")),
+            .on("document_answer", text("The pilot lost directional control during landing, a ground loop [2]."))
+            .on("document_answer", text("The airplane collided with the ground in bad weather conditions [4]."))
+            .on(
+                "synthesis",
+                text("At Belen the pilot lost directional control [2]; at Chevroux the airplane hit the ground in bad weather [4]."),
+            ),
     );
     let retriever = accident_reports();
     let question = "Compare the causes of the Chevroux and Belen accidents.";
-    let (answer, _) = run_agent(
-        question,
-        Some(AgentKind::Deep),
-        &model,
-        &[library(&retriever)],
-        AgentConfig { protected_question_hits: 0, ..general() },
-    )
-    .await;
+    let (answer, _) = run_agent(question, Some(AgentKind::Deep), &model, &[library(&retriever)], general()).await;
     let answer = answer.unwrap();
-    assert_eq!(model.steps(), ["sub_queries", "relevance", "reflection", "answer"]);
-    let prompt = &model.prompts_of("answer")[0];
-    for passage in [CHEVROUX_CAUSE, BELEN_CAUSE] {
-        assert!(prompt.contains(passage), "every report's cause is read: {prompt}");
+    assert_eq!(model.steps(), ["document_answer", "document_answer", "synthesis"]);
+    let queries = retriever.queries();
+    for file in ["20080102X00002", "20080102X00005"] {
+        assert!(queries.contains(&format!("{question} ({file})")), "a sub-question per report: {queries:?}");
+    }
+    let prompts = model.prompts_of("document_answer");
+    for (prompt, cause) in prompts.iter().zip([BELEN_CAUSE, CHEVROUX_CAUSE]) {
+        assert!(prompt.contains(cause), "each report's call reads its cause: {prompt}");
     }
     assert!(answer.citations.iter().any(|c| c.passage.path.ends_with("20080102X00002.pdf")), "{}", answer.markdown);
     assert!(answer.citations.iter().any(|c| c.passage.path.ends_with("20080102X00005.pdf")), "{}", answer.markdown);
+    assert!(answer.markdown.contains("**Across the documents:** At Belen"), "{}", answer.markdown);
     assert!(!answer.markdown.contains("From the passages"), "{}", answer.markdown);
 }
