@@ -443,8 +443,8 @@ impl SourcesRead {
     /// else chosen greedily — the passage stating most of the figures not yet stated, the first of
     /// equals (the greedy set cover). The figures a second or third passage is chosen for must be
     /// [`distinctive`]: "27%" or "$985" occur in many passages by chance, and a sentence that made them
-    /// up was found "supported" by a passage saying them about something else (docs/ANSWERS.md, Session
-    /// 34). `None` when `text` states no figure, or no such passages state all.
+    /// up was found "supported" by a passage saying them about something else (docs/ANSWERS.md,
+    /// 2026-12-03 (b)). `None` when `text` states no figure, or no such passages state all.
     fn covering(&self, text: &str) -> Option<Vec<usize>> {
         if let Some(i) = self.holding(text) {
             return Some(vec![i]);
@@ -499,7 +499,7 @@ impl SourcesRead {
     /// that cite a passage adding nothing to the others for `text`: it states none of `text`'s figures,
     /// the others state them all, and it holds no word of `text` they lack. `None` when nothing would be
     /// left out. The quick start's answer cited `[1][3]` for "$7,192 million", `[3]` the summary table
-    /// stating it and `[1]` a passage about cash that states no revenue (docs/ANSWERS.md, Session 45); a
+    /// stating it and `[1]` a passage about cash that states no revenue (docs/ANSWERS.md, 2026-12-04 (f)); a
     /// passage that holds words of the sentence the figure's passage lacks ("… driven by demand for
     /// Hopper") stays cited.
     fn without_idle(&self, text: &str, numbers: &[usize]) -> Option<Vec<usize>> {
@@ -912,7 +912,7 @@ mod tests {
     #[test]
     fn a_figure_from_a_row_of_another_line_item_is_unsupported() {
         let sources = [source(1, AMAZON_AWS)];
-        // The model's answer to "What was the reported revenue from … AWS …?" (Sessions 31–33).
+        // The model's answer to "What was the reported revenue from … AWS …?" (the entries 2026-12-02 (f) to 2026-12-03 (a)).
         assert_eq!(
             problem("AWS revenue was $6,976 million [1].", &sources),
             "figures from a row of another line item: $6,976 million (AWS: Operating income)"
@@ -943,7 +943,7 @@ mod tests {
 
     #[test]
     fn each_figure_is_read_for_the_line_item_named_just_before_it() {
-        // Apple's Q1 2023 operating expenses (sec10q-069, Session 42's recording): the model stated the
+        // Apple's Q1 2023 operating expenses (sec10q-069, 2026-12-04 (c)'s recording): the model stated the
         // prior year's operating expenses as the quarter's revenue.
         let opex = [source(
             1,
@@ -983,7 +983,7 @@ mod tests {
         );
     }
 
-    /// The quick start's answer (Session 45): "$7,192 million" cited to the summary table that states
+    /// The quick start's answer (2026-12-04 (f)): "$7,192 million" cited to the summary table that states
     /// it and to a passage about cash that states no revenue. The idle citation is left out; one that
     /// holds words of the sentence the figure's passage lacks stays.
     #[test]

@@ -243,7 +243,7 @@ struct PromptCache<'model> {
 /// with one context each call evicted the other's prefix — 7 of 1,599 prompt tokens a question were reused
 /// on sec-10-q questions 36–47, 400 with two (22.8 s a question instead of 29.9 s). Each context holds its
 /// own key/value cache and compute buffers: +157 MB peak for Qwen2.5-1.5B at 4,096 tokens
-/// (docs/ANSWERS.md, "Session 22").
+/// (docs/ANSWERS.md, "2026-11-29 (b)").
 pub const PROMPT_CACHE_SLOTS: usize = 2;
 
 /// A new prompt sharing fewer tokens than this with every kept context is run in a fresh context while

@@ -16,25 +16,25 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 ///
 /// History:
 /// - `pdf` 2: PDFium reads every page, and its reading replaces pdf-extract's where it keeps words whole
-///   (`pdf::keeps_words_whole`; docs/ANSWERS.md, Session 8).
+///   (`pdf::keeps_words_whole`; docs/ANSWERS.md, 2026-11-27 (a)).
 /// - `pdf` 3: a table's unit note leaves out what it excepts — Apple's amounts were labelled "thousand"
-///   from "(In millions, except number of shares, which are reflected in thousands, …)" (Session 28).
+///   from "(In millions, except number of shares, which are reflected in thousands, …)" (2026-12-02 (c)).
 /// - `pdf` 4: Intel's tables read as rows with their columns — a unit note with a semicolon ("(In
 ///   Millions, Except Per Share Amounts; Unaudited)") on the dates' line, and blank lines between a
-///   table's lines (Session 36).
+///   table's lines (2026-12-03 (d)).
 /// - `pdf` 5: a table goes on past a long section line that ends in a colon and past a row label
-///   wrapped over two lines (Apple's comprehensive income and shareholders' equity rows; Session 37).
+///   wrapped over two lines (Apple's comprehensive income and shareholders' equity rows; 2026-12-03 (e)).
 /// - `pdf` 6: headers of period codes ("Q3 2023 Q3 2022 YTD 2023 YTD 2022", Intel's management's
 ///   discussion), dates split over lines and "($ in millions)" (NVIDIA's) and "(unaudited)" (Amazon's)
 ///   name their columns; a row that leaves its change columns blank fills the period columns (Apple's
 ///   other income and expense); "(554 )" is one cell (Microsoft's); a section line naming a note, and a
-///   row label wrapped inside a parenthesis (Intel's balance sheet), keep the table going (Session 38).
+///   row label wrapped inside a parenthesis (Intel's balance sheet), keep the table going (2026-12-03 (f)).
 /// - `pdf` 7: a header line that starts with a column's title and ends with the first column's date
-///   ("Interest Rate April 30, 2023", NVIDIA's debt notes) names the columns (Session 39).
+///   ("Interest Rate April 30, 2023", NVIDIA's debt notes) names the columns (2026-12-03 (g)).
 /// - `pdf` 8: change columns titled "Quarter-over-Quarter" / "Year-over-Year" and changes in
 ///   percentage points ("1.3 pts") are read (NVIDIA's quarterly summary tables); rows about
 ///   "operations" (and "consideration") get their table's unit, which the word "ratio" inside them had
-///   kept off (Session 45).
+///   kept off (2026-12-04 (f)).
 pub fn extraction_version(format: &str) -> u32 {
     match format {
         "pdf" => 8,
@@ -66,7 +66,7 @@ mod tests {
         for format in [Format::Pdf, Format::Docx, Format::Pptx, Format::Eml, Format::Msg, Format::Zip, Format::Html] {
             assert!(extraction_version(format.name()) >= UNSTAMPED_EXTRACTION_VERSION);
         }
-        assert_eq!(extraction_version("pdf"), 8, "change columns titled quarter-over-quarter (Session 45)");
+        assert_eq!(extraction_version("pdf"), 8, "change columns titled quarter-over-quarter (2026-12-04 (f))");
         assert_eq!(extraction_version("unknown"), UNSTAMPED_EXTRACTION_VERSION);
         assert!(failure_version("unknown") > UNSTAMPED_EXTRACTION_VERSION, "refusals from before e-mail are re-read");
         assert_eq!(failure_version("pdf"), 8, "the PDF reading is newer than the set of formats (3, OCR)");

@@ -178,7 +178,7 @@ pub fn set_before_load(hook: BeforeLoad) {
 /// pages: a 2,000-pixel page grows a process by about 600 MiB, which the engine otherwise keeps for as
 /// long as the process lives. A parse worker calls it after every file (a no-op when no page was read
 /// by OCR), so workers going on to other files do not each hold a scan's memory (one worker per core);
-/// the next scan loads the models again (docs/evaluation/ingest-and-search.md, Session 41). Returns whether it was loaded.
+/// the next scan loads the models again (docs/evaluation/ingest-and-search.md, 2026-12-04 (b)). Returns whether it was loaded.
 pub fn release_engine() -> bool {
     match ENGINE.lock() {
         Ok(mut engine) => engine.take().is_some(),

@@ -1004,7 +1004,7 @@ impl VectorSearch {
 /// index's recall@10 against exact search from 0.79 to 0.91 (recall@50 0.94 to 0.99), at 4 when Lance's
 /// `ef` grew with it. Since the graph is walked with an `ef` of at least [`ANN_MIN_EF`], 2 finds what 4
 /// did — recall@10 / @50 0.980 / 0.993 at 100k chunks and 0.860 / 0.860 at 1M, against 0.940 / 0.983
-/// without re-ranking at 100k — for 0.4 ms (100k) to 1–2 ms (1M) less a top-50 search (Session 43).
+/// without re-ranking at 100k — for 0.4 ms (100k) to 1–2 ms (1M) less a top-50 search (2026-12-04 (d)).
 pub const ANN_REFINE_FACTOR: u32 = 2;
 
 /// The least `ef` (candidates kept while walking the HNSW graph) of a default ANN search; Lance's own

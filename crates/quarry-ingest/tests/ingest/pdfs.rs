@@ -205,7 +205,7 @@ fn table_rows_carry_their_column_and_unit() {
         &apple[..3000.min(apple.len())]
     );
     // Apple's statements say "(In millions, except number of shares, which are reflected in thousands, …)":
-    // the balance sheet's cash was read as "$28,408 thousand" until Session 28.
+    // the balance sheet's cash was read as "$28,408 thousand" until 2026-12-02 (c).
     assert!(
         apple.contains(
             "Cash and cash equivalents: $28,408 million (July 1, 2023); $23,646 million (September 24, 2022)"
@@ -228,7 +228,7 @@ fn table_rows_carry_their_column_and_unit() {
     assert!(!microsoft.contains("13,666 (change)"), "a revenue figure labelled as a change");
 }
 
-/// Intel's 10-Qs (issue 36, Session 36): the income statement's unit note holds a semicolon on the
+/// Intel's 10-Qs (issue 36, 2026-12-03 (d)): the income statement's unit note holds a semicolon on the
 /// dates' line, `2023 Q1 INTC.pdf`'s text layer puts a blank line between every two table lines, and a
 /// segment's subtotal is a row of figures alone under the segment's name. Each is read as rows that
 /// name their column and unit.
@@ -250,7 +250,7 @@ fn intel_filings_tables_are_read_as_rows_with_columns_and_units() {
     );
 }
 
-/// Apple's Q3 2022 10-Q (Session 37, PDF extraction version 5): a section line too long for a short one
+/// Apple's Q3 2022 10-Q (2026-12-03 (e), PDF extraction version 5): a section line too long for a short one
 /// but ending in a colon ("Change in unrealized gains/losses on derivative instruments, net of tax:"), a
 /// row label wrapped over two lines, and "Commitments and contingencies" above a wrapped equity row no
 /// longer end their table: the rows below them name their column, and shareholders' equity its unit.
@@ -267,7 +267,7 @@ fn apple_rows_below_long_section_lines_and_wrapped_labels_keep_their_columns() {
     }
 }
 
-/// Six filings' tables that stayed bare rows before PDF extraction version 6 (Session 38): Intel's
+/// Six filings' tables that stayed bare rows before PDF extraction version 6 (2026-12-03 (f)): Intel's
 /// management's-discussion tables name their columns by period codes ("Q3 2023 Q3 2022 YTD 2023 YTD
 /// 2022"); Apple's other-income rows leave the change columns blank; Microsoft's text layer writes a
 /// negative figure "(1,401 )"; Amazon prints "(unaudited)" between its balance sheet's dates and its

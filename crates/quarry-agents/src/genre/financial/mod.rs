@@ -36,7 +36,7 @@ impl Genre for Financial {
     /// single-document sec-10-q questions with Qwen2.5-Coder-1.5B's recorded answers, quoting two pieces
     /// of the whole passages stated 70 reference figures of 164, against 64 for one piece of the excerpts
     /// and 68 for two pieces of the whole passages kept to the question's periods (docs/ANSWERS.md,
-    /// "Session 29").
+    /// "2026-12-02 (d)").
     fn quotable_text(&self, passage: &Passage) -> String {
         table_section::label_rows_by_section(passage)
     }

@@ -114,7 +114,7 @@ const COMPARISON_WORDS: &[&str] = &[
 /// two line items of one period ("How did Apple's operating expenses for Q1 2023 compare to its revenue
 /// for the same quarter?"). They make a question compare periods only beside two periods it names, or a
 /// word for periods in the plural ([`PLURAL_PERIOD_WORDS`]); otherwise the question is about one period,
-/// and the row's other columns (last year's operating expenses, read as this year's revenue: Session 45)
+/// and the row's other columns (last year's operating expenses, read as this year's revenue: 2026-12-04 (f))
 /// only mislead.
 const COMPARE_WORDS: &[&str] = &["compare", "compared", "comparison", "versus", "vs", "difference", "differ"];
 
@@ -150,9 +150,9 @@ pub fn compares_periods(question: &str) -> bool {
 /// the line states no quarter in words, [`crate::period::stated_context`]) or asks for the latest filing, and uses
 /// none of [`COMPARISON_WORDS`]. A filing's tables print the same quarter a year earlier beside its own;
 /// with both in front of it, Qwen2.5-Coder-1.5B answered the quick start's question with the prior year's
-/// $8,288 million (docs/ANSWERS.md, "Session 6"). Change columns go too: asked for Microsoft's latest
+/// $8,288 million (docs/ANSWERS.md, "2026-11-26 (e)"). Change columns go too: asked for Microsoft's latest
 /// gross margin, the model read "Gross margin: 40,215 (three months ended September 30, 2023); 16% (change,
-/// three months ended)" and answered 16% (Session 45). Other cells whose column names no date stay;
+/// three months ended)" and answered 16% (2026-12-04 (f)). Other cells whose column names no date stay;
 /// a row with no cell of the document's date is left whole, and so is every row when the question or the
 /// context line names no period.
 pub fn keep_document_period(text: &str, passage: &Passage, question: &str) -> String {
