@@ -145,8 +145,9 @@ impl LlmArgs {
     }
 }
 
-/// How NaiveRAG answers a question that several documents match alike, one document at a time
-/// (`quarry_agents::per_document`); `ask` and `eval answers` take the same flags.
+/// How the answer pipeline reads documents: NaiveRAG's and DeepSearch's answers one document at a time
+/// when several match a question alike (`quarry_agents::per_document`, `quarry_agents::document_plan`),
+/// and the genre layer (`quarry_agents::genre`); `ask` and `eval answers` take the same flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PerDocumentArgs {
     /// When several documents match the question alike, NaiveRAG answers from each of at most this many
@@ -159,6 +160,15 @@ pub struct PerDocumentArgs {
     /// Most characters of one passage in the prompt of a per-document answer.
     #[arg(long, default_value_t = AgentConfig::default().document_passage_chars)]
     pub document_passage_chars: usize,
+    /// Passages each document's call reads when DeepSearch answers per document (its best passage of the
+    /// question's search, then its hits for the document's own sub-question).
+    #[arg(long, default_value_t = AgentConfig::default().deep_passages_per_document)]
+    pub deep_passages_per_document: usize,
+    /// What the pipeline knows of the documents' genre: financial (filings: table rows cut to the asked
+    /// period, the row that answers quoted under the answer, line items in the claim check) or general
+    /// (passages shown and quoted as ingested, for papers, reports, mail).
+    #[arg(long, default_value = "financial")]
+    pub genre: quarry_agents::GenreKind,
 }
 
 impl PerDocumentArgs {
@@ -168,6 +178,8 @@ impl PerDocumentArgs {
             max_documents_per_answer: self.max_documents.max(1),
             passages_per_document: self.passages_per_document,
             document_passage_chars: self.document_passage_chars.max(100),
+            deep_passages_per_document: self.deep_passages_per_document.max(1),
+            genre: self.genre,
             ..config
         }
     }

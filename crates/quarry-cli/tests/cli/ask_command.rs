@@ -232,6 +232,11 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     assert!(!output.status.success());
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("cannot write the report to /nonexistent/folder/r.md"), "{message}");
+    // A genre layer Quarry does not have is refused, naming those it has.
+    let output = quarry(&data).args(["ask", "anything", "--genre", "poetry"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(message.contains("unknown genre \"poetry\" (general or financial)"), "{message}");
 }
 
 /// The default answer model, Qwen2.5-Coder-1.5B-Instruct (installed by scripts/setup.sh).
