@@ -226,7 +226,7 @@ pub fn tied_documents(
     let (passages, first_group) = match_order(question, found);
     let mut documents: Vec<Vec<Passage>> = Vec::new();
     for p in passages.into_iter().take(first_group) {
-        match documents.iter_mut().find(|d| d[0].document_id == p.document_id && d[0].library == p.library) {
+        match documents.iter_mut().find(|d| d[0].same_document(&p)) {
             Some(document) => document.push(p),
             None => documents.push(vec![p]),
         }

@@ -88,11 +88,7 @@ pub async fn deep_per_document(
     let mut retrieved = retrieved;
     for (((document, tied_further), found), sub) in tied.documents.iter().zip(&tied.further).zip(searches).zip(&subs) {
         let found = found?;
-        let own: Vec<Passage> = found
-            .iter()
-            .filter(|p| p.library == document[0].library && p.document_id == document[0].document_id)
-            .cloned()
-            .collect();
+        let own: Vec<Passage> = found.iter().filter(|p| p.same_document(&document[0])).cloned().collect();
         let new = own.iter().filter(|p| !document.iter().chain(tied_further).any(|q| q.key() == p.key())).count();
         retrieved += new;
         run.emit(AgentEvent::Retrieved { round: 1, query: sub.clone(), hits: found.len(), new });

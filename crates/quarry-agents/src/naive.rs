@@ -37,11 +37,7 @@ pub async fn naive_rag(run: &Run, question: &str) -> Result<Answer, AgentError> 
     let candidates: Vec<quarry_core::Passage> = match named {
         Some(named) => found
             .into_iter()
-            .filter(|p| {
-                p.library == named.library
-                    && p.document_id == named.document_id
-                    && !passages.iter().any(|r| r.key() == p.key())
-            })
+            .filter(|p| p.same_document(named) && !passages.iter().any(|r| r.key() == p.key()))
             .collect(),
         None => Vec::new(),
     };

@@ -250,5 +250,6 @@ async fn synthesis_across(run: &Run, question: &str, lines: &str) -> Result<Opti
     request.step = "synthesis".into();
     let said = run.call(&request, false).await?.text;
     let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
-    Ok((!said.is_empty() && !is_decline(&said) && !said.contains("do not state it together")).then_some(said))
+    // The prompt's refusal, "The documents do not state it together.", is a decline phrase.
+    Ok((!said.is_empty() && !is_decline(&said)).then_some(said))
 }

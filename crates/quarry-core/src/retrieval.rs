@@ -47,6 +47,11 @@ impl Passage {
         (self.library.clone(), self.chunk_id)
     }
 
+    /// Whether `other` comes from the same document: same library, same document id.
+    pub fn same_document(&self, other: &Passage) -> bool {
+        self.library == other.library && self.document_id == other.document_id
+    }
+
     /// The file name (the member name for ZIP members): `report.pdf`, `a.docx`.
     pub fn file_name(&self) -> &str {
         let inner = self.path.rsplit("!/").next().unwrap_or(&self.path);

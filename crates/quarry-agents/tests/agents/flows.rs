@@ -197,15 +197,21 @@ fn acme_filings(passages: &[(&str, u32, &str)]) -> MemoryRetriever {
 
 /// Four filings of one company, for questions that name the company and no period.
 fn quarterly_filings() -> MemoryRetriever {
-    acme_filings(&[
+    quarterly_filings_with(&[])
+}
+
+/// [`quarterly_filings`] with `extra` passages after its own.
+fn quarterly_filings_with(extra: &[(&str, u32, &str)]) -> MemoryRetriever {
+    let mut passages = vec![
         ("q2.pdf", 20, "Total net sales were 94,836 million dollars for the quarter."),
         ("q2.pdf", 21, "Services net sales rose in the quarter."),
         ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
         ("q1.pdf", 21, "Operating expenses rose for the quarter."),
         ("q3.pdf", 20, "Total net sales were 81,797 million dollars for the quarter."),
         ("other.pdf", 1, "Globex total net sales were 5 million dollars."),
-    ])
-    .with_context("other.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023")
+    ];
+    passages.extend_from_slice(extra);
+    acme_filings(&passages).with_context("other.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023")
 }
 
 #[tokio::test]
@@ -271,17 +277,11 @@ async fn deep_search_plans_a_sub_question_per_document_and_writes_a_cited_synthe
             ),
     );
     // q1's revenue row shares no word with the question, only with q1's period: its sub-question finds it.
-    let retriever = Arc::new(
-        acme_filings(&[
-            ("q2.pdf", 20, "Total net sales were 94,836 million dollars for the quarter."),
-            ("q2.pdf", 21, "Services net sales rose in the quarter."),
-            ("q1.pdf", 20, "Total net sales were 117,154 million dollars for the quarter."),
-            ("q1.pdf", 22, "Revenue for the three months ended December 31, 2022: 117,154 million dollars."),
-            ("q3.pdf", 20, "Total net sales were 81,797 million dollars for the quarter."),
-            ("other.pdf", 1, "Globex total net sales were 5 million dollars."),
-        ])
-        .with_context("other.pdf", "Globex Corp. · Form 10-Q · quarterly period ended July 1, 2023"),
-    );
+    let retriever = Arc::new(quarterly_filings_with(&[(
+        "q1.pdf",
+        22,
+        "Revenue for the three months ended December 31, 2022: 117,154 million dollars.",
+    )]));
     let config = AgentConfig {
         top_k: 6,
         passages_per_document: 2,
