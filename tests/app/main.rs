@@ -268,13 +268,15 @@ fn the_front_ends_event_and_view_types_match_what_the_backend_sends() {
         IngestEvent::Embedding { done: 0, known: 0 },
         IngestEvent::FileDone { path: s() },
         IngestEvent::Removed { path: s() },
+        IngestEvent::Phase { phase: quarry_store::IngestPhase::Optimize },
         IngestEvent::ModelChosen { model_id: s(), cjk_share: 0.0, sampled_chars: 0 },
         IngestEvent::Finished(IngestSummary::default()),
     ];
     // Exhaustive: a new variant must be added to `events` above (and to the TypeScript union).
     for event in &events {
         match event {
-            IngestEvent::Scanned { .. }
+            IngestEvent::Phase { .. }
+            | IngestEvent::Scanned { .. }
             | IngestEvent::Unreadable { .. }
             | IngestEvent::Read { .. }
             | IngestEvent::Skipped { .. }

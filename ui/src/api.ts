@@ -64,6 +64,7 @@ export interface IngestSummary {
 
 /** quarry_store::IngestEvent, plus `error` when the run itself failed. */
 export type IngestEvent =
+  | { event: "phase"; phase: "scan" | "read" | "embed" | "optimize" }
   | { event: "scanned"; files: number; to_read: number; unchanged: number; reread: number }
   | { event: "unreadable"; path: string; error: string }
   | { event: "read"; path: string; format: string; pages: number | null; chunks: number }

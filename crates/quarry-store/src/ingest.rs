@@ -9,14 +9,15 @@
 
 use crate::library::Library;
 use crate::manifest::now_ms;
-use crate::store::{chunk_id, ChunkRecord, DocumentRecord, DocumentState};
+use crate::store::{ChunkRecord, DocumentRecord, DocumentState};
 use crate::StoreError;
 use quarry_index::Embedder;
 use quarry_ingest::isolate::{parse_isolated, IsolationConfig};
 use quarry_ingest::{collect_inputs, ChunkSizer, Chunker, ChunkerConfig, FileOutcome, InputFile, Status};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -85,6 +86,12 @@ impl IngestOptions {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum IngestEvent {
+    /// A phase of the run starts (`scan`, `read`, `embed`, `optimize`, in that order; a phase with
+    /// nothing to do is not announced).
+    Phase {
+        /// The phase starting.
+        phase: IngestPhase,
+    },
     /// Files found and how many must be read; `reread` of those are unchanged files read again because
     /// Quarry reads their format better than when they were added ([`quarry_ingest::extraction_version`]).
     Scanned {
@@ -196,6 +203,21 @@ pub enum IngestEvent {
     Finished(IngestSummary),
 }
 
+/// The phases of an `add` or `sync` run, in order ([`IngestEvent::Phase`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestPhase {
+    /// Listing the files under the paths given and deciding, against the library, which to read.
+    Scan,
+    /// Parsing the files in workers, chunking them, and committing them in groups searchable by
+    /// keyword; then removing the documents they replace (and, for `sync`, those whose file vanished).
+    Read,
+    /// Embedding the chunks waiting for their vectors, group by group.
+    Embed,
+    /// Compacting the tables and keeping the indexes up to date.
+    Optimize,
+}
+
 /// Totals of one run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestSummary {
@@ -245,6 +267,15 @@ pub struct IngestSummary {
     pub cancelled: bool,
 }
 
+impl IngestSummary {
+    /// Adds what one commit group wrote.
+    fn add_flushed(&mut self, flushed: Flushed) {
+        self.indexed += flushed.documents;
+        self.chunks += flushed.chunks;
+        self.kept_embeddings += flushed.kept_embeddings;
+    }
+}
+
 /// What [`Library::remove`] took out.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RemoveSummary {
@@ -262,6 +293,129 @@ struct Planned {
     hash: String,
     byte_len: u64,
     modified_ms: i64,
+}
+
+/// One run's settings, running totals and progress sink, handed from phase to phase.
+struct Run<'a> {
+    options: &'a IngestOptions,
+    /// `sync`: documents whose file vanished from a reachable source are removed.
+    remove_vanished: bool,
+    summary: IngestSummary,
+    on_event: &'a mut (dyn FnMut(IngestEvent) + Send),
+}
+
+/// The library's documents before the run, looked up three ways.
+struct KnownDocuments<'a> {
+    /// A file's own row (not an archive member's), by file path.
+    top_rows: HashMap<&'a str, &'a DocumentRecord>,
+    /// Every row of a file's bytes, by origin (the file's hash).
+    by_origin: HashMap<&'a str, Vec<&'a DocumentRecord>>,
+    /// By document id (the document's content hash).
+    by_id: HashMap<&'a str, &'a DocumentRecord>,
+}
+
+impl<'a> KnownDocuments<'a> {
+    fn new(documents: &'a [DocumentRecord]) -> Self {
+        let mut known = KnownDocuments { top_rows: HashMap::new(), by_origin: HashMap::new(), by_id: HashMap::new() };
+        for d in documents {
+            if d.path == d.file_path {
+                known.top_rows.insert(&d.file_path, d);
+            }
+            known.by_origin.entry(&d.origin_id).or_default().push(d);
+            known.by_id.insert(&d.document_id, d);
+        }
+        known
+    }
+
+    /// Did an older reading of its format make one of the documents `file_path` with these bytes
+    /// (`origin`) gave? Such a file is read again.
+    fn read_by_older_parser(&self, origin: &str, file_path: &str) -> bool {
+        self.by_origin
+            .get(origin)
+            .is_some_and(|rows| rows.iter().any(|d| d.file_path == file_path && d.read_by_older_parser()))
+    }
+}
+
+/// What the scan decided.
+#[derive(Default)]
+struct Scan {
+    /// The files to read, in order.
+    plan: Vec<Planned>,
+    /// Origins whose documents a changed file replaces: removed once the run's documents are in.
+    replaced_origins: HashSet<String>,
+    /// (old origin, index in `plan` of the file that replaces it): a stopped run keeps the old version
+    /// of a changed file it did not get to.
+    replaced_by: Vec<(String, usize)>,
+    /// Every file found on disk.
+    present_files: HashSet<String>,
+    /// Origins read again, same bytes, because an older reading of their format made them: their
+    /// documents are written again under the same ids (`flush` replaces the old rows).
+    rereading: HashSet<String>,
+    /// Sources of a `sync` not reachable as a whole, with why: their documents are kept.
+    unreachable: Vec<(PathBuf, &'static str)>,
+}
+
+/// What the read phase carries from file to file.
+#[derive(Default)]
+struct ReadPhase {
+    batch: Batch,
+    /// Documents written by this run, by id: a second file with the same content is skipped.
+    seen: HashSet<String>,
+    /// Indexes in the plan of the files whose documents are all read.
+    finished_inputs: HashSet<usize>,
+    /// Unchanged members of changed archives, to move under the new archive: (document id, new origin,
+    /// new path, new file path).
+    rehome: Vec<(String, String, String, String)>,
+}
+
+/// Sources of a `sync` missing as a whole, with why: gone, unreadable, or a folder with no file left
+/// (an unmounted drive often leaves its empty mount point). Their documents are kept and reported.
+fn unreachable_sources(roots: &[PathBuf], inputs: &[InputFile]) -> Vec<(PathBuf, &'static str)> {
+    roots
+        .iter()
+        .filter_map(|root| {
+            let why = if !root.exists() {
+                "it does not exist"
+            } else if root.is_dir() && std::fs::read_dir(root).is_err() {
+                "it cannot be read"
+            } else if root.is_dir() && !inputs.iter().any(|i| i.path.starts_with(root)) {
+                "it holds no files"
+            } else {
+                return None;
+            };
+            Some((root.clone(), why))
+        })
+        .collect()
+}
+
+/// The library row of a document read from `planned` (`outcome.path`: the file itself when `top`, else
+/// an archive member; only a top row carries the file's size), with no chunks counted yet.
+fn document_row(
+    planned: &Planned,
+    outcome: &FileOutcome,
+    top: bool,
+    document_id: String,
+    format: &str,
+    state: DocumentState,
+) -> DocumentRecord {
+    DocumentRecord {
+        document_id,
+        origin_id: planned.hash.clone(),
+        path: outcome.path.clone(),
+        file_path: planned.input.display.clone(),
+        format: format.to_string(),
+        byte_len: if top { planned.byte_len } else { 0 },
+        page_count: outcome.pages,
+        chunk_count: 0,
+        char_count: outcome.chars,
+        state,
+        error: None,
+        warnings: (!outcome.warnings.is_empty()).then(|| outcome.warnings.join("\n")),
+        added_ms: now_ms(),
+        modified_ms: planned.modified_ms,
+        context: None,
+        extraction_version: Some(quarry_ingest::extraction_version(format)),
+    }
 }
 
 /// Documents waiting to be committed together.
@@ -383,6 +537,14 @@ impl Library {
         Ok(())
     }
 
+    /// One `add` or `sync` run over `roots`, in the phases [`IngestEvent::Phase`] names as each starts:
+    /// [`Library::scan`] decides what to read; [`Library::read_and_commit`] parses, chunks and commits the
+    /// files in groups searchable by keyword, then [`Library::remove_superseded`] takes out what they
+    /// replace and, for `sync` (`remove_vanished`), what vanished; [`Library::embed_waiting`] embeds the
+    /// waiting chunks; [`Library::optimize`] compacts. A stop request (`options.isolation.stop`) ends the
+    /// run between files or embedding groups with what is done committed.
+    ///
+    /// Errors: `embedder` is not the library's model; storage errors (the library stays consistent).
     async fn ingest(
         &mut self,
         roots: &[PathBuf],
@@ -392,45 +554,80 @@ impl Library {
         remove_vanished: bool,
     ) -> Result<IngestSummary, StoreError> {
         let started = Instant::now();
-        let mut summary = IngestSummary::default();
         let mut embedder = embedder.clone();
-        let mut chunker = self.chunker_for(&embedder)?;
+        let chunker = self.chunker_for(&embedder)?;
+        let mut run = Run { options, remove_vanished, summary: IngestSummary::default(), on_event };
 
-        // Scan: what is on disk, what the library has, what must be read.
+        (run.on_event)(IngestEvent::Phase { phase: IngestPhase::Scan });
+        self.refresh_documents().await?;
+        let documents: Vec<DocumentRecord> = self.documents().cloned().collect();
+        let known = KnownDocuments::new(&documents);
+        let mut scan = self.scan(roots, &known, &mut run).await?;
+
+        (run.on_event)(IngestEvent::Phase { phase: IngestPhase::Read });
+        let read = self.read_and_commit(&scan, &known, &mut embedder, chunker, &mut run).await?;
+        self.remove_superseded(&mut scan, &read, &mut run).await?;
+        // Every document read is searchable by keyword now; then the embeddings, this run's and any a
+        // stopped run left waiting.
+        run.summary.keyword_seconds = started.elapsed().as_secs_f64();
+        let waiting = self.store.count_waiting_chunks().await?;
+        if waiting > 0 || run.summary.indexed > 0 {
+            (run.on_event)(IngestEvent::KeywordReady {
+                documents: run.summary.indexed,
+                waiting_chunks: waiting,
+                seconds: run.summary.keyword_seconds,
+            });
+        }
+        let stopped = || options.isolation.stop.load(Ordering::Relaxed);
+        // A run killed after a group's vectors were written but before its documents were marked
+        // `indexed` leaves `keyword_only` documents with nothing waiting: they are finished here too.
+        let unfinished = self.documents().any(|d| d.state == DocumentState::KeywordOnly);
+        if (waiting > 0 || unfinished) && !stopped() {
+            (run.on_event)(IngestEvent::Phase { phase: IngestPhase::Embed });
+            let timing = self.embed_waiting(&embedder, options, waiting, run.on_event).await?;
+            run.summary.embedded_chunks = timing.chunks;
+            run.summary.embed_seconds = timing.embed_seconds;
+            run.summary.embed_write_seconds = timing.write_seconds;
+        }
+        let mut summary = run.summary;
+        summary.waiting_chunks = self.store.count_waiting_chunks().await?;
+        summary.cancelled |= stopped() && summary.waiting_chunks > 0;
+        if summary.indexed + summary.removed + summary.failed + summary.moved + summary.embedded_chunks > 0 {
+            (run.on_event)(IngestEvent::Phase { phase: IngestPhase::Optimize });
+            let optimizing = Instant::now();
+            self.optimize(options.keep_versions, options.vector_index_rows).await?;
+            summary.optimize_seconds = optimizing.elapsed().as_secs_f64();
+        }
+        summary.seconds = started.elapsed().as_secs_f64();
+        (run.on_event)(IngestEvent::Finished(summary.clone()));
+        Ok(summary)
+    }
+
+    /// The scan phase: lists the files under `roots` (less the excluded paths), reports paths it cannot
+    /// read and, for `sync`, sources that cannot be reached as a whole (their documents are kept), and
+    /// decides each file against the library's documents ([`Library::plan_file`]). Ends with
+    /// [`IngestEvent::Scanned`]; an archive to be read again then loses its own row, so a run killed
+    /// between its members leaves it not whole and the next run reads it again.
+    ///
+    /// Errors: storage errors (renaming a moved file's rows, deleting an archive's row).
+    async fn scan(
+        &mut self,
+        roots: &[PathBuf],
+        known: &KnownDocuments<'_>,
+        run: &mut Run<'_>,
+    ) -> Result<Scan, StoreError> {
         let (mut inputs, problems) = collect_inputs(roots);
         inputs.retain(|input| !self.manifest.is_excluded(&input.path));
-        self.refresh_documents().await?;
-        // Sync: a source missing as a whole — gone, unreadable, or a folder with no file left while the
-        // library holds documents from it (an unmounted drive often leaves its empty mount point) — is
-        // reported and its documents kept. Sync removes the documents of files that vanished from a
-        // source it can still see, never a whole source: `quarry remove` does that on request.
-        let mut unreachable: Vec<(PathBuf, &'static str)> = Vec::new();
-        if remove_vanished {
-            for root in roots {
-                let why = if !root.exists() {
-                    Some("it does not exist")
-                } else if root.is_dir() && std::fs::read_dir(root).is_err() {
-                    Some("it cannot be read")
-                } else if root.is_dir() && !inputs.iter().any(|i| i.path.starts_with(root)) {
-                    Some("it holds no files")
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    unreachable.push((root.clone(), why));
-                }
-            }
-        }
+        let unreachable = if run.remove_vanished { unreachable_sources(roots, &inputs) } else { Vec::new() };
         for (path, error) in problems {
-            if unreachable.iter().any(|(root, _)| *root == path) {
-                continue; // reported below, with what was kept
+            if !unreachable.iter().any(|(root, _)| *root == path) {
+                (run.on_event)(IngestEvent::Unreadable { path: path.display().to_string(), error });
             }
-            on_event(IngestEvent::Unreadable { path: path.display().to_string(), error });
         }
         for (root, why) in &unreachable {
             let kept = self.documents().filter(|d| Path::new(&d.file_path).starts_with(root)).count();
             if kept > 0 {
-                on_event(IngestEvent::Unreadable {
+                (run.on_event)(IngestEvent::Unreadable {
                     path: root.display().to_string(),
                     error: format!(
                         "source not reachable ({why}); kept its {kept} document{} — `quarry remove {}` takes them out",
@@ -440,334 +637,340 @@ impl Library {
                 });
             }
         }
-        let known: Vec<DocumentRecord> = self.documents().cloned().collect();
-        let mut top_rows: HashMap<&str, &DocumentRecord> = HashMap::new();
-        let mut by_origin: HashMap<&str, Vec<&DocumentRecord>> = HashMap::new();
-        for d in &known {
-            if d.path == d.file_path {
-                top_rows.insert(&d.file_path, d);
-            }
-            by_origin.entry(&d.origin_id).or_default().push(d);
-        }
-        let known_by_id: HashMap<&str, &DocumentRecord> = known.iter().map(|d| (d.document_id.as_str(), d)).collect();
-        let mut plan: Vec<Planned> = Vec::new();
-        let mut replaced_origins: HashSet<String> = HashSet::new();
-        // (old origin, index in `plan` of the file that replaces it): a stopped run keeps the old version
-        // of a changed file it did not get to.
-        let mut replaced_by: Vec<(String, usize)> = Vec::new();
-        let mut present_files: HashSet<String> = HashSet::new();
-        // Origins (file hashes) read again, same bytes, because an older reading of their format made them:
-        // their documents are written again under the same ids (`flush` replaces the old rows).
-        let mut rereading: HashSet<String> = HashSet::new();
-        summary.files = inputs.len();
+        let mut scan = Scan { unreachable, ..Scan::default() };
+        run.summary.files = inputs.len();
         for input in inputs {
-            let file_path = input.path.to_string_lossy().into_owned();
-            present_files.insert(file_path.clone());
-            let (byte_len, modified_ms) = match std::fs::metadata(&input.path) {
-                Ok(meta) => (meta.len(), modified_ms(&meta)),
-                Err(e) => {
-                    on_event(IngestEvent::Unreadable { path: file_path, error: e.to_string() });
-                    continue;
-                }
-            };
-            let previous = top_rows.get(file_path.as_str()).copied();
-            let retry = |d: &DocumentRecord| options.retry_failed && d.state == DocumentState::Failed;
-            // A file some of whose documents an older reading of their format produced is read again.
-            let read_by_older_parser = |origin: &str| {
-                by_origin
-                    .get(origin)
-                    .is_some_and(|rows| rows.iter().any(|d| d.file_path == file_path && d.read_by_older_parser()))
-            };
-            if let Some(prev) = previous {
-                if !options.verify
-                    && prev.byte_len == byte_len
-                    && prev.modified_ms == modified_ms
-                    && !retry(prev)
-                    && !read_by_older_parser(&prev.origin_id)
-                {
-                    summary.unchanged += 1;
-                    continue;
-                }
-            }
-            let hash = match hash_file(&input.path) {
-                Ok(hash) => hash,
-                Err(e) => {
-                    on_event(IngestEvent::Unreadable { path: file_path, error: e.to_string() });
-                    continue;
-                }
-            };
-            if let Some(rows) = by_origin.get(hash.as_str()) {
-                // A file is whole in the library once its own row is there. An archive's row is written
-                // after all its members, so members without it are what a killed run left: the archive
-                // is read again, and the members already indexed are kept as they are.
-                let whole_here = rows.iter().any(|d| d.file_path == file_path && d.path == d.file_path);
-                let partly_here = rows.iter().any(|d| d.file_path == file_path);
-                let failed_retry = rows.iter().any(|d| d.path == d.file_path && retry(d));
-                let reread = read_by_older_parser(&hash);
-                if whole_here && !failed_retry && !reread {
-                    summary.unchanged += 1;
-                    continue;
-                }
-                if !partly_here {
-                    let old = rows[0].file_path.clone();
-                    if !Path::new(&old).exists() {
-                        self.store.rename_origin(&hash, &old, &file_path, modified_ms).await?;
-                        on_event(IngestEvent::Moved { from: old, to: file_path.clone() });
-                        summary.moved += 1;
-                    } else {
-                        on_event(IngestEvent::Skipped {
-                            path: file_path.clone(),
-                            reason: format!("same content as {old}"),
-                        });
-                        summary.skipped += 1;
-                    }
-                    continue;
-                }
-                if reread {
-                    rereading.insert(hash.clone());
-                    summary.reread += 1;
-                }
-            } else if known_by_id.contains_key(hash.as_str()) {
-                let other = known_by_id.get(hash.as_str()).map(|d| d.path.clone()).unwrap_or_default();
-                on_event(IngestEvent::Skipped { path: file_path.clone(), reason: format!("same content as {other}") });
-                summary.skipped += 1;
-                continue;
-            }
-            if let Some(prev) = previous {
-                if prev.origin_id != hash {
-                    replaced_origins.insert(prev.origin_id.clone());
-                    replaced_by.push((prev.origin_id.clone(), plan.len()));
-                }
-            }
-            let display = file_path.clone();
-            plan.push(Planned { input: InputFile { path: input.path, display }, hash, byte_len, modified_ms });
+            self.plan_file(input, known, &mut scan, run).await?;
         }
-        on_event(IngestEvent::Scanned {
-            files: summary.files,
-            to_read: plan.len(),
-            unchanged: summary.unchanged,
-            reread: summary.reread,
+        (run.on_event)(IngestEvent::Scanned {
+            files: run.summary.files,
+            to_read: scan.plan.len(),
+            unchanged: run.summary.unchanged,
+            reread: run.summary.reread,
         });
-        // An archive read again loses its own row first (that row says "all members are in"): a run killed
-        // between its members then leaves it not whole, and the next run reads it again.
-        let archives_reread: Vec<String> = rereading
+        let archives_reread: Vec<String> = scan
+            .rereading
             .iter()
             .filter(|origin| {
-                by_origin.get(origin.as_str()).is_some_and(|rows| rows.iter().any(|d| d.path != d.file_path))
+                known.by_origin.get(origin.as_str()).is_some_and(|rows| rows.iter().any(|d| d.path != d.file_path))
             })
             .cloned()
             .collect();
         if !archives_reread.is_empty() {
             self.store.delete_documents(&archives_reread).await?;
         }
+        Ok(scan)
+    }
 
-        // Read, chunk, embed and commit. Parsing runs in worker processes on a thread of its own; its
-        // results come through a bounded channel so memory stays flat however large the batch.
-        let inputs: Vec<InputFile> = plan.iter().map(|p| p.input.clone()).collect();
+    /// Decides what the run does with one file and records it in `scan`: unchanged (its size and
+    /// modification time match the library's row, or its hash does — unless `verify`, a failure to retry,
+    /// or a reading by an older parser says otherwise), moved (the same bytes at a new path, the old
+    /// one gone: its rows are renamed now), a duplicate of a document the library has (skipped), or to
+    /// read (new, changed — its old origin is then replaced — or read again by a newer parser).
+    ///
+    /// Errors: storage errors from renaming a moved file's rows. An unreadable file is an event.
+    async fn plan_file(
+        &mut self,
+        input: InputFile,
+        known: &KnownDocuments<'_>,
+        scan: &mut Scan,
+        run: &mut Run<'_>,
+    ) -> Result<(), StoreError> {
+        let options = run.options;
+        let file_path = input.path.to_string_lossy().into_owned();
+        scan.present_files.insert(file_path.clone());
+        let (byte_len, modified_ms) = match std::fs::metadata(&input.path) {
+            Ok(meta) => (meta.len(), modified_ms(&meta)),
+            Err(e) => {
+                (run.on_event)(IngestEvent::Unreadable { path: file_path, error: e.to_string() });
+                return Ok(());
+            }
+        };
+        let previous = known.top_rows.get(file_path.as_str()).copied();
+        let retry = |d: &DocumentRecord| options.retry_failed && d.state == DocumentState::Failed;
+        if let Some(prev) = previous {
+            if !options.verify
+                && prev.byte_len == byte_len
+                && prev.modified_ms == modified_ms
+                && !retry(prev)
+                && !known.read_by_older_parser(&prev.origin_id, &file_path)
+            {
+                run.summary.unchanged += 1;
+                return Ok(());
+            }
+        }
+        let hash = match hash_file(&input.path) {
+            Ok(hash) => hash,
+            Err(e) => {
+                (run.on_event)(IngestEvent::Unreadable { path: file_path, error: e.to_string() });
+                return Ok(());
+            }
+        };
+        if let Some(rows) = known.by_origin.get(hash.as_str()) {
+            // A file is whole in the library once its own row is there. An archive's row is written
+            // after all its members, so members without it are what a killed run left: the archive
+            // is read again, and the members already indexed are kept as they are.
+            let whole_here = rows.iter().any(|d| d.file_path == file_path && d.path == d.file_path);
+            let partly_here = rows.iter().any(|d| d.file_path == file_path);
+            let failed_retry = rows.iter().any(|d| d.path == d.file_path && retry(d));
+            let reread = known.read_by_older_parser(&hash, &file_path);
+            if whole_here && !failed_retry && !reread {
+                run.summary.unchanged += 1;
+                return Ok(());
+            }
+            if !partly_here {
+                let old = rows[0].file_path.clone();
+                if !Path::new(&old).exists() {
+                    self.store.rename_origin(&hash, &old, &file_path, modified_ms).await?;
+                    (run.on_event)(IngestEvent::Moved { from: old, to: file_path });
+                    run.summary.moved += 1;
+                } else {
+                    let reason = format!("same content as {old}");
+                    (run.on_event)(IngestEvent::Skipped { path: file_path, reason });
+                    run.summary.skipped += 1;
+                }
+                return Ok(());
+            }
+            if reread {
+                scan.rereading.insert(hash.clone());
+                run.summary.reread += 1;
+            }
+        } else if let Some(other) = known.by_id.get(hash.as_str()) {
+            let reason = format!("same content as {}", other.path);
+            (run.on_event)(IngestEvent::Skipped { path: file_path, reason });
+            run.summary.skipped += 1;
+            return Ok(());
+        }
+        if let Some(prev) = previous.filter(|prev| prev.origin_id != hash) {
+            scan.replaced_origins.insert(prev.origin_id.clone());
+            scan.replaced_by.push((prev.origin_id.clone(), scan.plan.len()));
+        }
+        let display = file_path;
+        scan.plan.push(Planned { input: InputFile { path: input.path, display }, hash, byte_len, modified_ms });
+        Ok(())
+    }
+
+    /// The read phase: parses the scan's files in isolated worker processes (on a thread of their own,
+    /// results through a bounded channel, so memory stays flat however large the batch), chunks them on
+    /// a thread per core ([`chunk_in_parallel`]), takes each into a batch ([`Library::admit`]) and
+    /// commits a batch of about `options.batch_chunks` chunks at a time, searchable by keyword
+    /// ([`Library::flush`]). An empty library made without a model first lets its first documents
+    /// choose it ([`Library::sample_and_choose_model`]; `embedder` is then replaced).
+    ///
+    /// Errors: storage errors; a model that cannot be switched to.
+    async fn read_and_commit(
+        &mut self,
+        scan: &Scan,
+        known: &KnownDocuments<'_>,
+        embedder: &mut Arc<Mutex<Embedder>>,
+        mut chunker: Chunker,
+        run: &mut Run<'_>,
+    ) -> Result<ReadPhase, StoreError> {
+        let inputs: Vec<InputFile> = scan.plan.iter().map(|p| p.input.clone()).collect();
         let (sender, mut receiver) = tokio::sync::mpsc::channel::<(usize, FileOutcome)>(16);
-        let isolation = options.isolation.clone();
+        let isolation = run.options.isolation.clone();
         let parser = std::thread::spawn(move || {
             parse_isolated(&inputs, &isolation, |index, outcome| {
                 let _ = sender.blocking_send((index, outcome));
             });
         });
-        let mut batch = Batch::default();
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut rehome: Vec<(String, String, String, String)> = Vec::new();
-        let mut finished_inputs: HashSet<usize> = HashSet::new();
-        // An empty library made without a model: hold the first documents, and let their text pick it.
-        let mut held: std::collections::VecDeque<(usize, FileOutcome)> = Default::default();
-        if options.choose_model && self.manifest.embedding.automatic && known.is_empty() {
-            let (mut chars, mut letters, mut cjk) = (0u64, 0u64, 0u64);
-            while chars < MODEL_SAMPLE_CHARS {
-                let Some(item) = receiver.recv().await else { break };
-                if let Some(document) = &item.1.document {
-                    chars += item.1.chars;
-                    letters += document.letter_count() as u64;
-                    cjk += item.1.cjk_chars;
-                }
-                held.push_back(item);
-            }
-            if letters > 0 {
-                if let Some(chosen) = self.choose_model(letters, cjk, &embedder)? {
-                    embedder = chosen;
-                    chunker = self.chunker_for(&embedder)?;
-                }
-                on_event(IngestEvent::ModelChosen {
-                    model_id: self.manifest.embedding.model_id.clone(),
-                    cjk_share: cjk as f64 / letters as f64,
-                    sampled_chars: chars,
-                });
-            }
+        let mut held = VecDeque::new();
+        if run.options.choose_model && self.manifest.embedding.automatic && known.by_id.is_empty() {
+            held = self.sample_and_choose_model(&mut receiver, embedder, &mut chunker, run.on_event).await?;
         }
-        // Chunking (text-splitter sizing candidates with the model's tokenizer) is the main process's
-        // cost once the parse workers are done: it runs on a thread per core, in the order files came.
         let chunker = Arc::new(chunker);
         let mut chunked = chunk_in_parallel(receiver, Arc::clone(&chunker));
+        let mut read = ReadPhase::default();
         loop {
-            let (index, outcome, mut prechunked) = match held.pop_front() {
+            let item = match held.pop_front() {
                 Some((index, outcome)) => (index, outcome, None),
                 None => match chunked.recv().await {
                     Some(item) => item,
                     None => break,
                 },
             };
-            let planned = &plan[index];
-            let top = outcome.path == planned.input.display;
-            if top {
-                finished_inputs.insert(index);
-            }
-            let record = |document_id: String, format: &str, state: DocumentState| DocumentRecord {
-                document_id,
-                origin_id: planned.hash.clone(),
-                path: outcome.path.clone(),
-                file_path: planned.input.display.clone(),
-                format: format.to_string(),
-                byte_len: if top { planned.byte_len } else { 0 },
-                page_count: outcome.pages,
-                chunk_count: 0,
-                char_count: outcome.chars,
-                state,
-                error: None,
-                warnings: (!outcome.warnings.is_empty()).then(|| outcome.warnings.join("\n")),
-                added_ms: now_ms(),
-                modified_ms: planned.modified_ms,
-                context: None,
-                extraction_version: Some(quarry_ingest::extraction_version(format)),
-            };
-            let format = outcome.format.map(|f| f.to_string()).unwrap_or_else(|| "unknown".into());
-            let fallback_id = if top {
-                planned.hash.clone()
-            } else {
-                blake3::hash(format!("{}\n{}", planned.hash, outcome.path).as_bytes()).to_hex().to_string()
-            };
-            match (&outcome.status, &outcome.document) {
-                (Status::Ok, Some(document)) => {
-                    let id = document.content_hash.clone();
-                    // A document of a file read again for a newer reading is written anew, not kept.
-                    let superseded = |d: &&&DocumentRecord| {
-                        rereading.contains(&planned.hash) && d.origin_id == planned.hash && d.read_by_older_parser()
-                    };
-                    let existing = known_by_id
-                        .get(id.as_str())
-                        .filter(|d| d.state == DocumentState::Indexed)
-                        .filter(|d| !superseded(d));
-                    if let Some(existing) = existing {
-                        if existing.path == outcome.path && existing.origin_id == planned.hash {
-                            // A member indexed before a run was killed, its archive being read again.
-                        } else if replaced_origins.contains(&existing.origin_id) {
-                            // An unchanged member of a changed archive: keep it, under the new archive.
-                            rehome.push((
-                                id.clone(),
-                                planned.hash.clone(),
-                                outcome.path.clone(),
-                                planned.input.display.clone(),
-                            ));
-                        } else {
-                            on_event(IngestEvent::Skipped {
-                                path: outcome.path.clone(),
-                                reason: format!("same content as {}", existing.path),
-                            });
-                            summary.skipped += 1;
-                        }
-                    } else if !seen.insert(id.clone()) {
-                        on_event(IngestEvent::Skipped {
-                            path: outcome.path.clone(),
-                            reason: "same content as another file of this run".into(),
-                        });
-                        summary.skipped += 1;
-                    } else {
-                        let mut row = record(id.clone(), &format, DocumentState::Pending);
-                        row.byte_len = document.byte_len;
-                        row.context =
-                            self.manifest.chunking.document_context.then(|| quarry_ingest::document_context(document));
-                        let chunks: Vec<ChunkRecord> = prechunked
-                            .take()
-                            .unwrap_or_else(|| chunker.chunk(document))
-                            .into_iter()
-                            .map(|c| ChunkRecord {
-                                chunk_id: chunk_id(&id, c.index),
-                                document_id: id.clone(),
-                                chunk_index: c.index,
-                                text: c.text,
-                                page_start: c.page_start,
-                                page_end: c.page_end,
-                                sheet: c.sheet,
-                                heading_path: c.heading_path,
-                                char_start: c.char_start,
-                                char_end: c.char_end,
-                                token_count: c.token_count,
-                                ocr: c.ocr,
-                            })
-                            .collect();
-                        row.chunk_count = chunks.len() as u32;
-                        on_event(IngestEvent::Read {
-                            path: outcome.path.clone(),
-                            format: format.clone(),
-                            pages: outcome.pages,
-                            chunks: chunks.len(),
-                        });
-                        summary.pages += u64::from(outcome.pages.unwrap_or(0));
-                        batch.chunks += chunks.len();
-                        batch.documents.push((row, chunks));
-                    }
-                }
-                (Status::Ok, None) => {
-                    // An archive: its row is written once all its members are in.
-                    let id = if top { planned.hash.clone() } else { fallback_id };
-                    batch.finals.push(record(id, &format, DocumentState::Indexed));
-                }
-                (status, _) => {
-                    let error =
-                        outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
-                    let mut row = record(fallback_id, &format, DocumentState::Failed);
-                    row.error = Some(format!("{}: {error}", status.name()));
-                    row.extraction_version = Some(quarry_ingest::failure_version(&format));
-                    on_event(IngestEvent::Failed { path: outcome.path.clone(), status: status.name().into(), error });
-                    summary.failed += 1;
-                    batch.finals.push(row);
-                }
-            }
-            if top {
-                on_event(IngestEvent::FileDone { path: outcome.path.clone() });
-            }
-            if batch.chunks >= options.batch_chunks.max(1) {
-                let Flushed { documents, chunks, kept_embeddings } =
-                    self.flush(&mut batch, &known_by_id, on_event).await?;
-                summary.indexed += documents;
-                summary.chunks += chunks;
-                summary.kept_embeddings += kept_embeddings;
+            self.admit(item, scan, known, &chunker, &mut read, run);
+            if read.batch.chunks >= run.options.batch_chunks.max(1) {
+                let flushed = self.flush(&mut read.batch, &known.by_id, run.on_event).await?;
+                run.summary.add_flushed(flushed);
             }
         }
         let _ = parser.join();
-        let Flushed { documents, chunks, kept_embeddings } = self.flush(&mut batch, &known_by_id, on_event).await?;
-        summary.indexed += documents;
-        summary.chunks += chunks;
-        summary.kept_embeddings += kept_embeddings;
+        let flushed = self.flush(&mut read.batch, &known.by_id, run.on_event).await?;
+        run.summary.add_flushed(flushed);
+        Ok(read)
+    }
 
-        summary.cancelled =
-            options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed) && finished_inputs.len() < plan.len();
-        if summary.cancelled {
-            for (old_origin, index) in &replaced_by {
-                if !finished_inputs.contains(index) {
-                    replaced_origins.remove(old_origin);
+    /// Holds the first parsed documents until [`MODEL_SAMPLE_CHARS`] characters are in, and lets their
+    /// letters choose the library's model ([`Library::choose_model`]); `embedder` and `chunker` become
+    /// the chosen model's. Returns the held documents, to be read first.
+    ///
+    /// Errors: the manifest cannot be saved; the chosen model's chunker cannot be made.
+    async fn sample_and_choose_model(
+        &mut self,
+        receiver: &mut tokio::sync::mpsc::Receiver<(usize, FileOutcome)>,
+        embedder: &mut Arc<Mutex<Embedder>>,
+        chunker: &mut Chunker,
+        on_event: &mut (dyn FnMut(IngestEvent) + Send),
+    ) -> Result<VecDeque<(usize, FileOutcome)>, StoreError> {
+        let mut held = VecDeque::new();
+        let (mut chars, mut letters, mut cjk) = (0u64, 0u64, 0u64);
+        while chars < MODEL_SAMPLE_CHARS {
+            let Some(item) = receiver.recv().await else { break };
+            if let Some(document) = &item.1.document {
+                chars += item.1.chars;
+                letters += document.letter_count() as u64;
+                cjk += item.1.cjk_chars;
+            }
+            held.push_back(item);
+        }
+        if letters > 0 {
+            if let Some(chosen) = self.choose_model(letters, cjk, embedder)? {
+                *embedder = chosen;
+                *chunker = self.chunker_for(embedder)?;
+            }
+            on_event(IngestEvent::ModelChosen {
+                model_id: self.manifest.embedding.model_id.clone(),
+                cjk_share: cjk as f64 / letters as f64,
+                sampled_chars: chars,
+            });
+        }
+        Ok(held)
+    }
+
+    /// Takes one parsed file (or archive member) into the read phase's batch: a document new to the
+    /// library, with its chunks (from the chunking threads, or chunked here); an archive's own row; or
+    /// a failure row with its reason. A document whose content the library or this run already has is
+    /// skipped — unless it is an unchanged member of a changed archive, which is kept and moved under
+    /// the new archive when the phase ends, or a member a killed run indexed already.
+    fn admit(
+        &self,
+        (index, outcome, mut prechunked): Chunked,
+        scan: &Scan,
+        known: &KnownDocuments<'_>,
+        chunker: &Chunker,
+        read: &mut ReadPhase,
+        run: &mut Run<'_>,
+    ) {
+        let planned = &scan.plan[index];
+        let top = outcome.path == planned.input.display;
+        if top {
+            read.finished_inputs.insert(index);
+        }
+        let format = outcome.format.map(|f| f.to_string()).unwrap_or_else(|| "unknown".into());
+        let row = |document_id: String, state: DocumentState| {
+            document_row(planned, &outcome, top, document_id, &format, state)
+        };
+        let fallback_id = if top {
+            planned.hash.clone()
+        } else {
+            blake3::hash(format!("{}\n{}", planned.hash, outcome.path).as_bytes()).to_hex().to_string()
+        };
+        match (&outcome.status, &outcome.document) {
+            (Status::Ok, Some(document)) => {
+                let id = document.content_hash.clone();
+                // A document of a file read again for a newer reading is written anew, not kept.
+                let superseded = |d: &&&DocumentRecord| {
+                    scan.rereading.contains(&planned.hash) && d.origin_id == planned.hash && d.read_by_older_parser()
+                };
+                let existing = known
+                    .by_id
+                    .get(id.as_str())
+                    .filter(|d| d.state == DocumentState::Indexed)
+                    .filter(|d| !superseded(d));
+                let skipped = |reason: String, run: &mut Run<'_>| {
+                    (run.on_event)(IngestEvent::Skipped { path: outcome.path.clone(), reason });
+                    run.summary.skipped += 1;
+                };
+                if let Some(existing) = existing {
+                    if existing.path == outcome.path && existing.origin_id == planned.hash {
+                        // A member indexed before a run was killed, its archive being read again.
+                    } else if scan.replaced_origins.contains(&existing.origin_id) {
+                        // An unchanged member of a changed archive: keep it, under the new archive.
+                        let (origin, file_path) = (planned.hash.clone(), planned.input.display.clone());
+                        read.rehome.push((id, origin, outcome.path.clone(), file_path));
+                    } else {
+                        skipped(format!("same content as {}", existing.path), run);
+                    }
+                } else if !read.seen.insert(id.clone()) {
+                    skipped("same content as another file of this run".into(), run);
+                } else {
+                    let mut document_row = row(id, DocumentState::Pending);
+                    document_row.byte_len = document.byte_len;
+                    document_row.context =
+                        self.manifest.chunking.document_context.then(|| quarry_ingest::document_context(document));
+                    let chunks: Vec<ChunkRecord> = prechunked
+                        .take()
+                        .unwrap_or_else(|| chunker.chunk(document))
+                        .into_iter()
+                        .map(ChunkRecord::from)
+                        .collect();
+                    document_row.chunk_count = chunks.len() as u32;
+                    (run.on_event)(IngestEvent::Read {
+                        path: outcome.path.clone(),
+                        format: format.clone(),
+                        pages: outcome.pages,
+                        chunks: chunks.len(),
+                    });
+                    run.summary.pages += u64::from(outcome.pages.unwrap_or(0));
+                    read.batch.chunks += chunks.len();
+                    read.batch.documents.push((document_row, chunks));
+                }
+            }
+            (Status::Ok, None) => {
+                // An archive: its row is written once all its members are in.
+                let id = if top { planned.hash.clone() } else { fallback_id };
+                read.batch.finals.push(row(id, DocumentState::Indexed));
+            }
+            (status, _) => {
+                let error = outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
+                let mut failed = row(fallback_id, DocumentState::Failed);
+                failed.error = Some(format!("{}: {error}", status.name()));
+                failed.extraction_version = Some(quarry_ingest::failure_version(&format));
+                (run.on_event)(IngestEvent::Failed { path: outcome.path.clone(), status: status.name().into(), error });
+                run.summary.failed += 1;
+                read.batch.finals.push(failed);
+            }
+        }
+        if top {
+            (run.on_event)(IngestEvent::FileDone { path: outcome.path.clone() });
+        }
+    }
+
+    /// The end of the read phase. When the run was stopped before every file was read, the old versions
+    /// of changed files it did not get to stay. Unchanged members of changed archives move under their
+    /// new archive; then the documents that changed files replace, and, for `sync`, those whose file
+    /// vanished from a source it can still reach, are removed ([`IngestEvent::Removed`]). Sync never
+    /// removes a whole source that is not reachable: `quarry remove` does that on request.
+    ///
+    /// Errors: storage errors.
+    async fn remove_superseded(
+        &mut self,
+        scan: &mut Scan,
+        read: &ReadPhase,
+        run: &mut Run<'_>,
+    ) -> Result<(), StoreError> {
+        let stopped = run.options.isolation.stop.load(Ordering::Relaxed);
+        run.summary.cancelled = stopped && read.finished_inputs.len() < scan.plan.len();
+        if run.summary.cancelled {
+            for (old_origin, index) in &scan.replaced_by {
+                if !read.finished_inputs.contains(index) {
+                    scan.replaced_origins.remove(old_origin);
                 }
             }
         }
-        for (id, origin, path, file_path) in &rehome {
+        for (id, origin, path, file_path) in &read.rehome {
             self.store.move_document(id, origin, path, file_path).await?;
         }
         self.refresh_documents().await?;
-
-        // Remove what was replaced by a changed file, and (sync) what vanished from disk.
-        let rehomed: HashSet<&str> = rehome.iter().map(|r| r.0.as_str()).collect();
+        let rehomed: HashSet<&str> = read.rehome.iter().map(|r| r.0.as_str()).collect();
         let mut doomed: Vec<(String, String)> = Vec::new();
         for d in self.documents() {
-            let replaced = replaced_origins.contains(&d.origin_id) && !rehomed.contains(d.document_id.as_str());
-            let vanished = remove_vanished
-                && !present_files.contains(&d.file_path)
+            let replaced = scan.replaced_origins.contains(&d.origin_id) && !rehomed.contains(d.document_id.as_str());
+            let vanished = run.remove_vanished
+                && !scan.present_files.contains(&d.file_path)
                 && !Path::new(&d.file_path).exists()
-                && !unreachable.iter().any(|(root, _)| Path::new(&d.file_path).starts_with(root));
+                && !scan.unreachable.iter().any(|(root, _)| Path::new(&d.file_path).starts_with(root));
             if replaced || vanished {
                 doomed.push((d.document_id.clone(), d.path.clone()));
             }
@@ -776,42 +979,11 @@ impl Library {
             let ids: Vec<String> = doomed.iter().map(|d| d.0.clone()).collect();
             self.remove_documents(&ids).await?;
             for (_, path) in doomed {
-                on_event(IngestEvent::Removed { path });
-                summary.removed += 1;
+                (run.on_event)(IngestEvent::Removed { path });
+                run.summary.removed += 1;
             }
         }
-        // Every document read is searchable by keyword now; then the embeddings, this run's and any a
-        // stopped run left waiting.
-        self.refresh_documents().await?;
-        summary.keyword_seconds = started.elapsed().as_secs_f64();
-        let waiting = self.store.count_waiting_chunks().await?;
-        if waiting > 0 || summary.indexed > 0 {
-            on_event(IngestEvent::KeywordReady {
-                documents: summary.indexed,
-                waiting_chunks: waiting,
-                seconds: summary.keyword_seconds,
-            });
-        }
-        let stopped = || options.isolation.stop.load(std::sync::atomic::Ordering::Relaxed);
-        // A run killed after a group's vectors were written but before its documents were marked
-        // `indexed` leaves `keyword_only` documents with nothing waiting: they are finished here too.
-        let unfinished = self.documents().any(|d| d.state == DocumentState::KeywordOnly);
-        if (waiting > 0 || unfinished) && !stopped() {
-            let timing = self.embed_waiting(&embedder, options, waiting, on_event).await?;
-            summary.embedded_chunks = timing.chunks;
-            summary.embed_seconds = timing.embed_seconds;
-            summary.embed_write_seconds = timing.write_seconds;
-        }
-        summary.waiting_chunks = self.store.count_waiting_chunks().await?;
-        summary.cancelled |= stopped() && summary.waiting_chunks > 0;
-        if summary.indexed + summary.removed + summary.failed + summary.moved + summary.embedded_chunks > 0 {
-            let optimizing = Instant::now();
-            self.optimize(options.keep_versions, options.vector_index_rows).await?;
-            summary.optimize_seconds = optimizing.elapsed().as_secs_f64();
-        }
-        summary.seconds = started.elapsed().as_secs_f64();
-        on_event(IngestEvent::Finished(summary.clone()));
-        Ok(summary)
+        self.refresh_documents().await
     }
 
     /// The chunker for this library's chunk size, counting tokens with `embedder`'s tokenizer, after

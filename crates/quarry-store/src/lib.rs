@@ -23,7 +23,7 @@ mod watch;
 
 pub use error::{is_disk_full_io, StoreError};
 pub use ingest::{
-    hash_file, indexed_text, IngestEvent, IngestOptions, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS,
+    hash_file, indexed_text, IngestEvent, IngestOptions, IngestPhase, IngestSummary, RemoveSummary, MODEL_SAMPLE_CHARS,
     VECTOR_INDEX_ROWS,
 };
 pub use library::{

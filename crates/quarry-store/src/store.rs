@@ -155,6 +155,26 @@ pub struct ChunkRecord {
     pub ocr: bool,
 }
 
+impl From<quarry_core::Chunk> for ChunkRecord {
+    /// The row of a chunk as the chunker cut it; its id is [`chunk_id`] of its document and index.
+    fn from(chunk: quarry_core::Chunk) -> Self {
+        ChunkRecord {
+            chunk_id: chunk_id(&chunk.document_id, chunk.index),
+            document_id: chunk.document_id,
+            chunk_index: chunk.index,
+            text: chunk.text,
+            page_start: chunk.page_start,
+            page_end: chunk.page_end,
+            sheet: chunk.sheet,
+            heading_path: chunk.heading_path,
+            char_start: chunk.char_start,
+            char_end: chunk.char_end,
+            token_count: chunk.token_count,
+            ocr: chunk.ocr,
+        }
+    }
+}
+
 impl ChunkRecord {
     /// This chunk as the agents' [`quarry_core::Passage`]: of `library`, in the document at virtual `path`
     /// whose context line is `context` (`None`: unknown), with the retriever's `score`.

@@ -2,7 +2,7 @@
 //! ETA) on a terminal, problems as lines above them; or, with `--json`, one JSON event per line on stdout.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use quarry_store::{IngestEvent, IngestSummary};
+use quarry_store::{IngestEvent, IngestPhase, IngestSummary};
 
 pub struct IngestProgress {
     json: bool,
@@ -38,6 +38,13 @@ impl IngestProgress {
             return;
         }
         match event {
+            IngestEvent::Phase { phase: IngestPhase::Scan } => {
+                self.files.set_message("looking for new and changed files")
+            }
+            IngestEvent::Phase { phase: IngestPhase::Optimize } => {
+                self.files.set_message("compacting the library and its indexes")
+            }
+            IngestEvent::Phase { .. } => {}
             IngestEvent::Scanned { to_read, unchanged, files, reread } => {
                 self.files.set_length(to_read as u64);
                 if unchanged > 0 || reread > 0 {

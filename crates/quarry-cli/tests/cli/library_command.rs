@@ -114,6 +114,14 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     );
     assert!(events.iter().any(|e| e["event"] == "read"
         && e["path"].as_str().unwrap().ends_with("more-ntsb-reports.zip!/reports/20080104X00020.pdf")));
+    // The run announces its phases in order, each before its own events.
+    let phases: Vec<&str> =
+        events.iter().filter(|e| e["event"] == "phase").map(|e| e["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["scan", "read", "embed", "optimize"], "{events:?}");
+    let position = |test: &dyn Fn(&Value) -> bool| events.iter().position(|e| test(e)).unwrap();
+    assert!(position(&|e| e["phase"] == "read") < position(&|e| e["event"] == "read"));
+    assert!(position(&|e| e["event"] == "keyword_ready") < position(&|e| e["phase"] == "embed"));
+    assert!(position(&|e| e["phase"] == "embed") < position(&|e| e["event"] == "embedding"));
 
     let s = status(&data, "sample");
     assert_eq!(count(&s, "indexed"), 18);
