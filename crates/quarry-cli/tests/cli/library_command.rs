@@ -118,7 +118,7 @@ fn sample_library_is_added_searched_and_kept_in_sync() {
     let phases: Vec<&str> =
         events.iter().filter(|e| e["event"] == "phase").map(|e| e["phase"].as_str().unwrap()).collect();
     assert_eq!(phases, ["scan", "read", "embed", "optimize"], "{events:?}");
-    let position = |test: &dyn Fn(&Value) -> bool| events.iter().position(|e| test(e)).unwrap();
+    let position = |test: &dyn Fn(&Value) -> bool| events.iter().position(test).unwrap();
     assert!(position(&|e| e["phase"] == "read") < position(&|e| e["event"] == "read"));
     assert!(position(&|e| e["event"] == "keyword_ready") < position(&|e| e["phase"] == "embed"));
     assert!(position(&|e| e["phase"] == "embed") < position(&|e| e["event"] == "embedding"));
