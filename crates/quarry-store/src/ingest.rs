@@ -919,8 +919,7 @@ impl Library {
             }
             (Status::Ok, None) => {
                 // An archive: its row is written once all its members are in.
-                let id = if top { planned.hash.clone() } else { fallback_id };
-                read.batch.finals.push(row(id, DocumentState::Indexed));
+                read.batch.finals.push(row(fallback_id, DocumentState::Indexed));
             }
             (status, _) => {
                 let error = outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| status.name().to_string());
