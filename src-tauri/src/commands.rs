@@ -242,6 +242,7 @@ pub async fn add_to_library(
     if paths.is_empty() {
         return Err("no files given".into());
     }
+    state.check_chosen(&paths)?;
     let embedder = state.embedder_for_library(&library).await?;
     let model_id = embedder.lock().map_err(text)?.model_id().to_string();
     let mut isolation = quarry_ingest::isolate::IsolationConfig::new(state.parse_worker());
@@ -278,9 +279,26 @@ pub async fn add_to_library(
 }
 
 /// `pick_files`: the system's file picker (files, or folders when `folders`); the chosen paths, empty
-/// when cancelled. The webview gets no file-system access of its own.
+/// when cancelled. They become paths [`add_to_library`] takes; the webview gets no file-system access of
+/// its own. `QUARRY_APP_PICKED_PATHS`, when set, names a file whose lines answer the picker (the
+/// end-to-end tests cannot click a native dialog).
 #[tauri::command]
-pub async fn pick_files(app: AppHandle, folders: bool) -> Reply<Vec<PathBuf>> {
+pub async fn pick_files(app: AppHandle, state: State<'_, AppState>, folders: bool) -> Reply<Vec<PathBuf>> {
+    let picked = match std::env::var_os("QUARRY_APP_PICKED_PATHS").filter(|p| !p.is_empty()) {
+        Some(answers) => std::fs::read_to_string(&answers)
+            .map_err(|e| text(format!("{}: {e}", PathBuf::from(&answers).display())))?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        None => show_file_picker(app, folders).await?,
+    };
+    state.grant_chosen(&picked);
+    Ok(picked)
+}
+
+/// The system's file picker: files of the formats Quarry reads, or folders.
+async fn show_file_picker(app: AppHandle, folders: bool) -> Reply<Vec<PathBuf>> {
     use tauri_plugin_dialog::DialogExt;
     let picked = tauri::async_runtime::spawn_blocking(move || {
         let dialog = app.dialog().file().set_title(if folders { "Add folders" } else { "Add files" });

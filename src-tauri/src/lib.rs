@@ -45,6 +45,14 @@ pub fn run() {
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .manage(state::AppState::new(data, settings_path, settings, problem, worker))
+        // A drop on the window, as the window system reports it (never as the webview says), grants its
+        // paths to `add_to_library`.
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                use tauri::Manager;
+                window.state::<state::AppState>().grant_chosen(paths);
+            }
+        })
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
             commands::list_libraries,

@@ -6,8 +6,8 @@ use quarry_agents::{CancellationToken, ConversationStore};
 use quarry_core::{ChatModel, ErrorCode};
 use quarry_session::{EmbedderCache, EmbeddingSettings, LlmSettings, Settings, SharedEmbedder};
 use quarry_store::DataDir;
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -33,6 +33,10 @@ pub struct AppState {
     pub worker_program: PathBuf,
     /// Web queries waiting for the person's "Send" or "Don't send" (the "ask" web query policy), by id.
     pub web_query_approvals: WebQueryApprovals,
+    /// Files and folders the person chose to add: picked in the system's file dialog or dropped on the
+    /// window (as the window system reports the drop to Rust, not as the webview says). See
+    /// [`AppState::check_chosen`].
+    chosen: Mutex<HashSet<PathBuf>>,
 }
 
 /// Pending web query approvals: id → the answer's channel (see `commands::answer_web_query`).
@@ -61,7 +65,54 @@ impl AppState {
             asks: Mutex::new(HashMap::new()),
             worker_program,
             web_query_approvals: Arc::default(),
+            chosen: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Records `paths` as chosen by the person (the file dialog's answer, or a drop on the window that
+    /// the window system reported). Each is kept as given and, when it exists, with symbolic links and
+    /// `..` resolved.
+    pub fn grant_chosen(&self, paths: &[PathBuf]) {
+        if let Ok(mut chosen) = self.chosen.lock() {
+            for path in paths {
+                if let Ok(real) = std::fs::canonicalize(path) {
+                    chosen.insert(real);
+                }
+                chosen.insert(path.clone());
+            }
+        }
+    }
+
+    /// Whether every one of `paths` is a file or folder the person chose (see [`AppState::grant_chosen`]),
+    /// or lies inside a folder they chose. The webview cannot widen what Quarry reads: a script running
+    /// in it (a hostile answer's markup, say) that calls `add_to_library` with `~/.ssh` is refused.
+    ///
+    /// Errors: the first path that was never chosen, named, with why it is refused.
+    pub fn check_chosen(&self, paths: &[PathBuf]) -> Result<(), Failure> {
+        let chosen = self.chosen.lock().map_err(|e| Failure::new(ErrorCode::Other, e.to_string()))?;
+        let inside = |path: &Path| chosen.iter().any(|c| path == c || path.starts_with(c));
+        for path in paths {
+            // A path that exists is judged by where it really is; one that does not is judged as given
+            // (a chosen file deleted since is then reported by the add itself).
+            let allowed = match std::fs::canonicalize(path) {
+                Ok(real) => inside(&real),
+                Err(_) => {
+                    path.is_absolute()
+                        && !path.components().any(|c| c == std::path::Component::ParentDir)
+                        && inside(path)
+                }
+            };
+            if !allowed {
+                return Err(Failure::new(
+                    ErrorCode::Other,
+                    format!(
+                        "{} was not chosen in the file dialog or dropped on the window; Quarry adds only files you pick",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The command that starts one parse worker (this executable with `parse-worker`): documents added

@@ -3,7 +3,7 @@
 //! this checkout — no `QUARRY_MODELS_DIR`, no per-user model folder — so it must embed, parse and answer
 //! with the model files it carries. The running app's memory map proves which files it loaded.
 
-use super::{drop_paths, eval_dir, one_app_at_a_time, open_app_at, Driver, MINUTE};
+use super::{eval_dir, one_app_at_a_time, open_app_at, pick_and_add, Driver, MINUTE};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -94,8 +94,14 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
     let data = work.path().join("data");
     let config = work.path().join("config");
     let xdg_data = work.path().join("xdg-data");
+    let picked = work.path().join("picked-paths.txt");
     let driver = Driver::start(
-        &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("XDG_DATA_HOME", &xdg_data)],
+        &[
+            ("QUARRY_DATA_DIR", &data),
+            ("QUARRY_CONFIG_DIR", &config),
+            ("XDG_DATA_HOME", &xdg_data),
+            ("QUARRY_APP_PICKED_PATHS", &picked),
+        ],
         &["QUARRY_MODELS_DIR", "QUARRY_BUNDLED_MODELS_DIR", "QUARRY_LLM_MODEL_FILE"],
     );
     let app = open_app_at(&driver, &binary).await;
@@ -106,7 +112,7 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
         .iter()
         .map(|f| docs.join(f).display().to_string())
         .collect();
-    drop_paths(&app, &files).await;
+    pick_and_add(&app, &picked, "installed", &files, false).await;
     app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
         .await
         .unwrap();

@@ -393,15 +393,48 @@ fn the_front_ends_event_and_view_types_match_what_the_backend_sends() {
     }
 }
 
-/// Drops `paths` on the window. A real OS drag cannot be made through WebDriver, so this emits the event
-/// Tauri emits for one (`tauri://drag-drop`) to the main webview.
-async fn drop_paths(app: &Session, paths: &[String]) {
+/// What a script in the webview can do: emit the event Tauri emits for a drop (`tauri://drag-drop`) with
+/// any `paths`, so the front end asks to add them. Only a drop the window system reports to Rust, or a
+/// path picked in the file dialog, lets `add_to_library` read a path; this forged one must be refused.
+async fn forge_drop(app: &Session, paths: &[String]) {
+    forget_last_add(app).await;
     app.script(
         "window.__TAURI_INTERNALS__.invoke('plugin:event|emit_to', {target: {kind: 'AnyLabel', label: 'main'}, event: 'tauri://drag-drop', payload: {paths: arguments[0], position: {x: 400, y: 300}}}); return true;",
         vec![serde_json::json!(paths)],
     )
     .await
     .expect("emitting a drop");
+    add_started(app).await;
+}
+
+/// Clears what the ingest panel shows of the last add (its title and its "finished" mark), so that a
+/// wait for the next add's mark cannot see the last one's.
+async fn forget_last_add(app: &Session) {
+    app.script(
+        "document.getElementById('ingest-title').textContent = ''; delete document.getElementById('ingest-summary').dataset.finished; return true;",
+        vec![],
+    )
+    .await
+    .unwrap();
+}
+
+/// Waits until the front end has started an add (the ingest panel's title says so).
+async fn add_started(app: &Session) {
+    app.wait_until("return document.getElementById('ingest-title').textContent.startsWith('Adding')", MINUTE)
+        .await
+        .expect("the add started");
+}
+
+/// Adds `paths` to the selected library `library` as a person does with "Add files" (`folder` false) or
+/// "Add folder": the native picker cannot be clicked through WebDriver, so the file `answers` (the app's
+/// `QUARRY_APP_PICKED_PATHS`) holds what it returns.
+async fn pick_and_add(app: &Session, answers: &Path, library: &str, paths: &[String], folder: bool) {
+    std::fs::write(answers, paths.join("\n")).unwrap();
+    forget_last_add(app).await;
+    let button =
+        format!("li[data-library='{library}'].selected .actions button:nth-child({})", if folder { 2 } else { 1 });
+    app.wait_for(&button, MINUTE).await.unwrap().click().await.unwrap();
+    add_started(app).await;
 }
 
 /// First run → create a library → drop real files on the window → see them indexed → ask a question with
@@ -418,6 +451,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("app-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let config = work.path().join("config");
+    let picked = work.path().join("picked-paths.txt");
     // API keys go to a private GNOME Keyring on a private session bus, never the machine's own.
     let keyring = quarry_secrets::test_session::KeyringSession::start();
     let bus = PathBuf::from(keyring.address());
@@ -429,6 +463,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
             ("QUARRY_DATA_DIR", &data),
             ("QUARRY_CONFIG_DIR", &config),
             ("QUARRY_APP_SAVE_PATH", &report),
+            ("QUARRY_APP_PICKED_PATHS", &picked),
             ("DBUS_SESSION_BUS_ADDRESS", &bus),
             ("QUARRY_LLM_PORTS", &server_port),
         ],
@@ -447,7 +482,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#create-library", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("li[data-library='private']", 2 * MINUTE).await.unwrap();
 
-    // Drop real files (and a broken PDF) on the window.
+    // Add real files (and a broken PDF) with "Add files".
     let docs = eval.join("C_private_library/docs");
     let files: Vec<String> = [
         "en_ntsb-aviation-reports/20080102X00002.pdf",
@@ -460,9 +495,9 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     .collect();
     let broken = work.path().join("broken.pdf");
     std::fs::write(&broken, b"%PDF-1.7\nthis is not a real PDF").unwrap();
-    let mut dropped = files.clone();
-    dropped.push(broken.display().to_string());
-    drop_paths(&app, &dropped).await;
+    let mut chosen = files.clone();
+    chosen.push(broken.display().to_string());
+    pick_and_add(&app, &picked, "private", &chosen, false).await;
     app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
         .await
         .unwrap();
@@ -476,6 +511,25 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
         .unwrap();
     assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
     app.screenshot(&shots.join("2-library-indexed.png")).await.unwrap();
+    app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
+    app.wait_until("return document.getElementById('ingest').hidden", MINUTE).await.unwrap();
+
+    // A script in the webview cannot widen what Quarry reads: a drop it forges, of a file the person
+    // never chose, is refused and the library keeps its four documents.
+    let not_chosen = work.path().join("not-chosen/notes.txt");
+    std::fs::create_dir_all(not_chosen.parent().unwrap()).unwrap();
+    std::fs::write(&not_chosen, "Private notes that nobody chose to add.").unwrap();
+    forge_drop(&app, &[not_chosen.display().to_string()]).await;
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
+    let refused = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    assert!(refused.contains("notes.txt") && refused.contains("was not chosen"), "{refused}");
+    let counts = app
+        .wait_until("return document.querySelector(\"li[data-library='private'] .counts\").textContent", MINUTE)
+        .await
+        .unwrap();
+    assert!(counts.as_str().unwrap().starts_with("4 documents"), "{counts}");
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_until("return document.getElementById('ingest').hidden", MINUTE).await.unwrap();
 
@@ -651,7 +705,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("scratch\u{E007}").await.unwrap();
     app.wait_for("li[data-library='scratch'].selected", 2 * MINUTE).await.unwrap();
     let folder = docs.join("en_nih-clinical-trial-protocols").display().to_string();
-    drop_paths(&app, &[folder]).await;
+    pick_and_add(&app, &picked, "scratch", &[folder], true).await;
     app.wait_for("#ingest-files li", 5 * MINUTE).await.unwrap();
     app.wait_for("#cancel-ingest", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
@@ -670,7 +724,8 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     );
 
     // Chinese names render and survive: rename the library and the conversation.
-    app.wait_for("li[data-library='private']", MINUTE).await.unwrap().click().await.unwrap();
+    // Selected by its name: a click on the middle of the row lands on its "Add folder" button.
+    app.wait_for("li[data-library='private'] .name", MINUTE).await.unwrap().click().await.unwrap();
     app.wait_for("li[data-library='private'].selected .actions button:nth-child(3)", MINUTE)
         .await
         .unwrap()
@@ -811,12 +866,16 @@ async fn the_app_offline_indexes_and_answers_without_any_network_connection() {
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let driver = Driver::start(&[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config)], &["QUARRY_NETWORK"]);
+    let picked = work.path().join("picked-paths.txt");
+    let driver = Driver::start(
+        &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("QUARRY_APP_PICKED_PATHS", &picked)],
+        &["QUARRY_NETWORK"],
+    );
     let app = open_app_at(&driver, &wrapper).await;
     app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("offline\u{E007}").await.unwrap();
     app.wait_for("li[data-library='offline'].selected", 2 * MINUTE).await.unwrap();
     let pdf = eval_dir().join("C_private_library/docs/en_ntsb-aviation-reports/20080102X00002.pdf");
-    drop_paths(&app, &[pdf.display().to_string()]).await;
+    pick_and_add(&app, &picked, "offline", &[pdf.display().to_string()], false).await;
     app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
         .await
         .unwrap();
@@ -866,4 +925,239 @@ fn every_registered_command_is_granted_to_the_window() {
         let permission = format!("\"allow-{}\"", name.replace('_', "-"));
         assert!(capability.contains(&permission), "{permission} is not in capabilities/default.json");
     }
+}
+
+/// `add_to_library` reads only what the person chose: a path picked or dropped, or one inside a chosen
+/// folder. A path reached by `..` or a symbolic link out of a chosen folder, or never chosen at all, is
+/// refused with its name. (Before, the command took any path the webview sent.)
+#[test]
+fn only_chosen_files_and_folders_can_be_added() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().canonicalize().unwrap();
+    let chosen = root.join("chosen");
+    let secret = root.join("secret");
+    std::fs::create_dir_all(chosen.join("sub")).unwrap();
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(chosen.join("sub/a.txt"), "a").unwrap();
+    std::fs::write(secret.join("key.txt"), "k").unwrap();
+    std::os::unix::fs::symlink(&secret, chosen.join("link-out")).unwrap();
+    let state = quarry_app_lib::state::AppState::new(
+        quarry_store::DataDir::at(root.join("data")),
+        root.join("settings.toml"),
+        quarry_session::Settings::default(),
+        None,
+        PathBuf::from("quarry-app"),
+    );
+    let refused = |path: PathBuf| {
+        let failure = state.check_chosen(std::slice::from_ref(&path)).expect_err(&path.display().to_string());
+        assert!(failure.message.contains(&path.display().to_string()) && failure.message.contains("not chosen"));
+    };
+    refused(chosen.join("sub/a.txt"));
+    state.grant_chosen(std::slice::from_ref(&chosen));
+    assert!(state.check_chosen(&[chosen.clone(), chosen.join("sub/a.txt"), chosen.join("sub")]).is_ok());
+    // A chosen file deleted since is the add's to report, not a refusal.
+    assert!(state.check_chosen(&[chosen.join("gone.pdf")]).is_ok());
+    refused(secret.join("key.txt"));
+    refused(chosen.join("../secret/key.txt"));
+    refused(chosen.join("link-out/key.txt"));
+    refused(chosen.join("../secret/missing.txt"));
+    refused(PathBuf::from("relative.pdf"));
+    // One path not chosen refuses the whole add.
+    assert!(state.check_chosen(&[chosen.join("sub/a.txt"), secret.join("key.txt")]).is_err());
+}
+
+/// What the scripted loopback server (LLM and SearXNG in one) received: the web search queries, decoded.
+#[derive(Default)]
+struct Received {
+    web_queries: Vec<String>,
+    chat_calls: usize,
+}
+
+/// A loopback server that answers as an OpenAI-compatible LLM (`POST /v1/chat/completions`, each reply
+/// chosen by what the request's system prompt asks for, streamed when asked) and as a SearXNG instance
+/// (`GET /search?q=…`, one result page at `/page`), recording what it receives. Returns its base URL.
+fn scripted_llm_and_searxng(received: std::sync::Arc<std::sync::Mutex<Received>>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let page_url = format!("{base}/page");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buffer = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let body_start = loop {
+                let n = stream.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    break None;
+                }
+                buffer.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(i + 4);
+                }
+            };
+            let Some(body_start) = body_start else { continue };
+            let head = String::from_utf8_lossy(&buffer[..body_start]).to_string();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            while buffer.len() < body_start + length {
+                let n = stream.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                buffer.extend_from_slice(&chunk[..n]);
+            }
+            let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let (kind, body) = if let Some(query) = target.strip_prefix("/search?") {
+                let q = query.split('&').find_map(|p| p.strip_prefix("q=")).map(url_decode).unwrap_or_default();
+                received.lock().unwrap().web_queries.push(q);
+                let results = serde_json::json!({"query": "q", "results": [
+                    {"url": page_url, "title": "Globex annual report", "content": "Globex revenue in 2023 was 3.1 billion dollars.", "engine": "test"}]});
+                ("application/json", results.to_string())
+            } else if target == "/page" {
+                ("text/html", "<html><body><p>Globex revenue in 2023 was 3.1 billion dollars.</p></body></html>".into())
+            } else {
+                received.lock().unwrap().chat_calls += 1;
+                let request: serde_json::Value =
+                    serde_json::from_slice(&buffer[body_start..(body_start + length).min(buffer.len())])
+                        .unwrap_or_default();
+                let prompt = request["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+                let reply = if prompt.starts_with("You plan searches") {
+                    r#"{"queries": ["Globex revenue 2023", "Jane Miller Dayton biography"]}"#
+                } else if prompt.starts_with("You judge search results") {
+                    r#"{"relevant": [1]}"#
+                } else if prompt.starts_with("You review research in progress") {
+                    r#"{"facts": [], "queries": []}"#
+                } else if prompt.starts_with("Decide whether the steps") {
+                    r#"{"enough": true}"#
+                } else {
+                    "Globex reported revenue of 3.1 billion dollars for 2023 [1]."
+                };
+                if request["stream"] == serde_json::json!(true) {
+                    let delta = serde_json::json!({"choices": [{"index": 0, "delta": {"content": reply}}]});
+                    ("text/event-stream", format!("data: {delta}\n\ndata: [DONE]\n\n"))
+                } else {
+                    let message = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}});
+                    ("application/json", message.to_string())
+                }
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    base
+}
+
+/// `+` and `%XX` of a query string decoded.
+fn url_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                out.push(hex.and_then(|h| u8::from_str_radix(h, 16).ok()).unwrap_or(b'?'));
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The "ask" web query policy in the window: each query the model writes for the web is put to the
+/// person with Send / Don't send; the web provider receives the typed question and the approved query,
+/// never the refused one. The model is a scripted server writing two sub-queries (one names a person
+/// from the documents); the provider is a SearXNG stand-in on loopback that records what it gets.
+/// (Before, no approval reached the backend: `answer_web_query` was not granted to the window.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_gets_only_the_approved() {
+    let _one = one_app_at_a_time().await;
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let config = work.path().join("config");
+    let picked = work.path().join("picked-paths.txt");
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Received::default()));
+    let base = scripted_llm_and_searxng(received.clone());
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("settings.toml"),
+        format!(
+            "[llm]\nurl = \"{base}/v1\"\nmodel = \"scripted\"\n\n[web]\nenabled = true\nprovider = \"searxng\"\nurl = \"{base}\"\nqueries = \"ask\"\n"
+        ),
+    )
+    .unwrap();
+    let driver = Driver::start(
+        &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("QUARRY_APP_PICKED_PATHS", &picked)],
+        &[],
+    );
+    let app = open_app(&driver).await;
+    app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("work\u{E007}").await.unwrap();
+    app.wait_for("li[data-library='work'].selected", 2 * MINUTE).await.unwrap();
+    let docx = eval_dir().join("C_private_library/docs/en_misc_office/handbook-1p.docx");
+    pick_and_add(&app, &picked, "work", &[docx.display().to_string()], false).await;
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
+    app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
+    app.script("document.getElementById('agent').value = 'deep'; return true;", vec![]).await.unwrap();
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    app.wait_for("#question", MINUTE).await.unwrap().type_text(&format!("{question}\u{E007}")).await.unwrap();
+
+    // Answer each approval as it appears, as a person would: send the query about Globex's revenue,
+    // refuse the one naming a person from the documents.
+    let mut asked: Vec<String> = Vec::new();
+    let started = std::time::Instant::now();
+    loop {
+        let step = app
+            .script(
+                "const answered = [];
+                 for (const box of document.querySelectorAll('.web-approval')) {
+                   const query = box.querySelector('q').textContent;
+                   box.querySelector(query.includes('Globex') ? '.send-query' : '.withhold-query').click();
+                   answered.push(query);
+                 }
+                 const done = !document.querySelector('.turn.live') && document.querySelector('.turn .answer') !== null;
+                 return {answered, done};",
+                vec![],
+            )
+            .await
+            .unwrap();
+        asked.extend(step["answered"].as_array().unwrap().iter().map(|q| q.as_str().unwrap().to_string()));
+        if step["done"] == serde_json::json!(true) {
+            break;
+        }
+        assert!(started.elapsed() < 10 * MINUTE, "no answer after 10 minutes; asked {asked:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let answer = app.wait_for(".turn .answer", MINUTE).await.unwrap().text().await.unwrap();
+    app.quit().await.unwrap();
+
+    asked.sort();
+    asked.dedup();
+    assert_eq!(
+        asked,
+        ["Globex revenue 2023", "Jane Miller Dayton biography"],
+        "each model-written query is put to the person"
+    );
+    let received = received.lock().unwrap();
+    assert!(received.chat_calls > 0, "the scripted model answered");
+    let mut sent = received.web_queries.clone();
+    sent.sort();
+    sent.dedup();
+    assert_eq!(
+        sent,
+        [question, "Globex revenue 2023"],
+        "the typed question and the approved query only; answer: {answer}"
+    );
 }
