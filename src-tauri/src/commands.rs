@@ -430,11 +430,6 @@ async fn run_question(
     trace: Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
     cancel: CancellationToken,
 ) -> Reply<quarry_agents::Answer> {
-    let embedders = state.embedders().await;
-    let mut sources =
-        quarry_session::open_libraries(&state.data, libraries, SearchMode::Hybrid, Some(&embedders), None)
-            .await
-            .map_err(Failure::from)?;
     let settings = state.settings();
     // Every event goes to the webview; all but streamed text also to the trace kept with the turn.
     let record: Arc<dyn Fn(serde_json::Value) + Send + Sync> = {
@@ -448,22 +443,20 @@ async fn run_question(
             batcher.push(value);
         })
     };
-    let web_notice = {
+    let web_notice: Arc<dyn Fn(&str) + Send + Sync> = {
         let record = record.clone();
-        move |message: &str| record(serde_json::json!({"event": "web_notice", "message": message}))
+        Arc::new(move |message: &str| record(serde_json::json!({"event": "web_notice", "message": message})))
     };
-    let problems: quarry_session::WebProblemSink = {
-        let record = record.clone();
-        Arc::new(move |message: String| record(serde_json::json!({"event": "web_notice", "message": message})))
+    let scope = quarry_session::QuestionScope {
+        names: libraries,
+        mode: SearchMode::Hybrid,
+        web: &settings.web,
+        network: settings.network,
+        worker: Some(state.parse_worker()),
     };
-    let embedder = if settings.web.enabled { Some(state.embedder().await?) } else { None };
-    let worker = state.parse_worker();
-    if let Some(web) =
-        quarry_session::web_source(&settings.web, settings.network, embedder, Some(worker), &web_notice, problems)
-            .map_err(Failure::from)?
-    {
-        sources.push(web);
-    }
+    let sources = quarry_session::open_sources(&state.data, scope, &state.embedders().await, web_notice)
+        .await
+        .map_err(Failure::from)?;
     let model = state.model().await?;
     let events: quarry_agents::EventSink =
         Arc::new(move |event| record(serde_json::to_value(&event).unwrap_or_default()));

@@ -1,6 +1,7 @@
-//! What the `quarry` CLI and the desktop app share to run a question: open libraries as the agents'
-//! retrievers ([`open_libraries`]) and load the chosen language model ([`LlmSettings::load`]). Both front
-//! ends are thin layers over this and the library crates.
+//! What the `quarry` CLI and the desktop app share to run a question: open what it is asked of — the
+//! libraries as the agents' retrievers and the web when it is on ([`open_sources`], the one way `ask`,
+//! `report`, `mcp` and the app's questions open them) — and load the chosen language model
+//! ([`LlmSettings::load`]). Both front ends are thin layers over this and the library crates.
 
 use anyhow::Context;
 use quarry_agents::{LibraryInfo, SearchableLibrary};
@@ -284,4 +285,54 @@ pub async fn open_libraries(
         });
     }
     Ok(libraries)
+}
+
+/// Where one question is asked: the libraries `names` (every library when empty) searched by `mode`, and
+/// the web when `web` turns it on and `network` allows it.
+pub struct QuestionScope<'a> {
+    /// Library names; empty: every library of the data folder.
+    pub names: &'a [String],
+    /// How the libraries are searched (BM25 needs no embedding model).
+    pub mode: SearchMode,
+    /// Web search settings (off unless `enabled`).
+    pub web: &'a WebSearchSettings,
+    /// Offline reaches only this computer; a provider elsewhere is then left out with a notice.
+    pub network: quarry_net::NetworkMode,
+    /// The program that reads web pages in an isolated parse worker (`quarry parse-worker`, the app's
+    /// `parse-worker`); `None` reads them in this process.
+    pub worker: Option<quarry_ingest::isolate::WorkerCommand>,
+}
+
+/// The sources a question is asked of, in the order agents search them: the libraries of `scope`, each
+/// with the embedding model it was made with (from `embedders`), then the web as an always-searched
+/// source when it is on, its pages embedded with the configured model. `notice` hears what the person
+/// should know about the web (offline mode left it out, a page could not be read). The CLI's `ask`,
+/// `report` and `mcp` and the app's questions all open their sources here.
+///
+/// Errors: as [`open_libraries`] and [`web_source`]; the configured embedding model cannot be loaded
+/// when the web is on.
+pub async fn open_sources(
+    data: &DataDir,
+    scope: QuestionScope<'_>,
+    embedders: &Arc<EmbedderCache>,
+    notice: Arc<dyn Fn(&str) + Send + Sync>,
+) -> anyhow::Result<Vec<SearchableLibrary>> {
+    let embedders = (scope.mode != SearchMode::Bm25).then_some(embedders);
+    let mut sources = open_libraries(data, scope.names, scope.mode, embedders, None).await?;
+    // Web pages are embedded with the configured model, loaded only when the web is searched.
+    let embedder = match embedders {
+        Some(cache) if scope.web.enabled => {
+            let cache = Arc::clone(cache);
+            Some(tokio::task::spawn_blocking(move || cache.configured()).await??)
+        }
+        _ => None,
+    };
+    let problems: WebProblemSink = {
+        let notice = Arc::clone(&notice);
+        Arc::new(move |message: String| notice(&message))
+    };
+    if let Some(web) = web_source(scope.web, scope.network, embedder, scope.worker, &*notice, problems)? {
+        sources.push(web);
+    }
+    Ok(sources)
 }

@@ -5,7 +5,6 @@
 use crate::commands::args::{LlmArgs, ModelArgs, WebArgs};
 use quarry_agents::{AgentEvent, CancellationToken, SearchableLibrary};
 use quarry_core::ChatModel;
-use quarry_session::open_libraries;
 use quarry_store::{DataDir, SearchMode};
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,10 +29,11 @@ pub async fn open_sources(
     Ok((libraries, model))
 }
 
-/// The sources of a research run without its model: the libraries `names` (every library when empty),
-/// each with its own embedding model from `embedders` (none loaded for BM25), and the web when `web`
-/// turns it on and `network` allows it. Web notices go to stderr, or to stdout as `web_notice` JSON
-/// lines with `json`. Errors: as [`open_libraries`] and [`WebArgs::source`].
+/// The sources of a research run without its model ([`quarry_session::open_sources`]): the libraries
+/// `names` (every library when empty), each with its own embedding model from `embedders` (none loaded
+/// for BM25), and the web when `web` turns it on and `network` allows it, its pages read in a parse
+/// worker of this executable. Web notices go to stderr, or to stdout as `web_notice` JSON lines with
+/// `json`.
 pub async fn open_searchable(
     data: &DataDir,
     names: &[String],
@@ -43,25 +43,16 @@ pub async fn open_searchable(
     network: quarry_net::NetworkMode,
     json: bool,
 ) -> anyhow::Result<Vec<SearchableLibrary>> {
-    let embedders = if mode == SearchMode::Bm25 { None } else { Some(embedders) };
-    let mut libraries = open_libraries(data, names, mode, embedders, None).await?;
-    // Web pages are embedded with the configured model, loaded only when the web is searched.
-    let embedder = match embedders {
-        Some(cache) if web.web => Some(cache.configured()?),
-        _ => None,
-    };
-    let notice = move |message: &str| {
+    let notice: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(move |message: &str| {
         if json {
             println!("{}", serde_json::json!({"event": "web_notice", "message": message}));
         } else {
             eprintln!("{message}");
         }
-    };
-    let problems: quarry_web::WebProblemSink = Arc::new(move |message: String| notice(&message));
-    if let Some(source) = web.source(network, embedder, &notice, problems)? {
-        libraries.push(source);
-    }
-    Ok(libraries)
+    });
+    let worker = quarry_ingest::isolate::WorkerCommand::current_exe(&["parse-worker"]).ok();
+    let scope = quarry_session::QuestionScope { names, mode, web: &web.settings(), network, worker };
+    quarry_session::open_sources(data, scope, embedders, notice).await
 }
 
 /// A cancellation token that Ctrl-C cancels (the run stops within the model call in progress).

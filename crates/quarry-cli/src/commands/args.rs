@@ -2,7 +2,7 @@
 //! web as a source, per-document answers, the parse workers, the document prior. Not a command.
 
 use anyhow::Context;
-use quarry_agents::{AgentConfig, SearchableLibrary};
+use quarry_agents::AgentConfig;
 use quarry_core::ChatModel;
 use quarry_index::{Embedder, EmbedderConfig};
 use quarry_ingest::isolate::{IsolationConfig, OcrPermits, WorkerCommand};
@@ -222,19 +222,6 @@ impl WebArgs {
             queries: self.web_queries,
             api_key: None,
         }
-    }
-
-    /// The web as an always-searched source: see [`quarry_session::web_source`].
-    pub fn source(
-        &self,
-        network: quarry_net::NetworkMode,
-        embedder: Option<quarry_session::SharedEmbedder>,
-        notice: &dyn Fn(&str),
-        problems: quarry_web::WebProblemSink,
-    ) -> anyhow::Result<Option<SearchableLibrary>> {
-        // Pages are read in a parse worker of this executable, under the ingestion guard.
-        let worker = quarry_ingest::isolate::WorkerCommand::current_exe(&["parse-worker"]).ok();
-        quarry_session::web_source(&self.settings(), network, embedder, worker, notice, problems)
     }
 }
 
