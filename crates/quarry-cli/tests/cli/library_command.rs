@@ -423,7 +423,9 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
     };
     let events = tmp.path().join("events.jsonl");
     let (mut completed_runs, mut commit_kills) = (0, 0);
-    for run_no in 0..24 {
+    // Twelve runs: six at a random moment, six just after a group's vectors (24 before: half the CI
+    // time for the same kinds of moment; the seed changes every run, so CI covers more over time).
+    for run_no in 0..12 {
         if run_no % 2 == 1 && check_consistent(&data, "crash").0 > 0 {
             // Odd runs aim at a commit; start them from an empty library so the groups they wait for
             // exist (a resumed run only has the documents left over, often a single group).
@@ -473,7 +475,7 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
             run(&data, &["library", "create", "crash"]);
         }
     }
-    assert!(completed_runs < 10, "most runs must really be killed mid-ingest");
+    assert!(completed_runs < 5, "most runs must really be killed mid-ingest");
     assert!(commit_kills >= 3, "kills must land during commits too ({commit_kills})");
     // A write open repairs, and a last add completes the rest with the same result as the clean run.
     ingest(&data, &["add", &docs_arg, "--library", "crash", "--json"]);

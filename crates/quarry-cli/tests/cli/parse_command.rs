@@ -41,11 +41,16 @@ fn manifest_paths(set: &Path) -> Vec<String> {
     text.lines().skip(1).filter(|l| !l.is_empty()).map(|l| l.split('\t').next().unwrap().to_string()).collect()
 }
 
+/// Every parser on every file of the shared documents (1,251, hostile ones included): each ends in a row
+/// and the batch finishes. OCR is off here — every PDF is still opened and its text layer read, but a page
+/// without one is reported rather than rendered and read (on 2 cores OCR took 700 of the 1,035 s this
+/// test's files cost, 2026-12-06, mostly pdf.js's rendering tests); the test below reads a sample of
+/// those pages by OCR.
 #[test]
 fn every_real_document_ends_in_a_row_and_the_batch_finishes() {
     let b = eval_dir().join("B_documents");
     let b_arg = b.to_string_lossy().into_owned();
-    let rows = parse_report(&[&b_arg, "--timeout-secs", "60"]);
+    let rows = parse_report(&[&b_arg, "--timeout-secs", "60", "--ocr", "off"]);
     let by_path: HashMap<&str, &HashMap<String, String>> = rows.iter().map(|r| (r["path"].as_str(), r)).collect();
     let allowed: HashSet<&str> = ["ok", "failed", "timeout", "too_large", "crashed"].into();
     let mut files = 0;
@@ -67,6 +72,46 @@ fn every_real_document_ends_in_a_row_and_the_batch_finishes() {
     // Nothing took the process down: no row is `crashed` for a file another parser run reads fine.
     let crashed: Vec<_> = rows.iter().filter(|r| r["status"] == "crashed").map(|r| (&r["path"], &r["error"])).collect();
     eprintln!("crashed rows: {crashed:?}");
+}
+
+/// Pages without a text layer are rendered and read by OCR without taking a batch down: the shared
+/// scans and pictures (docling's OCR sources, markitdown's scanned report and the picture in its ZIP,
+/// py-pdf's ImageMagick PDFs) and every eighth of pdf.js's rendering tests by name (JBIG2, CCITT, masks,
+/// broken streams — what PDFium renders for OCR), each ending in a row with an allowed status.
+#[test]
+fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
+    let b = eval_dir().join("B_documents");
+    let mut pdfjs: Vec<PathBuf> = std::fs::read_dir(b.join("pdfjs_test_pdfs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")))
+        .collect();
+    pdfjs.sort();
+    let mut inputs: Vec<PathBuf> = pdfjs.into_iter().step_by(8).collect();
+    let sampled = inputs.len();
+    inputs.push(b.join("docling_tests/ocr/sources"));
+    inputs.push(b.join("py-pdf_sample-files/007-imagemagick-images"));
+    inputs.push(b.join("markitdown_test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"));
+    inputs.push(b.join("markitdown_test_files/test_files.zip"));
+    let mut args: Vec<String> = inputs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    args.extend(["--timeout-secs", "60", "--ocr", "auto"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let rows = parse_report(&args);
+    assert!(sampled >= 50 && rows.len() > sampled, "{sampled} sampled, {} rows", rows.len());
+    let allowed: HashSet<&str> = ["ok", "failed", "timeout", "too_large", "crashed"].into();
+    for row in &rows {
+        assert!(allowed.contains(row["status"].as_str()), "{}: status {}", row["path"], row["status"]);
+        if row["status"] != "ok" {
+            assert!(!row["error"].is_empty(), "{}: not ok without a reason", row["path"]);
+        }
+    }
+    // The scans are read: their text comes from OCR alone.
+    let text_of = |suffix: &str| -> u64 {
+        let row = rows.iter().find(|r| r["path"].ends_with(suffix)).unwrap_or_else(|| panic!("no row for {suffix}"));
+        row["chars"].parse().unwrap()
+    };
+    assert!(text_of("MEDRPT-2024-PAT-3847_medical_report_scan.pdf") > 1000);
+    assert!(text_of("test.jpg") > 500, "the picture inside the ZIP is read by OCR");
 }
 
 #[test]
