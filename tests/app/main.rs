@@ -791,7 +791,7 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
     });
     let answer = serde_json::json!({
         "question": question, "agent": "naive",
-        "markdown": "It says <span style=\"position:fixed;top:0;left:0;width:100%;height:100%;background:white\">nothing</span> and <svg><a xlink:href=\"https://evil.example/\"><text y=\"20\">click</text></a></svg> [1]. In [2023] it said so [1, 2].",
+        "markdown": "It says <span style=\"position:fixed;top:0;left:0;width:100%;height:100%;background:white\">nothing</span> and <svg><a xlink:href=\"https://evil.example/\"><text y=\"20\">click</text></a></svg> [1]. <video src=\"https://evil.example/v.mp4\" autoplay></video><audio src=\"https://evil.example/a.mp3\" autoplay></audio><picture><source srcset=\"https://evil.example/p.png\"></picture>In [2023] it said so [1, 2].",
         "citations": [{"number": 1, "passage": passage}], "sources": [{"number": 1, "passage": passage}],
         "queries": [[question]], "retrieved": 1, "kept": 1, "llm_calls": 1,
         "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "seconds": 1.0, "model": "test",
@@ -818,6 +818,9 @@ async fn a_hostile_stored_answer_is_shown_inert_and_its_launcher_citation_is_not
     assert!(shown.contains("nothing"), "the text stays: {shown}");
     assert!(!shown.contains("style="), "a style attribute reached the page: {shown}");
     assert!(!shown.contains("evil.example") && !shown.contains("<svg"), "an SVG link reached the page: {shown}");
+    for media in ["<video", "<audio", "<source", "<picture"] {
+        assert!(!shown.contains(media), "{media} reached the page: {shown}");
+    }
     // Only markers of the answer's own passages are links: "[2023]" and "[1, 2]" (no passage 2) stay text
     // (the app's own marker regex linked both before).
     let links = app.script("return document.querySelectorAll('.turn .answer .cite').length", vec![]).await.unwrap();
