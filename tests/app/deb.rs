@@ -3,7 +3,7 @@
 //! this checkout — no `QUARRY_MODELS_DIR`, no per-user model folder — so it must embed, parse and answer
 //! with the model files it carries. The running app's memory map proves which files it loaded.
 
-use super::{eval_dir, one_app_at_a_time, open_app_at, pick_and_add, Driver, MINUTE};
+use super::{eval_dir, finished_add_summary, one_app_at_a_time, open_app_at, pick_and_add, Driver, MINUTE};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -113,10 +113,7 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
         .map(|f| docs.join(f).display().to_string())
         .collect();
     pick_and_add(&app, &picked, "installed", &files, false).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
-        .await
-        .unwrap();
-    let summary = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    let summary = finished_add_summary(&app).await;
     assert!(summary.contains("2 indexed"), "{summary}");
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
 

@@ -418,6 +418,15 @@ async fn forget_last_add(app: &Session) {
     .unwrap();
 }
 
+/// Waits (up to 10 minutes) until the add under way has finished and the sidebar shows its counts, and
+/// returns what the ingest panel says of it ("Done: 4 indexed, 1 failed, …", "Stopped: …" or the error).
+async fn finished_add_summary(app: &Session) -> String {
+    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
+        .await
+        .unwrap();
+    app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap()
+}
+
 /// Waits until the front end has started an add (the ingest panel's title says so).
 async fn add_started(app: &Session) {
     app.wait_until("return document.getElementById('ingest-title').textContent.startsWith('Adding')", MINUTE)
@@ -498,10 +507,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     let mut chosen = files.clone();
     chosen.push(broken.display().to_string());
     pick_and_add(&app, &picked, "private", &chosen, false).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
-        .await
-        .unwrap();
-    let summary = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    let summary = finished_add_summary(&app).await;
     assert!(summary.contains("4 indexed") && summary.contains("1 failed"), "{summary}");
     let failed_row = app.wait_for("#ingest-files .state-failed", MINUTE).await.unwrap().text().await.unwrap();
     assert!(failed_row.contains("broken.pdf"), "{failed_row}");
@@ -520,10 +526,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     std::fs::create_dir_all(not_chosen.parent().unwrap()).unwrap();
     std::fs::write(&not_chosen, "Private notes that nobody chose to add.").unwrap();
     forge_drop(&app, &[not_chosen.display().to_string()]).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
-        .await
-        .unwrap();
-    let refused = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    let refused = finished_add_summary(&app).await;
     assert!(refused.contains("notes.txt") && refused.contains("was not chosen"), "{refused}");
     let counts = app
         .wait_until("return document.querySelector(\"li[data-library='private'] .counts\").textContent", MINUTE)
@@ -708,10 +711,7 @@ async fn a_first_time_user_builds_a_library_asks_and_finds_the_conversation_afte
     pick_and_add(&app, &picked, "scratch", &[folder], true).await;
     app.wait_for("#ingest-files li", 5 * MINUTE).await.unwrap();
     app.wait_for("#cancel-ingest", MINUTE).await.unwrap().click().await.unwrap();
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
-        .await
-        .unwrap();
-    let stopped = app.wait_for("#ingest-summary", MINUTE).await.unwrap().text().await.unwrap();
+    let stopped = finished_add_summary(&app).await;
     assert!(stopped.starts_with("Stopped:"), "{stopped}");
     let indexed: usize = stopped.trim_start_matches("Stopped: ").split(' ').next().unwrap().parse().unwrap();
     assert!((1..20).contains(&indexed), "{stopped}");
@@ -879,9 +879,7 @@ async fn the_app_offline_indexes_and_answers_without_any_network_connection() {
     app.wait_for("li[data-library='offline'].selected", 2 * MINUTE).await.unwrap();
     let pdf = eval_dir().join("C_private_library/docs/en_ntsb-aviation-reports/20080102X00002.pdf");
     pick_and_add(&app, &picked, "offline", &[pdf.display().to_string()], false).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
-        .await
-        .unwrap();
+    finished_add_summary(&app).await;
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
     app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
     let question = app.wait_for("#question", MINUTE).await.unwrap();
@@ -1015,7 +1013,8 @@ fn scripted_llm_and_searxng(received: std::sync::Arc<std::sync::Mutex<Received>>
             }
             let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
             let (kind, body) = if let Some(query) = target.strip_prefix("/search?") {
-                let q = query.split('&').find_map(|p| p.strip_prefix("q=")).map(url_decode).unwrap_or_default();
+                let url = reqwest::Url::parse(&format!("http://loopback/search?{query}")).unwrap();
+                let q = url.query_pairs().find(|(k, _)| k == "q").map(|(_, v)| v.into_owned()).unwrap_or_default();
                 received.lock().unwrap().web_queries.push(q);
                 let results = serde_json::json!({"query": "q", "results": [
                     {"url": page_url, "title": "Globex annual report", "content": "Globex revenue in 2023 was 3.1 billion dollars.", "engine": "test"}]});
@@ -1058,26 +1057,6 @@ fn scripted_llm_and_searxng(received: std::sync::Arc<std::sync::Mutex<Received>>
     base
 }
 
-/// `+` and `%XX` of a query string decoded.
-fn url_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-                out.push(hex.and_then(|h| u8::from_str_radix(h, 16).ok()).unwrap_or(b'?'));
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// The "ask" web query policy in the window: each query the model writes for the web is put to the
 /// person with Send / Don't send; the web provider receives the typed question and the approved query,
 /// never the refused one. The model is a scripted server writing two sub-queries (one names a person
@@ -1109,9 +1088,7 @@ async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_
     app.wait_for("li[data-library='work'].selected", 2 * MINUTE).await.unwrap();
     let docx = eval_dir().join("C_private_library/docs/en_misc_office/handbook-1p.docx");
     pick_and_add(&app, &picked, "work", &[docx.display().to_string()], false).await;
-    app.wait_until("return document.getElementById('ingest-summary').dataset.finished === 'true'", 10 * MINUTE)
-        .await
-        .unwrap();
+    finished_add_summary(&app).await;
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
     app.script("document.getElementById('agent').value = 'deep'; return true;", vec![]).await.unwrap();
     let question = "Compare the 2023 revenue of Acme Corporation and Globex";
