@@ -769,7 +769,8 @@ pub struct ClaimCheck {
     pub supported: bool,
     /// Why it is unsupported: `cites no passage`, `cites a passage the answer was not given`,
     /// `figures not in the cited passages: $13.5 billion, 19%`, `the cited passages do not name the
-    /// period it states: Q1 2024`, `the cited passages do not name: Intel` or `figures from a row of
+    /// period it states: Q1 2024`, `the cited passages do not name the year it states: 2027`, `the cited
+    /// passages do not name: Intel` or `figures from a row of
     /// another line item: $6,976 million (AWS: Operating income)`. Empty when supported.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub problem: String,

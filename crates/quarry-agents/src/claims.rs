@@ -12,7 +12,9 @@
 //! filing does not support a first-quarter figure even when the number occurs in it. The same holds for
 //! the other names a claim states ([`names`]: companies, segments, products, people — runs of capitalised
 //! words — and Chinese names in quotation marks): each must occur in a passage it cites, so "Intel's
-//! revenue was $14.2 billion \[1\]" citing AMD's filing is marked even when the figure is there.
+//! revenue was $14.2 billion \[1\]" citing AMD's filing is marked even when the figure is there. So for
+//! the calendar years a claim names ([`crate::figures::years`]): "the plant opens in 2027 \[1\]" is marked
+//! when no passage it cites (its text, context line or file name) names 2027.
 
 use crate::answer::{pieces, Citation, Piece};
 use crate::answer::{CitationRepair, ClaimCheck};
@@ -275,6 +277,8 @@ fn plain(sentence: &str) -> String {
 struct SourcesRead {
     figures: Vec<Vec<Figure>>,
     quarters: Vec<Vec<(u8, u16)>>,
+    /// The calendar years each names ([`crate::figures::years`]), with those of its file name.
+    years: Vec<Vec<u16>>,
     /// The words (and CJK character pairs) of each, as [`crate::text::stems`] reads them.
     stems: Vec<std::collections::HashSet<String>>,
     /// The lower-case words of each (letters and digits between other characters), for [`names_in`].
@@ -409,6 +413,11 @@ impl SourcesRead {
         SourcesRead {
             figures: read.iter().map(|t| figures(t)).collect(),
             quarters: read.iter().map(|t| quarters(t)).collect(),
+            years: sources
+                .iter()
+                .zip(&read)
+                .map(|(c, t)| crate::figures::years(&format!("{}\n{t}", c.passage.file_name())))
+                .collect(),
             stems: read.iter().map(|t| crate::text::stems(t)).collect(),
             words: sources
                 .iter()
@@ -588,6 +597,11 @@ pub fn check_claims(markdown: &str, sources: &[Citation], genre: &dyn Genre) -> 
                 .filter(|q| !known.iter().any(|n| read.quarters[n - 1].contains(q)))
                 .map(|(q, y)| format!("Q{q} {y}"))
                 .collect();
+            let other_year: Vec<String> = crate::figures::years(&text)
+                .into_iter()
+                .filter(|y| !known.iter().any(|n| read.years[n - 1].contains(y)))
+                .map(|y| y.to_string())
+                .collect();
             let unnamed: Vec<String> = names(&text)
                 .into_iter()
                 .filter(|name| !known.iter().any(|n| names_in(name, &read.words[n - 1], &read.compact[n - 1])))
@@ -603,6 +617,8 @@ pub fn check_claims(markdown: &str, sources: &[Citation], genre: &dyn Genre) -> 
                 format!("figures not in the cited passages: {}", missing.join(", "))
             } else if !other_period.is_empty() {
                 format!("the cited passages do not name the period it states: {}", other_period.join(", "))
+            } else if !other_year.is_empty() {
+                format!("the cited passages do not name the year it states: {}", other_year.join(", "))
             } else if !unnamed.is_empty() {
                 format!("the cited passages do not name: {}", unnamed.join(", "))
             } else if !other_item.is_empty() {
@@ -1179,6 +1195,21 @@ mod tests {
         assert_eq!(checks[0].problem, "the cited passages do not name the period it states: Q1 2024");
         let checks = check_claims("In Q2 FY2024 revenue was $13.51 billion [1].", &[q2]);
         assert!(checks[0].supported, "{checks:?}");
+    }
+
+    #[test]
+    fn a_year_no_cited_passage_names_is_unsupported() {
+        // What a model wrote for a question the library cannot answer: no figure to check, only a year.
+        let mut call = source(1, "We expect to open the new plant as soon as permits allow; no date is set.");
+        call.passage.path = "/x/Q3 call.txt".into();
+        call.passage.context = "Globex · earnings call · third fiscal quarter".into();
+        let checks = check_claims("Globex will open its new plant in 2027 [1].", &[call.clone()]);
+        assert_eq!(checks[0].problem, "the cited passages do not name the year it states: 2027", "{checks:?}");
+        // A year the passage, its context line or its file name names is supported.
+        call.passage.text.push_str(" The plant was announced in 2023.");
+        assert!(check_claims("Globex announced its new plant in 2023 [1].", &[call.clone()])[0].supported);
+        call.passage.path = "/x/2024 Q3 call.txt".into();
+        assert!(check_claims("Globex held its call for fiscal 2024 [1].", &[call])[0].supported);
     }
 
     #[test]

@@ -237,6 +237,46 @@ pub fn figures_at(text: &str) -> Vec<(usize, Figure)> {
     out
 }
 
+/// The calendar years `text` names, in order, each once: runs of exactly four ASCII digits from 1900 to
+/// 2100 that stand alone or in a date, a range or a period code ("in 2019", "October 1, 2022",
+/// "2021–2022", "Q3 2022", "2023年"), not those inside a longer number or a name ("$2,019", "0.2019",
+/// "FY2023", "ISO9001", "2019%"). [`figures`] leaves bare years out (a year is rarely the figure a
+/// question asks for); the claim check asks that the years a claim names occur in the passages it cites
+/// too, since a model that has no figure to give may write a plausible year instead.
+pub fn years(text: &str) -> Vec<u16> {
+    let bytes = text.as_bytes();
+    let mut out: Vec<u16> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i - start != 4 {
+            continue;
+        }
+        let before = text[..start].chars().next_back();
+        let after = text[i..].chars().next();
+        let after_next = text[i..].chars().nth(1);
+        // Inside a number ("$2,019", "0.2019", "2019.5", "2,019,000") or a name or code ("FY2023", "2019x").
+        let ascii_letter = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        let in_number_before = matches!(before, Some(',' | '.' | '$'));
+        let in_number_after = matches!(after, Some(',' | '.')) && after_next.is_some_and(|c| c.is_ascii_digit());
+        if ascii_letter(before) || ascii_letter(after) || in_number_before || in_number_after || after == Some('%') {
+            continue;
+        }
+        let Ok(year) = text[start..i].parse::<u16>() else { continue };
+        if (1900..=2100).contains(&year) && !out.contains(&year) {
+            out.push(year);
+        }
+    }
+    out
+}
+
 /// Whether `before` (the text before a number) ends in a period code and a space — "Q3 ", "YTD ", "FY ",
 /// "H1 ", any case — so that the number is that period's year.
 fn follows_period_code(before: &str) -> bool {
@@ -304,6 +344,16 @@ mod tests {
 
     fn texts(s: &str) -> Vec<String> {
         figures(s).into_iter().map(|f| f.text).collect()
+    }
+
+    #[test]
+    fn years_are_read_alone_in_dates_ranges_and_codes_but_not_inside_numbers_or_names() {
+        assert_eq!(
+            years("Founded in 2019; the quarter ended October 1, 2022 (Q3 2023, fiscal 2021–2022, 2024年)."),
+            [2019, 2022, 2023, 2021, 2024]
+        );
+        assert!(years("$2,019 million, 0.2019, 2019.5 units, 2,019,000, FY2025, ISO9001, 2019% and 12019").is_empty());
+        assert_eq!(years("In 2019, revenue was 2019. Then 1850 and 2200."), [2019]);
     }
 
     #[test]
