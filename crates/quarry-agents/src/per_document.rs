@@ -11,7 +11,10 @@
 //! its cache), so the extra cost is the extra answers' tokens.
 //!
 //! A document whose passages do not state it says so in its line; when none does, the model reads all
-//! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list.
+//! their passages together once more (NaiveRAG's answer prompt), and that answer follows the list — if
+//! the claim check supports at least one of its claims: otherwise it says the passages do not state it
+//! together either, since a model that found nothing in any one document may still write a plausible
+//! value ("read together" once gave an unanswerable question a year no passage names).
 //!
 //! Under each line, the document's own row or sentence that answers is quoted when the model's words
 //! leave its figures out ([`crate::genre::financial::key_quote`]) — from the passages its call read or, failing those,
@@ -208,6 +211,24 @@ pub async fn answer_per_document(
         );
         request.step = "answer".into();
         let together = run.call(&request, true).await?.text.trim().to_string();
+        // Every document's own call found its passages silent, so what the passages say together must
+        // hold up: kept when the claim check supports at least one of its claims (or it claims nothing),
+        // else it is an invention — a plausible year or figure no passage holds — and the answer says
+        // the passages do not state it together either (the streamed words are replaced, as a line
+        // that only declines is replaced by its quote).
+        let sources: Vec<Citation> =
+            passages.iter().enumerate().map(|(i, p)| Citation { number: i + 1, passage: p.clone() }).collect();
+        let together = if holds_up(&together, &sources, run.genre()) {
+            together
+        } else {
+            let decline = if chinese {
+                "合在一起读，这些段落也没有说明这一点。"
+            } else {
+                "Read together, their passages do not state it either."
+            };
+            run.emit(AgentEvent::AnswerDelta { text: format!("\n\n{decline}") });
+            decline.to_string()
+        };
         markdown.push_str(&together);
         // As under NaiveRAG's answer: the row that answers, when these words leave its figures out.
         let not_quoted: Vec<Passage> =
@@ -231,6 +252,15 @@ pub async fn answer_per_document(
     citation_repairs.append(&mut answer.citation_repairs);
     answer.citation_repairs = citation_repairs;
     Ok(answer)
+}
+
+/// Whether `text` (an answer written from `sources`, numbered as cited) claims nothing, or has at least
+/// one claim the claim check supports once its citations are repaired ([`crate::claims::repair_citations`],
+/// [`crate::claims::check_claims`]).
+fn holds_up(text: &str, sources: &[Citation], genre: &dyn crate::genre::Genre) -> bool {
+    let (repaired, _) = crate::claims::repair_citations(text, sources);
+    let checks = crate::claims::check_claims(&repaired, sources, genre);
+    checks.is_empty() || checks.iter().any(|c| c.supported)
 }
 
 /// Most tokens of the sentences across the documents.

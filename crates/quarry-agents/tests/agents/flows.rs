@@ -626,6 +626,44 @@ async fn when_no_document_states_it_alone_their_passages_are_read_together_and_a
 }
 
 #[tokio::test]
+async fn what_the_passages_say_together_is_dropped_when_no_claim_of_it_holds_up() {
+    // Every document declines; read together, the model writes a year no passage names (what a library
+    // of earnings calls once got for a question it cannot answer). The claim check supports none of its
+    // claims, so the answer says the passages do not state it together either; the year is gone.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("document_answer", text("This document's passages do not state it."))
+            .on("document_answer", text("This document's passages do not state it."))
+            .on("document_answer", text("This document's passages do not state it."))
+            .on("answer", text("Acme total net sales were highest in 2019 [1].")),
+    );
+    let retriever = Arc::new(quarterly_filings());
+    let config = AgentConfig { top_k: 6, ..AgentConfig::default() };
+    let (answer, events) = run_agent(
+        "In which year were Acme total net sales highest?",
+        Some(AgentKind::Naive),
+        &model,
+        &[library(&retriever)],
+        config,
+    )
+    .await;
+    let answer = answer.unwrap();
+    assert_eq!(model.steps(), ["document_answer", "document_answer", "document_answer", "answer"]);
+    assert!(
+        answer.markdown.contains("read together:\n\nRead together, their passages do not state it either."),
+        "{}",
+        answer.markdown
+    );
+    assert!(!answer.markdown.contains("2019"), "{}", answer.markdown);
+    assert!(
+        streamed(&events).ends_with("Read together, their passages do not state it either."),
+        "{}",
+        streamed(&events)
+    );
+    assert!(answer.claims.iter().all(|c| !c.sentence.contains("2019")), "{:?}", answer.claims);
+}
+
+#[tokio::test]
 async fn naive_rag_declines_without_the_model_when_no_passage_mentions_the_subject() {
     let model = Arc::new(ScriptedModel::new());
     let retriever = Arc::new(quarterly_filings());
