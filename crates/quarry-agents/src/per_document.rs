@@ -3,7 +3,7 @@
 //! "How has Apple's total net sales changed over time?" over four quarterly filings names the company
 //! and no period: the four filings match it equally ([`crate::document_match::tied_documents`]). Asked of
 //! all their passages in one prompt, a 1.5B model mixed the quarters up, labelled figures with periods
-//! no passage names and cited nothing (docs/ANSWERS.md, "2026-11-26 (c)"). Here the model reads one document
+//! no passage names and cited nothing (docs/evaluation/decisions.md, 2026-11-26 (c)). Here the model reads one document
 //! at a time — its few best passages, numbered as they will be in the answer — and says what that
 //! document reports, with the document's period; the answer lists the documents in order of period, so
 //! each figure stands under the filing and period it comes from, cited. The prompts together are about
@@ -23,8 +23,8 @@
 //! passage read, so the prompts stay as they are, and joins the answer's sources. A line that only
 //! declines is replaced by the quote when one answers. Replaying 2026-12-02 (d)'s recorded sec-10-q answers,
 //! the further passages raised the 26 multi-document questions' key-fact score from 0.416 to 0.456 (83 →
-//! 91 of 184 figures) and the replaced declines to 0.476 (96); all 98: 0.508 → 0.529 (docs/ANSWERS.md,
-//! "2026-12-02 (e)").
+//! 91 of 184 figures) and the replaced declines to 0.476 (96); all 98: 0.508 → 0.529 (docs/evaluation/decisions.md,
+//! 2026-12-02 (e)).
 
 use crate::answer::{number_excerpts_from, number_passages_from, passage_excerpts, Answer, Citation};
 use crate::document_match::TiedDocuments;

@@ -44,7 +44,7 @@ const IN_CHINESE: &str = include_str!("../prompts/in_chinese.md");
 /// The value of an answer prompt's `{in_question_language}` placeholder for `question`: a Chinese line
 /// asking for the answer in Chinese, on a line of its own, when the question is mostly CJK characters
 /// ([`quarry_core::is_mostly_cjk`]); empty otherwise, so an English prompt is unchanged. Asked in the user
-/// turn only: the rules in Chinese made a 1.5B model write citation markers alone (docs/ANSWERS.md).
+/// turn only: the rules in Chinese made a 1.5B model write citation markers alone (docs/evaluation/decisions.md, 2026-11-27 (c)).
 pub fn in_question_language(question: &str) -> String {
     if quarry_core::is_mostly_cjk(question) {
         format!("\n{}", IN_CHINESE.trim())

@@ -29,7 +29,7 @@ pub struct Route {
 
 /// The names the router prompt gives the agents, in [`AgentKind`] order (naive, deep, chain). NaiveRAG is
 /// offered as "lookup": named "naive", Qwen2.5-Coder-1.5B chose it for 2 of the 98 shared 10-Q questions,
-/// almost all of them lookups in one filing (docs/ANSWERS.md, 2026-11-28 (c)).
+/// almost all of them lookups in one filing (docs/evaluation/decisions.md, 2026-11-28 (c)).
 pub const ROUTE_LABELS: [&str; 3] = ["lookup", "deep", "chain"];
 
 /// The agents [`ROUTE_LABELS`] name, in the same order.

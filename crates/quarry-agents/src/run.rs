@@ -36,7 +36,7 @@ pub struct AgentConfig {
     /// 700 a passage and no shared limit, the sec-10-q single-document slice with Qwen2.5-Coder-1.5B on 2
     /// cores took 40.5 s a question instead of 56.4 s (1,517 tokens instead of 2,027) and stated no fewer
     /// reference figures (0.424 vs 0.354), while NaiveRAG's reading of the whole set kept the answer
-    /// passage for the same 38 of 45 questions (docs/ANSWERS.md, "2026-11-26 (e)"). 4,000 stated 6 more of 164
+    /// passage for the same 38 of 45 questions (docs/evaluation/decisions.md, 2026-11-26 (e)). 4,000 stated 6 more of 164
     /// single-document figures, all six in one question, for 12 % more prompt tokens (2026-12-02 (e)).
     pub context_chars: usize,
     /// When several documents match a question alike (the same company's filings, no period named),
@@ -72,15 +72,15 @@ pub struct AgentConfig {
     /// end after it ([`Run::time_for`]); it always makes its first relevance or intermediate-answer call.
     /// Default 50: on 2 cores with Qwen2.5-Coder-1.5B a 10-Q answer call takes 25–35 s, so search and
     /// answer end within the 90 s a person is asked to wait; a served model's calls take a second or two
-    /// and rarely reach it (docs/ANSWERS.md, "2026-11-28 (d)").
+    /// and rarely reach it (docs/evaluation/decisions.md, 2026-11-28 (d)).
     pub search_seconds: Option<f64>,
     /// Most sentences or table rows of the passages read quoted under the model's answer (under each
     /// document's line of a per-document answer), those that answer the question and whose figures the
     /// answer leaves out ([`crate::genre::financial::key_quote`]); 0 quotes nothing. Default 2: over the 98 sec-10-q
     /// questions with Qwen2.5-Coder-1.5B one quote raised the key-fact score from 0.453 to 0.498, the
-    /// model's words unchanged (docs/ANSWERS.md, "2026-12-02 (b)"); over the 63 single-document ones, two
+    /// model's words unchanged (docs/evaluation/decisions.md, 2026-12-02 (b)); over the 63 single-document ones, two
     /// quotes from the whole passages stated 70 reference figures of 164 where one stated 67, three 70
-    /// (docs/ANSWERS.md, "2026-12-02 (d)").
+    /// (docs/evaluation/decisions.md, 2026-12-02 (d)).
     pub quoted_pieces: usize,
     /// The genre layer the answer pipeline consults ([`crate::genre`]): what a prompt shows of a
     /// passage, the quote under an answer, the line items the claim check reads. Default

@@ -31,7 +31,7 @@ pub(crate) fn stems(text: &str) -> std::collections::HashSet<String> {
 /// context line ([`crate::document_match`]). Character pairs are too small a unit to say that a question
 /// names a document — "中国", "联通" are in most titles of a Chinese operator's library — and neither is
 /// the year glued to them ("2023年"): matching context lines by either moved the wrong documents' passages
-/// first (NetOperatorQA, docs/ANSWERS.md, 2026-11-27 (c)).
+/// first (NetOperatorQA, docs/evaluation/decisions.md, 2026-11-27 (c)).
 pub(crate) fn word_stems(text: &str) -> std::collections::HashSet<String> {
     stems_of(text, false)
 }
@@ -89,7 +89,7 @@ pub(crate) fn wrapped_line_goes_on(line: &str, next: &str) -> bool {
 /// `text` split into sentences (after ". ") and lines, keeping every character: the pieces, joined, give
 /// `text` back. (Joining lines that a PDF's text layer wrapped mid-sentence into one piece was tried: on
 /// the whole sec-10-q set it cut the reference figures NaiveRAG reads from 0.553 to 0.507 at the default
-/// budget — longer pieces, fewer of them fit; docs/ANSWERS.md, "2026-11-26 (e)".)
+/// budget — longer pieces, fewer of them fit; docs/evaluation/decisions.md, 2026-11-26 (e).)
 pub(crate) fn sentence_pieces(text: &str) -> Vec<&str> {
     let mut pieces: Vec<&str> = Vec::new();
     let mut start = 0;

@@ -102,7 +102,7 @@ impl GgufConfig {
     /// [`DEFAULT_MODEL_MIN_RAM`] bytes of RAM; else SmolLM2-135M-Instruct ([`LOW_MEMORY_MODEL_FILE`]),
     /// with a warning saying why (Qwen not installed, or too little memory). Files are looked up under
     /// `$QUARRY_MODELS_DIR` and `assets/models/` (`quarry_core::models`). The choice is measured in
-    /// docs/ANSWERS.md: SmolLM2 stated 1 of 37 reference figures where Qwen 1.5B states most.
+    /// docs/evaluation/decisions.md, 2026-11-26 (a): SmolLM2 stated 1 of 37 reference figures where Qwen 1.5B states most.
     ///
     /// Errors: neither model file is found (the message says where it looked).
     pub fn default_model() -> Result<Self, ChatError> {
@@ -243,7 +243,7 @@ struct PromptCache<'model> {
 /// with one context each call evicted the other's prefix — 7 of 1,599 prompt tokens a question were reused
 /// on sec-10-q questions 36–47, 400 with two (22.8 s a question instead of 29.9 s). Each context holds its
 /// own key/value cache and compute buffers: +157 MB peak for Qwen2.5-1.5B at 4,096 tokens
-/// (docs/ANSWERS.md, "2026-11-29 (b)").
+/// (docs/evaluation/decisions.md, 2026-11-29 (b)).
 pub const PROMPT_CACHE_SLOTS: usize = 2;
 
 /// A new prompt sharing fewer tokens than this with every kept context is run in a fresh context while

@@ -16,7 +16,7 @@ pub const UNSTAMPED_EXTRACTION_VERSION: u32 = 1;
 ///
 /// History:
 /// - `pdf` 2: PDFium reads every page, and its reading replaces pdf-extract's where it keeps words whole
-///   (`pdf::keeps_words_whole`; docs/ANSWERS.md, 2026-11-27 (a)).
+///   (`pdf::keeps_words_whole`; docs/evaluation/decisions.md, 2026-11-27 (a)).
 /// - `pdf` 3: a table's unit note leaves out what it excepts — Apple's amounts were labelled "thousand"
 ///   from "(In millions, except number of shares, which are reflected in thousands, …)" (2026-12-02 (c)).
 /// - `pdf` 4: Intel's tables read as rows with their columns — a unit note with a semicolon ("(In

@@ -243,7 +243,7 @@ pub(crate) fn label_table_rows(page: &str) -> String {
 /// table at or after its second or a later section line and the line that names the section is not among
 /// the chunk's rows: Microsoft prints each segment under "Revenue" and again under "Operating Income", so
 /// a chunk that starts below "Operating Income" shows `More Personal Computing: 5,174 million (…)` with
-/// nothing saying which of the two it is (issue 36; docs/ANSWERS.md, "2026-12-01 (a)").
+/// nothing saying which of the two it is (issue 36; docs/evaluation/decisions.md, 2026-12-01 (a)).
 ///
 /// `before` is the document's text before the chunk (the chunk must start at a line start: `before`
 /// ends in a line break, and a blank line — a page break — ends the search), `chunk` the chunk's text.

@@ -61,7 +61,8 @@ impl ChunkingInfo {
 }
 
 /// Largest chunk of a new library, in tokens: 256, the length all-MiniLM-L6-v2 was trained on. Chosen
-/// on the passages the answering model reads (`quarry eval answers --retrieval-only`, docs/ANSWERS.md):
+/// on the passages the answering model reads (`quarry eval answers --retrieval-only`;
+/// docs/evaluation/decisions.md, 2026-11-26 (a)):
 /// with the document context line, 256-token chunks put a passage holding the reference figure in front
 /// of the model for 13 of 13 single-document questions of the sample library, 512-token chunks for 11.
 pub const DEFAULT_CHUNK_TOKENS: usize = 256;

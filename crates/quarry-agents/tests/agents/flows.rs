@@ -91,7 +91,7 @@ async fn quarrys_own_lines_answer_a_chinese_question_in_chinese() {
     let question = "2022 年中国联通的营业收入是多少？";
     // The model's answer of markers alone is replaced by the closest passage, introduced in Chinese. (The
     // answer prompt stays the English one: its rules in Chinese made Qwen2.5-1.5B write markers alone for
-    // 3 of the first 4 NetOperatorQA questions; docs/ANSWERS.md, 2026-11-27 (c).)
+    // 3 of the first 4 NetOperatorQA questions; docs/evaluation/decisions.md, 2026-11-27 (c).)
     let model = Arc::new(ScriptedModel::new().on("answer", text("[1] [2]")));
     let (answer, _) =
         run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;

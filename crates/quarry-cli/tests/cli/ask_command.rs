@@ -1021,12 +1021,12 @@ fn api_keys_go_to_the_os_keyring_from_stdin_and_never_show() {
 
 /// The quick start's question over the sample library as the quick start adds it, asked with
 /// Qwen2.5-Coder-1.5B-Instruct (what `scripts/quickstart.sh` asks with) and the default agent, which the
-/// router makes NaiveRAG (docs/ANSWERS.md, 2026-11-28 (c)): the answer states
+/// router makes NaiveRAG (docs/evaluation/decisions.md, 2026-11-28 (c)): the answer states
 /// the first quarter's revenue ($7.19 billion, written in any form the figures module reads: $7,192
 /// million, 7,192) and cites the first quarter's filing — not the second quarter's $13.51 billion, which
 /// is what Quarry answered before documents carried their context line — among it p. 25, the page the
 /// issue names (the quarter's summary table, read as rows since PDF extraction version 8;
-/// docs/ANSWERS.md, 2026-12-04 (f)). `quarry eval answers
+/// docs/evaluation/decisions.md, 2026-12-04 (f)). `quarry eval answers
 /// --retrieval-only` over the same library finds the answer passage among what NaiveRAG reads.
 #[test]
 fn the_quick_start_question_is_answered_right_and_cited_to_the_first_quarter_filing() {

@@ -98,7 +98,7 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
 /// Two kinds of call that alternate — a router's and an answer's, each question — keep their own
 /// prefixes: the third call reuses what it shares with the first although another prompt ran between.
 /// (With one kept context the router's call evicted the answer's prefix: 7 of 1,599 prompt tokens a
-/// question were reused on sec-10-q questions 36–47, docs/ANSWERS.md, 2026-11-29 (b).)
+/// question were reused on sec-10-q questions 36–47, docs/evaluation/decisions.md, 2026-11-29 (b).)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_of_two_kinds_that_alternate_each_reuse_their_own_prompt_prefix() {
     let answer = |question: &str| {

@@ -142,7 +142,7 @@ fn walk_first(dir: &std::path::Path, pred: impl Fn(&std::path::Path) -> bool) ->
 /// A library reads a PDF again only when `quarry_ingest::extraction_version("pdf")` rises, so a change to
 /// the PDF reading, the table rows or the chunker that leaves the version alone reaches new libraries
 /// but never existing ones: the entries 2026-12-01 (b) to 2026-12-02 (b) measured answers on a library read before aa8f920 had changed
-/// its chunks' heading paths (docs/ANSWERS.md, 2026-12-02 (c)).
+/// its chunks' heading paths (docs/evaluation/decisions.md, 2026-12-02 (c)).
 const PDF_READING: (u32, &str) = (8, "3a822b714c9859f7bddf22bbb1f82da9bec1fe6352fd0bb453bb740be880b0a0");
 
 #[test]

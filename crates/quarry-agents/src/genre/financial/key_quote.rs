@@ -4,11 +4,11 @@
 //! A 1.5B model shown Apple's "Total operating expenses: $14,316 million (three months ended December 31,
 //! 2022); …" row often writes the sentences around it, or the row's labels, instead of its figures:
 //! over the 98 questions of sec-10-q, Qwen2.5-Coder-1.5B stated 137 of 351 reference figures while the
-//! passages it was shown held 186 of them (docs/ANSWERS.md, "2026-12-02 (a)"). Quoting, after the model's
+//! passages it was shown held 186 of them (docs/evaluation/decisions.md, 2026-12-02 (a)). Quoting, after the model's
 //! words, the piece of those passages that shares most of the words the question asks for and states a
 //! figure — marked as a quote, cited to its passage — puts the figure in front of the person without
 //! asking the model again, and the claim check finds it in the passage it cites: 150 of the 351 stated
-//! (key facts 0.453 → 0.498), no figure lost (docs/ANSWERS.md, "2026-12-02 (b)"). Since 2026-12-02 (d) the
+//! (key facts 0.453 → 0.498), no figure lost (docs/evaluation/decisions.md, 2026-12-02 (b)). Since 2026-12-02 (d) the
 //! pieces come from the passages the answer was written from whole ([`super::Financial`]'s `quotable_text`), not only from
 //! the excerpts its prompt showed, and up to two are quoted (the second side the model left out: the
 //! statutory rate beside the effective one, the nine months beside the quarter). Nothing is quoted when
@@ -21,15 +21,15 @@
 //! NaiveRAG answer such rows are also looked for in the rest of the filing the question names, beyond the
 //! search's candidates (`rows_only`: the balance-sheet line no search for the question's wording ranks);
 //! a row whose label and amounts repeat one ranked above it is passed over. Over the 63 single-document sec-10-q
-//! questions, replayed on recorded answers, 70 → 77 of 164 reference figures (docs/ANSWERS.md,
-//! "2026-12-02 (f)").
+//! questions, replayed on recorded answers, 70 → 77 of 164 reference figures (docs/evaluation/decisions.md,
+//! 2026-12-02 (f)).
 //!
 //! A quote is shown as its whole sentence when a PDF's text layer wrapped it over several lines: the
-//! lines are chosen among as they are, then joined ([`whole_sentence`]; docs/ANSWERS.md, "2026-12-02 (g)").
+//! lines are chosen among as they are, then joined ([`whole_sentence`]; docs/evaluation/decisions.md, 2026-12-02 (g)).
 //!
 //! The question's words and the passages' are matched in one vocabulary of line items ([`crate::genre::financial::line_item::SAME_LINE_ITEM`]):
-//! "net sales" is revenue, "cost of sales" is cost of revenue, whichever a filer prints (docs/ANSWERS.md,
-//! "2026-12-03 (a)").
+//! "net sales" is revenue, "cost of sales" is cost of revenue, whichever a filer prints (docs/evaluation/decisions.md,
+//! 2026-12-03 (a)).
 //!
 //! Questions written mostly in CJK characters get no quote: the rule was measured on English filings only.
 
@@ -42,7 +42,7 @@ use std::collections::HashSet;
 
 /// Fewest of the question's asked-for words ([`asked_words`]) a piece shares with it to be quoted. With
 /// one, "revenue" alone picked whichever revenue sentence ranked first for the quick start's question;
-/// two keep rows like "Total operating expenses" for "operating expenses" (docs/ANSWERS.md, "2026-12-02 (b)").
+/// two keep rows like "Total operating expenses" for "operating expenses" (docs/evaluation/decisions.md, 2026-12-02 (b)).
 pub const MIN_SHARED_WORDS: usize = 2;
 
 /// Most characters of a quote; a longer piece is cut after its last `; ` (a table row's column) before
@@ -205,7 +205,7 @@ fn covering_asked_items<'a>(
 /// The sentence of `text` that `piece` (a slice of it) is part of, when a PDF's text layer wrapped that
 /// sentence over several lines: the lines joined ([`quote_pieces`]); `piece` itself otherwise. A quote
 /// is chosen among the lines as they are (joined, longer pieces share more of the question's words by
-/// their length alone, and off-topic sentences were quoted: docs/ANSWERS.md, "2026-12-02 (g)"), then shown
+/// their length alone, and off-topic sentences were quoted: docs/evaluation/decisions.md, 2026-12-02 (g)), then shown
 /// whole, so it does not stop at "… which" and start again at "replaced the previous …".
 fn whole_sentence<'a>(text: &'a str, piece: &'a str) -> &'a str {
     let Some(start) = offset_in(text, piece) else { return piece };
@@ -391,7 +391,7 @@ fn label_is_asked_for(
 /// (…)" under "Operating income (loss)" is no answer on AWS revenue, nor Apple's "Services: 14,842
 /// million" under "Gross margin:" on Services revenue — the claim check's rule for a figure read from
 /// another line item's row ([`crate::claims`]; one rule, [`crate::genre::financial::line_item::measured_items`]), applied
-/// before quoting (docs/ANSWERS.md, "2026-12-03 (c)").
+/// before quoting (docs/evaluation/decisions.md, 2026-12-03 (c)).
 /// False when the question names no line item, the label names one, or the section names none.
 fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
     if asked_items.is_empty() {

@@ -1,5 +1,5 @@
 //! The financial genre: financial statements and filings (10-Q, 10-K, annual and half-year reports).
-//! What it adds to the pipeline, each measured on the sec-10-q set (docs/ANSWERS.md):
+//! What it adds to the pipeline, each measured on the sec-10-q set (docs/evaluation/decisions.md):
 //! - [`table_section`]: a table row names the section it sits under where its label repeats;
 //! - [`period_focus`]: a row's cells of other spans than the question's (nine months for a quarter's
 //!   question) are left out of the prompt;
@@ -35,8 +35,8 @@ impl Genre for Financial {
     /// showed: the quote asks no model, so it need not fit the prompt's budget. Over the 63
     /// single-document sec-10-q questions with Qwen2.5-Coder-1.5B's recorded answers, quoting two pieces
     /// of the whole passages stated 70 reference figures of 164, against 64 for one piece of the excerpts
-    /// and 68 for two pieces of the whole passages kept to the question's periods (docs/ANSWERS.md,
-    /// "2026-12-02 (d)").
+    /// and 68 for two pieces of the whole passages kept to the question's periods (docs/evaluation/decisions.md,
+    /// 2026-12-02 (d)).
     fn quotable_text(&self, passage: &Passage) -> String {
         table_section::label_rows_by_section(passage)
     }

@@ -150,7 +150,7 @@ pub fn compares_periods(question: &str) -> bool {
 /// the line states no quarter in words, [`crate::period::stated_context`]) or asks for the latest filing, and uses
 /// none of [`COMPARISON_WORDS`]. A filing's tables print the same quarter a year earlier beside its own;
 /// with both in front of it, Qwen2.5-Coder-1.5B answered the quick start's question with the prior year's
-/// $8,288 million (docs/ANSWERS.md, "2026-11-26 (e)"). Change columns go too: asked for Microsoft's latest
+/// $8,288 million (docs/evaluation/decisions.md, 2026-11-26 (e)). Change columns go too: asked for Microsoft's latest
 /// gross margin, the model read "Gross margin: 40,215 (three months ended September 30, 2023); 16% (change,
 /// three months ended)" and answered 16% (2026-12-04 (f)). Other cells whose column names no date stay;
 /// a row with no cell of the document's date is left whole, and so is every row when the question or the

@@ -17,8 +17,8 @@
 //! another section. Only what the model reads changes: the stored text, the indexes and the citation do
 //! not.
 //!
-//! Naming a section in every repeated label *at ingest* was measured worse (docs/ANSWERS.md,
-//! "2026-11-26 (f)": it changed chunks and so retrieval, and "Total (Revenue)" was read for a segment).
+//! Naming a section in every repeated label *at ingest* was measured worse (docs/evaluation/decisions.md,
+//! 2026-11-26 (f): it changed chunks and so retrieval, and "Total (Revenue)" was read for a segment).
 
 use quarry_core::table_row::{is_section_line, parse_row, section_name, write_row, TableCell};
 use quarry_core::Passage;
