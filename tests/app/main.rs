@@ -1141,3 +1141,95 @@ async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_
         "the typed question and the approved query only; answer: {answer}"
     );
 }
+
+/// The app and the CLI ask through one path (`quarry_session::open_sources`, then
+/// `quarry_agents::ask`): the same question over the same library with the same scripted model gets the
+/// same answer — words, citations and claim checks — from the window and from `quarry ask`. The CLI
+/// binary is the one `cargo test --workspace` builds beside the app's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_and_the_cli_give_the_same_answer_to_the_same_question() {
+    let _one = one_app_at_a_time().await;
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let config = work.path().join("config");
+    let picked = work.path().join("picked-paths.txt");
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Received::default()));
+    let base = scripted_llm_and_searxng(received.clone());
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("settings.toml"), format!("[llm]\nurl = \"{base}/v1\"\nmodel = \"scripted\"\n"))
+        .unwrap();
+    let driver = Driver::start(
+        &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("QUARRY_APP_PICKED_PATHS", &picked)],
+        &[],
+    );
+    let app = open_app(&driver).await;
+    app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("work\u{E007}").await.unwrap();
+    app.wait_for("li[data-library='work'].selected", 2 * MINUTE).await.unwrap();
+    let docx = eval_dir().join("C_private_library/docs/en_misc_office/handbook-1p.docx");
+    pick_and_add(&app, &picked, "work", &[docx.display().to_string()], false).await;
+    finished_add_summary(&app).await;
+    app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
+    app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
+    let question = "What does the employee handbook ask of new employees?";
+    app.wait_for("#question", MINUTE).await.unwrap().type_text(&format!("{question}\u{E007}")).await.unwrap();
+    app.wait_until(
+        "return !document.querySelector('.turn.live') && document.querySelector('.turn .answer') !== null",
+        10 * MINUTE,
+    )
+    .await
+    .expect("the app answers");
+    app.quit().await.unwrap();
+
+    // The app's answer, as it kept it with the conversation.
+    let conversations: Vec<PathBuf> = std::fs::read_dir(data.join("conversations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(conversations.len(), 1, "{conversations:?}");
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&conversations[0]).unwrap()).unwrap();
+    let from_app = kept["turns"][0]["answer"].clone();
+    assert!(from_app.is_object(), "the app answered: {kept}");
+
+    // The CLI's, asked of the same data folder and model.
+    let cli = Path::new(env!("CARGO_BIN_EXE_quarry-app")).with_file_name("quarry");
+    assert!(cli.exists(), "{} is built by `cargo test --workspace`", cli.display());
+    let output = Command::new(&cli)
+        .args(["--data-dir", data.to_str().unwrap(), "ask", question, "--library", "work", "--agent", "naive"])
+        .args(["--llm-url", &format!("{base}/v1"), "--llm-model", "scripted", "--json"])
+        .env("QUARRY_CONFIG_DIR", &config)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "quarry ask: {}", String::from_utf8_lossy(&output.stderr));
+    let from_cli: serde_json::Value = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "answer")
+        .expect("an answer line");
+
+    assert!(from_app["markdown"].as_str().is_some_and(|m| m.contains("[1]")), "{from_app}");
+    for field in ["agent", "markdown", "citations", "claims", "sources", "libraries", "queries", "llm_calls"] {
+        assert_eq!(
+            single_precision(&from_app[field]),
+            single_precision(&from_cli[field]),
+            "{field} differs between the app and the CLI"
+        );
+    }
+    assert!(received.lock().unwrap().chat_calls >= 2, "both asked the scripted model");
+}
+
+/// `value` with every number that is not an integer rounded to single precision: a passage's score is an
+/// `f32`, written as such in the app's stored conversation ("0.33387178") and widened to `f64` in the
+/// CLI's JSON line ("0.3338717818260193") — the same score.
+fn single_precision(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+            serde_json::json!(n.as_f64().map(|f| f as f32).unwrap_or_default())
+        }
+        serde_json::Value::Array(items) => items.iter().map(single_precision).collect(),
+        serde_json::Value::Object(fields) => {
+            fields.iter().map(|(k, v)| (k.clone(), single_precision(v))).collect::<serde_json::Map<_, _>>().into()
+        }
+        other => other.clone(),
+    }
+}

@@ -19,7 +19,8 @@ pub use embedders::{EmbedderCache, SharedEmbedder};
 pub use error_code::{cause_code, error_code};
 pub use quarry_web::WebProblemSink;
 pub use settings::{EmbeddingSettings, Settings, SettingsError};
-pub use web::{web_source, WebSearchSettings};
+use web::web_source;
+pub use web::WebSearchSettings;
 
 /// Which language model writes: the embedded GGUF model (default) or an OpenAI-compatible server.
 /// `Debug` shows whether an API key is set, never the key.
@@ -309,8 +310,8 @@ pub struct QuestionScope<'a> {
 /// should know about the web (offline mode left it out, a page could not be read). The CLI's `ask`,
 /// `report` and `mcp` and the app's questions all open their sources here.
 ///
-/// Errors: as [`open_libraries`] and [`web_source`]; the configured embedding model cannot be loaded
-/// when the web is on.
+/// Errors: as [`open_libraries`]; a web provider without its URL or key, a bad chunker configuration;
+/// the configured embedding model cannot be loaded when the web is on.
 pub async fn open_sources(
     data: &DataDir,
     scope: QuestionScope<'_>,

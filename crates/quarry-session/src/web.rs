@@ -60,7 +60,7 @@ impl Default for WebSearchSettings {
 /// text in an isolated worker; without it pages are read in this process.
 ///
 /// Errors: a provider without its URL or key; a bad chunker configuration.
-pub fn web_source(
+pub(crate) fn web_source(
     web: &WebSearchSettings,
     network: quarry_net::NetworkMode,
     embedder: Option<Arc<Mutex<quarry_index::Embedder>>>,

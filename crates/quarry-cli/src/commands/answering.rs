@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// What a research run searches and writes with: the libraries (`names`, or all), the web when
 /// `--web` is on (web notices go to stderr, or stdout as `web_notice` JSON lines), and the model.
-pub async fn open_sources(
+pub async fn open_sources_and_model(
     data: &DataDir,
     names: &[String],
     mode: SearchMode,

@@ -2,7 +2,7 @@
 //! live trace goes to stderr, the answer streams to stdout, then its sources; `--json` prints the agent's
 //! events and the final answer as JSON lines instead.
 
-use crate::commands::answering::{cancel_on_ctrl_c, open_sources, report_folder, show_event, write_report};
+use crate::commands::answering::{cancel_on_ctrl_c, open_sources_and_model, report_folder, show_event, write_report};
 use crate::commands::args::{LlmArgs, ModelArgs, PerDocumentArgs, WebArgs};
 use anyhow::Context;
 use quarry_agents::{render_report, AgentConfig, AgentError, AgentEvent, AgentKind, Answer, ReportOptions};
@@ -64,7 +64,8 @@ pub fn ask(data: DataDir, args: AskArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let json = args.json;
         let (libraries, model) =
-            open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
+            open_sources_and_model(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json)
+                .await?;
         let config = args.per_document.apply(AgentConfig {
             max_rounds: args.max_rounds.max(1),
             top_k: args.k.max(1),

@@ -1,7 +1,7 @@
 //! `quarry report`: a long-form research report on a topic (plan, DeepSearch per section, review,
 //! introduction and conclusion) written as one Markdown file.
 
-use crate::commands::answering::{cancel_on_ctrl_c, open_sources, report_folder, show_event, write_report};
+use crate::commands::answering::{cancel_on_ctrl_c, open_sources_and_model, report_folder, show_event, write_report};
 use crate::commands::args::ModelArgs;
 use crate::commands::args::{LlmArgs, WebArgs};
 use anyhow::Context;
@@ -60,7 +60,7 @@ pub fn report(data: DataDir, args: ReportArgs) -> anyhow::Result<()> {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         let json = args.json;
-        let (libraries, model) = open_sources(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
+        let (libraries, model) = open_sources_and_model(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
         let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), search_seconds: quarry_agents::search_budget(args.search_seconds), web_queries: args.web.web_queries, ..AgentConfig::default() };
         let research = ResearchConfig { max_sections: args.max_sections.max(1), max_review_queries: args.review_queries, section_max_tokens: args.section_tokens.max(64) };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
