@@ -4,7 +4,8 @@
 //! - [`retrieval`]: Recall@k, nDCG@10 and MRR@10 over BEIR-style sets (corpus.jsonl, queries.jsonl,
 //!   qrels.tsv), the one implementation every eval command scores rankings with ([`retrieval::score_ranking`]).
 //! - [`qa`]: an in-memory hybrid retriever over a set's passages for the agents, and SQuAD answer scoring
-//!   (exact match, token F1; characters for Chinese).
+//!   (exact match, token F1; characters for Chinese); [`qa_run`]: the agents' run over a set's questions
+//!   with those (`quarry eval qa`).
 //! - [`answers`]: what `quarry eval answers` scores in an answer a person reads — the reference's figures
 //!   stated, the answer-bearing passage's position, the question's language.
 //! - [`qrels`]: whether a library's document is the one a set's qrels name.
@@ -13,6 +14,7 @@
 
 pub mod answers;
 pub mod qa;
+pub mod qa_run;
 pub mod qrels;
 pub mod recorded;
 pub mod retrieval;
@@ -26,4 +28,7 @@ pub enum EvalError {
     /// Embedding or indexing the set's passages failed.
     #[error(transparent)]
     Index(#[from] quarry_index::IndexError),
+    /// Writing a run's trace failed.
+    #[error("writing the trace: {0}")]
+    Trace(String),
 }

@@ -2,4 +2,5 @@
 //! binary per crate).
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
+mod qa_run;
 mod retrieval;

@@ -29,7 +29,7 @@ fn bm25_reads_simplified_and_traditional_chinese() {
 }
 
 /// The first `queries` questions of a set with their relevant passages and `distractors` others.
-fn subset(set: EvalSet, queries: usize, distractors: usize) -> EvalSet {
+pub fn subset(set: EvalSet, queries: usize, distractors: usize) -> EvalSet {
     let queries: Vec<(String, String)> = set.queries.into_iter().take(queries).collect();
     let needed: HashSet<&String> = queries.iter().flat_map(|(q, _)| set.relevant[q].iter()).collect();
     let mut others = 0;

@@ -1,19 +1,18 @@
 //! `quarry eval qa`: an agent answers a benchmark's questions over the set's passages (one passage = one
-//! chunk, hybrid retrieval in memory), and the run is scored: supporting-passage Recall@5 of the passages
-//! the answer was written from, answer EM / F1 (SQuAD normalisation; characters for Chinese) and
-//! "contains the reference answer", model calls, tokens and seconds per question.
+//! chunk, hybrid retrieval in memory), and the run is scored ([`quarry_eval::qa_run`]): supporting-passage
+//! Recall@5 of the passages the answer was written from, answer EM / F1 (SQuAD normalisation; characters
+//! for Chinese) and "contains the reference answer", model calls, tokens and seconds per question. This
+//! module reads the arguments, loads the set, the index and the model, and prints.
 
 use crate::commands::args::LlmArgs;
 use anyhow::Context;
-use quarry_agents::{AgentConfig, AgentEvent, AgentKind, CancellationToken, EventSink, LibraryInfo, SearchableLibrary};
-use quarry_core::{Passage, RetrievalError, Retriever};
-use quarry_eval::qa::{contains_answer, exact_match, token_f1, SetRetriever};
-use quarry_eval::retrieval::{load_set, recall_at};
+use quarry_agents::{AgentConfig, AgentKind};
+use quarry_eval::qa::SetRetriever;
+use quarry_eval::qa_run::{run_qa, QaProgress, QaReport};
+use quarry_eval::retrieval::load_set;
 use quarry_index::{Embedder, EmbedderConfig};
-use serde::Serialize;
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct QaArgs {
@@ -61,111 +60,6 @@ pub struct QaArgs {
     pub llm: LlmArgs,
 }
 
-/// One line of `--trace`: what happened to one question's supporting passages. Passage ids are the set's.
-#[derive(Debug, Serialize)]
-struct QuestionTrace<'a> {
-    qid: &'a str,
-    agent: &'a str,
-    question: &'a str,
-    /// The qrels' supporting passages.
-    supporting: Vec<&'a str>,
-    /// The passages the answer was written from, in the order given to the model (Recall@5 takes the
-    /// first five).
-    used: Vec<&'a str>,
-    /// Queries per round.
-    queries: Vec<Vec<String>>,
-    /// Per judged round: (kept, rejected) passage ids.
-    judged: Vec<(Vec<&'a str>, Vec<&'a str>)>,
-    /// Every search the agent ran, in the order the searches finished (round 1's run in parallel): the
-    /// query and the passage ids it returned, best first.
-    searches: Vec<(String, Vec<&'a str>)>,
-    /// DeepSearch's reflections, per round: (facts, gap queries).
-    reflections: Vec<(Vec<String>, Vec<String>)>,
-    /// ChainOfRAG's steps: (follow-up query, intermediate answer, the passage ids it cites).
-    steps: Vec<(String, String, Vec<&'a str>)>,
-    /// Why the search stopped, and any degraded step (`step: problem; fallback`), in order.
-    notes: Vec<String>,
-    /// The ordering search (the question and DeepSearch's facts or ChainOfRAG's intermediate answers),
-    /// when it ran; it is also the last entry of `searches`.
-    ordered_by: Option<String>,
-    answer: String,
-    error: Option<String>,
-}
-
-/// The set's retriever, remembering every search (query, chunk ids best first) for `--trace`.
-struct RecordingRetriever {
-    inner: Arc<SetRetriever>,
-    searches: Mutex<Vec<(String, Vec<u64>)>>,
-}
-
-#[async_trait::async_trait]
-impl Retriever for RecordingRetriever {
-    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Passage>, RetrievalError> {
-        let passages = self.inner.retrieve(query, k).await?;
-        self.searches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((query.to_string(), passages.iter().map(|p| p.chunk_id).collect()));
-        Ok(passages)
-    }
-}
-
-/// The steps of one question's run that `--trace` records, gathered from its events.
-#[derive(Debug, Default)]
-struct StepLog {
-    /// Per judged round: (kept, rejected) chunk ids.
-    judged: Vec<(Vec<u64>, Vec<u64>)>,
-    /// Per reflection: (facts, gap queries).
-    reflections: Vec<(Vec<String>, Vec<String>)>,
-    /// Per ChainOfRAG step: (query, intermediate answer, cited chunk ids).
-    steps: Vec<(String, String, Vec<u64>)>,
-    /// Stop reasons and degraded steps, in order.
-    notes: Vec<String>,
-    /// The query that ordered the kept passages.
-    ordered_by: Option<String>,
-}
-
-impl StepLog {
-    fn record(&mut self, event: AgentEvent) {
-        match event {
-            AgentEvent::Judged { kept, rejected, .. } => {
-                let ids = |refs: Vec<quarry_agents::PassageRef>| refs.into_iter().map(|r| r.chunk_id).collect();
-                self.judged.push((ids(kept), ids(rejected)));
-            }
-            AgentEvent::Reflected { facts, queries, .. } => self.reflections.push((facts, queries)),
-            AgentEvent::IntermediateAnswer { query, answer, supporting, .. } => {
-                self.steps.push((query, answer, supporting.into_iter().map(|r| r.chunk_id).collect()))
-            }
-            AgentEvent::Stopped { round, reason } => self.notes.push(format!("stopped after round {round}: {reason}")),
-            AgentEvent::Degraded { step, problem, fallback } => {
-                self.notes.push(format!("{step}: {problem}; {fallback}"))
-            }
-            AgentEvent::Ordered { query, .. } => self.ordered_by = Some(query),
-            _ => {}
-        }
-    }
-}
-
-/// `quarry eval qa --json` prints this object.
-#[derive(Debug, Serialize)]
-struct QaReport {
-    set: String,
-    agent: String,
-    model: String,
-    /// Questions skipped at the start of the set (`--offset`).
-    offset: usize,
-    questions: usize,
-    #[serde(rename = "support_recall@5")]
-    support_recall_at_5: f64,
-    em: f64,
-    f1: f64,
-    answer_contains: f64,
-    llm_calls_per_q: f64,
-    tokens_per_q: f64,
-    seconds_per_q: f64,
-    failed: usize,
-}
-
 pub fn qa(args: QaArgs) -> anyhow::Result<()> {
     let agents: Vec<AgentKind> =
         args.agent.split(',').map(|a| a.trim().parse().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>()?;
@@ -185,12 +79,6 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
     bar.set_message("embedding passages");
     let retriever = Arc::new(SetRetriever::build(&set, embedder, &mut |done, _| bar.set_position(done as u64))?);
     let model = args.llm.load()?;
-    let recorder = Arc::new(RecordingRetriever { inner: Arc::clone(&retriever), searches: Mutex::default() });
-    let libraries = vec![SearchableLibrary {
-        info: LibraryInfo { name: "eval".into(), description: format!("{} passages", set.passages.len()) },
-        retriever: Arc::clone(&recorder) as _,
-        always: false,
-    }];
     let config = AgentConfig {
         max_rounds: args.max_rounds.max(1),
         top_k: args.k.max(1),
@@ -206,105 +94,25 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
-    for agent in agents {
-        bar.set_length(set.queries.len() as u64);
-        bar.set_position(0);
-        bar.set_message(format!("questions, {} agent", agent.name()));
-        let (mut recall, mut em, mut f1, mut contains, mut calls, mut tokens, mut seconds, mut failed) =
-            (0.0, 0.0, 0.0, 0.0, 0usize, 0u64, 0.0, 0usize);
-        for (qid, question) in &set.queries {
-            let steps: Arc<Mutex<StepLog>> = Arc::default();
-            recorder.searches.lock().unwrap_or_else(|e| e.into_inner()).clear();
-            let events: EventSink = {
-                let steps = Arc::clone(&steps);
-                Arc::new(move |event| steps.lock().unwrap_or_else(|e| e.into_inner()).record(event))
-            };
-            let result = runtime.block_on(quarry_agents::ask(
-                question,
-                Some(agent),
-                Arc::clone(&model),
-                &libraries,
-                config.clone(),
-                events,
-                CancellationToken::new(),
-            ));
-            bar.inc(1);
-            let relevant = &set.relevant[qid];
-            if let Some(out) = trace.as_mut() {
-                let ids = |chunks: &[u64]| chunks.iter().map(|&c| retriever.passage_id_of(c)).collect::<Vec<&str>>();
-                let steps = std::mem::take(&mut *steps.lock().unwrap_or_else(|e| e.into_inner()));
-                let line = QuestionTrace {
-                    qid,
-                    agent: agent.name(),
-                    question,
-                    supporting: relevant.iter().map(String::as_str).collect(),
-                    used: result
-                        .as_ref()
-                        .map(|a| a.sources.iter().map(|c| retriever.passage_id(&c.passage)).collect())
-                        .unwrap_or_default(),
-                    queries: result.as_ref().map(|a| a.queries.clone()).unwrap_or_default(),
-                    judged: steps.judged.iter().map(|(k, r)| (ids(k), ids(r))).collect(),
-                    searches: recorder
-                        .searches
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .iter()
-                        .map(|(q, c)| (q.clone(), ids(c)))
-                        .collect(),
-                    reflections: steps.reflections,
-                    steps: steps.steps.iter().map(|(q, a, cited)| (q.clone(), a.clone(), ids(cited))).collect(),
-                    notes: steps.notes,
-                    ordered_by: steps.ordered_by,
-                    answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
-                    error: result.as_ref().err().map(|e| e.to_string()),
-                };
-                serde_json::to_writer(&mut *out, &line)?;
-                writeln!(out)?;
-                out.flush()?; // a run stopped part way keeps every finished question
-            }
-            let answer = match result {
-                Ok(answer) => answer,
-                Err(e) => {
-                    bar.println(format!("{qid}: {e}"));
-                    failed += 1;
-                    continue;
-                }
-            };
-            let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
-            let supporting: Vec<&String> = relevant.iter().collect();
-            recall += recall_at(&used, &supporting, 5, |id, r| *id == r.as_str());
-            let references = set.answers.get(qid).cloned().unwrap_or_default();
-            let text = quarry_agents::answer::strip_citations(&answer.markdown);
-            em += exact_match(&text, &references);
-            f1 += token_f1(&text, &references);
-            contains += contains_answer(&text, &references);
-            calls += answer.llm_calls;
-            tokens += answer.usage.total();
-            seconds += answer.seconds;
+    let mut printed: anyhow::Result<()> = Ok(());
+    let mut progress = |step: QaProgress<'_>| match step {
+        QaProgress::Agent { agent, questions } => {
+            bar.set_length(questions as u64);
+            bar.set_position(0);
+            bar.set_message(format!("questions, {} agent", agent.name()));
         }
-        let n = set.queries.len().max(1) as f64;
-        let report = QaReport {
-            set: set.name.clone(),
-            agent: agent.name().into(),
-            model: model.describe(),
-            offset: args.offset,
-            questions: set.queries.len(),
-            support_recall_at_5: recall / n,
-            em: em / n,
-            f1: f1 / n,
-            answer_contains: contains / n,
-            llm_calls_per_q: calls as f64 / n,
-            tokens_per_q: tokens as f64 / n,
-            seconds_per_q: seconds / n,
-            failed,
-        };
-        bar.suspend(|| print_report(&report, args.json))?;
-    }
+        QaProgress::Asked => bar.inc(1),
+        QaProgress::Failed { qid, error } => bar.println(format!("{qid}: {error}")),
+        QaProgress::Report(report) => {
+            if printed.is_ok() {
+                printed = bar.suspend(|| print_report(report, args.json));
+            }
+        }
+    };
+    let trace_out = trace.as_mut().map(|t| t as &mut dyn std::io::Write);
+    runtime.block_on(run_qa(&set, retriever, model, &agents, &config, args.offset, trace_out, &mut progress))?;
     bar.finish_and_clear();
-    if let Some(mut out) = trace {
-        out.flush()?;
-    }
-    Ok(())
+    printed
 }
 
 /// One report: a JSON line with `--json`, else a Markdown heading and table.
