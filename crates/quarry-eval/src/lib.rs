@@ -7,12 +7,14 @@
 //!   (exact match, token F1; characters for Chinese); [`qa_run`]: the agents' run over a set's questions
 //!   with those (`quarry eval qa`).
 //! - [`answers`]: what `quarry eval answers` scores in an answer a person reads — the reference's figures
-//!   stated, the answer-bearing passage's position, the question's language.
+//!   stated, the answer-bearing passage's position, the question's language; [`answers_run`]: the run
+//!   over a library's questions with those (`quarry eval answers`: retrieval only, router only, agents).
 //! - [`qrels`]: whether a library's document is the one a set's qrels name.
 //! - [`recorded`]: a chat model answering from a file of recorded calls, so an answers eval is scored
 //!   again without the model after a change that leaves the model's prompts as they were.
 
 pub mod answers;
+pub mod answers_run;
 pub mod qa;
 pub mod qa_run;
 pub mod qrels;
@@ -28,6 +30,12 @@ pub enum EvalError {
     /// Embedding or indexing the set's passages failed.
     #[error(transparent)]
     Index(#[from] quarry_index::IndexError),
+    /// A search of the library failed.
+    #[error(transparent)]
+    Retrieval(#[from] quarry_core::RetrievalError),
+    /// An agent step failed outright (the router's call).
+    #[error(transparent)]
+    Agent(#[from] quarry_agents::AgentError),
     /// Writing a run's trace failed.
     #[error("writing the trace: {0}")]
     Trace(String),

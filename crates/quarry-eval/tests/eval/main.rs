@@ -2,5 +2,6 @@
 //! binary per crate).
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
+mod answers_run;
 mod qa_run;
 mod retrieval;

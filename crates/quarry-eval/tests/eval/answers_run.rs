@@ -1,0 +1,122 @@
+//! The answers evaluation's run (`quarry_eval::answers_run`) with a scripted model over a small library
+//! of filing passages held in memory: which questions are answerable, and how an answer is scored.
+
+use quarry_agents::{AgentConfig, AgentKind, LibraryInfo, SearchableLibrary};
+use quarry_core::chat::{ChatError, ChatRequest, ChatResponse, TokenSink, TokenUsage};
+use quarry_core::ChatModel;
+use quarry_eval::answers_run::{answer_all, select_questions, AnswersProgress, Only, RunSetup};
+use quarry_eval::qa::SetRetriever;
+use quarry_eval::retrieval::EvalSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Answers with the figure the passage states for a revenue question, and declines anything else.
+struct Scripted;
+
+#[async_trait::async_trait]
+impl ChatModel for Scripted {
+    fn describe(&self) -> String {
+        "scripted".into()
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        _on_text: Option<TokenSink<'_>>,
+    ) -> Result<ChatResponse, ChatError> {
+        let asked = &request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let text = if asked.contains("revenue") {
+            "Acme's revenue for the first quarter was $7,192 million [1]."
+        } else {
+            "The documents do not state it."
+        };
+        Ok(ChatResponse {
+            text: text.into(),
+            usage: TokenUsage { prompt_tokens: 5, completion_tokens: 5, ..Default::default() },
+        })
+    }
+}
+
+fn set() -> EvalSet {
+    let q = |id: &str, text: &str| (id.to_string(), text.to_string());
+    let docs = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<HashSet<String>>();
+    EvalSet {
+        name: "acme".into(),
+        passages: vec![
+            ("docs/2023 Q1 ACME.pdf".into(), "Acme Corp. revenue for the first quarter was $7,192 million.".into()),
+            ("docs/2023 Q2 ACME.pdf".into(), "Acme Corp. opened two plants in the second quarter.".into()),
+        ],
+        queries: vec![
+            q("q1", "What was Acme's revenue in the first quarter?"),
+            q("q2", "How many employees does Globex have?"),
+            q("q3", "Compare Acme and Initech revenue."),
+        ],
+        relevant: HashMap::from([
+            ("q1".to_string(), docs(&["docs/2023 Q1 ACME.pdf"])),
+            ("q2".to_string(), docs(&["docs/2023 Q1 GLOBEX.pdf"])),
+            ("q3".to_string(), docs(&["docs/2023 Q1 ACME.pdf", "docs/2023 Q1 INITECH.pdf"])),
+        ]),
+        answers: HashMap::from([
+            ("q1".to_string(), vec!["Revenue was $7,192 million (SOURCE: 2023 Q1 ACME.pdf).".to_string()]),
+            ("q2".to_string(), vec!["Globex has 1,200 employees.".to_string()]),
+        ]),
+    }
+}
+
+#[test]
+fn a_question_is_answerable_when_the_library_holds_all_its_documents_unanswerable_when_none() {
+    let set = set();
+    let paths = vec!["/lib/2023 Q1 ACME.pdf".to_string(), "/lib/2023 Q2 ACME.pdf".to_string()];
+    let all = select_questions(&set, &paths, Only::All);
+    // q3 names one document the library holds and one it lacks: left out.
+    let ids: Vec<(&str, bool)> = all.iter().map(|q| (q.id.as_str(), q.answerable)).collect();
+    assert_eq!(ids, [("q1", true), ("q2", false)]);
+    assert_eq!(all[0].figures.len(), 1, "$7,192 million");
+    assert_eq!(select_questions(&set, &paths, Only::Unanswerable).len(), 1);
+    assert!("some".parse::<Only>().unwrap_err().contains("all, answerable or unanswerable"));
+}
+
+#[tokio::test]
+async fn answers_are_scored_by_the_reference_figures_they_state_their_citations_and_declines() {
+    let set = set();
+    let paths = vec!["/lib/2023 Q1 ACME.pdf".to_string(), "/lib/2023 Q2 ACME.pdf".to_string()];
+    let questions = select_questions(&set, &paths, Only::All);
+    let retriever = Arc::new(SetRetriever::build(&set, None, &mut |_, _| {}).unwrap());
+    let library = SearchableLibrary {
+        info: LibraryInfo { name: "acme".into(), description: String::new() },
+        retriever,
+        always: false,
+    };
+    let config = AgentConfig::default();
+    let setup = RunSetup { set: "acme", library: "acme", offset: 0, config: &config };
+    let mut trace: Vec<u8> = Vec::new();
+    let mut started = Vec::new();
+    let mut progress = |step: AnswersProgress<'_>| {
+        if let AnswersProgress::Started(what) = step {
+            started.push(what);
+        }
+    };
+    let reports = answer_all(
+        &setup,
+        &questions,
+        std::slice::from_ref(&library),
+        Arc::new(Scripted),
+        &[Some(AgentKind::Naive)],
+        Some(&mut trace),
+        &mut progress,
+    )
+    .await
+    .unwrap();
+    assert_eq!(started, ["naive agent"]);
+    let report = &reports[0];
+    assert_eq!((report.answerable, report.unanswerable, report.failed), (1, 1, 0));
+    assert_eq!(report.key_fact_score, Some(1.0), "the one reference figure stated: {report:?}");
+    assert_eq!(report.cited_rate, Some(1.0));
+    assert_eq!(report.abstention, Some(1.0), "the unanswerable question declined: {report:?}");
+    assert_eq!(report.false_decline, Some(0.0));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["stated"], serde_json::json!(["$7,192 million"]));
+    assert_eq!(lines[1]["declined"], true);
+}
