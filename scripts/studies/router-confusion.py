@@ -23,7 +23,7 @@ for argument in sys.argv[1:]:
     for line in (set_dir / "queries.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             q = json.loads(line)
-            hops = re.match(r"(\d)hop__", q["_id"])  # MuSiQue's ids name their hops
+            hops = re.match(r"(\d)hop", q["_id"])  # MuSiQue's ids name their hops
             kinds[q["_id"]] = q.get("question_type") or q.get("type") or (hops and f"{hops[1]}-hop") or set_dir.name
     table = collections.defaultdict(collections.Counter)
     for line in pathlib.Path(trace).read_text(encoding="utf-8").splitlines():
