@@ -410,19 +410,16 @@ const QUOTED_MIN_STEMS: usize = 6;
 impl SourcesRead {
     fn of(sources: &[Citation]) -> Self {
         let read: Vec<String> = sources.iter().map(|c| format!("{}\n{}", c.passage.context, c.passage.text)).collect();
+        // What names and years are read in: the passage, its context line and its file name.
+        let named: Vec<String> =
+            sources.iter().zip(&read).map(|(c, t)| format!("{}\n{t}", c.passage.file_name())).collect();
         SourcesRead {
             figures: read.iter().map(|t| figures(t)).collect(),
             quarters: read.iter().map(|t| quarters(t)).collect(),
-            years: sources
-                .iter()
-                .zip(&read)
-                .map(|(c, t)| crate::figures::years(&format!("{}\n{t}", c.passage.file_name())))
-                .collect(),
+            years: named.iter().map(|t| crate::figures::years(t)).collect(),
             stems: read.iter().map(|t| crate::text::stems(t)).collect(),
-            words: sources
+            words: named
                 .iter()
-                .zip(&read)
-                .map(|(c, t)| format!("{}\n{t}", c.passage.file_name()))
                 .map(|t| {
                     t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
                 })

@@ -216,9 +216,7 @@ pub async fn answer_per_document(
         // else it is an invention — a plausible year or figure no passage holds — and the answer says
         // the passages do not state it together either (the streamed words are replaced, as a line
         // that only declines is replaced by its quote).
-        let sources: Vec<Citation> =
-            passages.iter().enumerate().map(|(i, p)| Citation { number: i + 1, passage: p.clone() }).collect();
-        let together = if holds_up(&together, &sources, run.genre()) {
+        let together = if holds_up(&together, &passages, run.genre()) {
             together
         } else {
             let decline = if chinese {
@@ -254,12 +252,13 @@ pub async fn answer_per_document(
     Ok(answer)
 }
 
-/// Whether `text` (an answer written from `sources`, numbered as cited) claims nothing, or has at least
+/// Whether `text` (an answer written from `passages`, numbered from 1) claims nothing, or has at least
 /// one claim the claim check supports once its citations are repaired ([`crate::claims::repair_citations`],
 /// [`crate::claims::check_claims`]).
-fn holds_up(text: &str, sources: &[Citation], genre: &dyn crate::genre::Genre) -> bool {
-    let (repaired, _) = crate::claims::repair_citations(text, sources);
-    let checks = crate::claims::check_claims(&repaired, sources, genre);
+fn holds_up(text: &str, passages: &[Passage], genre: &dyn crate::genre::Genre) -> bool {
+    let (_, sources) = crate::answer::citations_for(text, passages);
+    let (repaired, _) = crate::claims::repair_citations(text, &sources);
+    let checks = crate::claims::check_claims(&repaired, &sources, genre);
     checks.is_empty() || checks.iter().any(|c| c.supported)
 }
 
