@@ -1057,14 +1057,23 @@ fn scripted_llm_and_searxng(received: std::sync::Arc<std::sync::Mutex<Received>>
     base
 }
 
-/// The "ask" web query policy in the window: each query the model writes for the web is put to the
-/// person with Send / Don't send; the web provider receives the typed question and the approved query,
-/// never the refused one. The model is a scripted server writing two sub-queries (one names a person
-/// from the documents); the provider is a SearXNG stand-in on loopback that records what it gets.
-/// (Before, no approval reached the backend: `answer_web_query` was not granted to the window.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_gets_only_the_approved() {
-    let _one = one_app_at_a_time().await;
+/// A window asking over one document with a scripted model: what [`ask_over_the_handbook`] leaves
+/// running (fields drop in order: the window, then its driver, then the folders).
+struct HandbookQuestion {
+    app: Session,
+    _driver: Driver,
+    data: PathBuf,
+    config: PathBuf,
+    /// The scripted server's base URL.
+    base: String,
+    received: std::sync::Arc<std::sync::Mutex<Received>>,
+    _work: tempfile::TempDir,
+}
+
+/// Opens the app with the scripted LLM (and, with `web_ask`, the scripted SearXNG under the "ask" web
+/// query policy) as its settings, builds a library `work` of the 1-page handbook through "Add files",
+/// chooses `agent` and asks `question`; returns as soon as it is asked.
+async fn ask_over_the_handbook(web_ask: bool, agent: &str, question: &str) -> HandbookQuestion {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let config = work.path().join("config");
@@ -1072,13 +1081,13 @@ async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_
     let received = std::sync::Arc::new(std::sync::Mutex::new(Received::default()));
     let base = scripted_llm_and_searxng(received.clone());
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("settings.toml"),
-        format!(
-            "[llm]\nurl = \"{base}/v1\"\nmodel = \"scripted\"\n\n[web]\nenabled = true\nprovider = \"searxng\"\nurl = \"{base}\"\nqueries = \"ask\"\n"
-        ),
-    )
-    .unwrap();
+    let mut settings = format!("[llm]\nurl = \"{base}/v1\"\nmodel = \"scripted\"\n");
+    if web_ask {
+        settings.push_str(&format!(
+            "\n[web]\nenabled = true\nprovider = \"searxng\"\nurl = \"{base}\"\nqueries = \"ask\"\n"
+        ));
+    }
+    std::fs::write(config.join("settings.toml"), settings).unwrap();
     let driver = Driver::start(
         &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("QUARRY_APP_PICKED_PATHS", &picked)],
         &[],
@@ -1090,9 +1099,21 @@ async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_
     pick_and_add(&app, &picked, "work", &[docx.display().to_string()], false).await;
     finished_add_summary(&app).await;
     app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
-    app.script("document.getElementById('agent').value = 'deep'; return true;", vec![]).await.unwrap();
-    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    app.script(&format!("document.getElementById('agent').value = '{agent}'; return true;"), vec![]).await.unwrap();
     app.wait_for("#question", MINUTE).await.unwrap().type_text(&format!("{question}\u{E007}")).await.unwrap();
+    HandbookQuestion { app, _driver: driver, data, config, base, received, _work: work }
+}
+
+/// The "ask" web query policy in the window: each query the model writes for the web is put to the
+/// person with Send / Don't send; the web provider receives the typed question and the approved query,
+/// never the refused one. The model is a scripted server writing two sub-queries (one names a person
+/// from the documents); the provider is a SearXNG stand-in on loopback that records what it gets.
+/// (Before, no approval reached the backend: `answer_web_query` was not granted to the window.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_gets_only_the_approved() {
+    let _one = one_app_at_a_time().await;
+    let question = "Compare the 2023 revenue of Acme Corporation and Globex";
+    let HandbookQuestion { app, received, _driver, _work, .. } = ask_over_the_handbook(true, "deep", question).await;
 
     // Answer each approval as it appears, as a person would: send the query about Globex's revenue,
     // refuse the one naming a person from the documents.
@@ -1149,29 +1170,9 @@ async fn the_person_approves_one_web_query_and_refuses_another_and_the_provider_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_and_the_cli_give_the_same_answer_to_the_same_question() {
     let _one = one_app_at_a_time().await;
-    let work = tempfile::tempdir().unwrap();
-    let data = work.path().join("data");
-    let config = work.path().join("config");
-    let picked = work.path().join("picked-paths.txt");
-    let received = std::sync::Arc::new(std::sync::Mutex::new(Received::default()));
-    let base = scripted_llm_and_searxng(received.clone());
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("settings.toml"), format!("[llm]\nurl = \"{base}/v1\"\nmodel = \"scripted\"\n"))
-        .unwrap();
-    let driver = Driver::start(
-        &[("QUARRY_DATA_DIR", &data), ("QUARRY_CONFIG_DIR", &config), ("QUARRY_APP_PICKED_PATHS", &picked)],
-        &[],
-    );
-    let app = open_app(&driver).await;
-    app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("work\u{E007}").await.unwrap();
-    app.wait_for("li[data-library='work'].selected", 2 * MINUTE).await.unwrap();
-    let docx = eval_dir().join("C_private_library/docs/en_misc_office/handbook-1p.docx");
-    pick_and_add(&app, &picked, "work", &[docx.display().to_string()], false).await;
-    finished_add_summary(&app).await;
-    app.wait_for("#close-ingest", MINUTE).await.unwrap().click().await.unwrap();
-    app.script("document.getElementById('agent').value = 'naive'; return true;", vec![]).await.unwrap();
     let question = "What does the employee handbook ask of new employees?";
-    app.wait_for("#question", MINUTE).await.unwrap().type_text(&format!("{question}\u{E007}")).await.unwrap();
+    let HandbookQuestion { app, _driver, data, config, base, received, _work } =
+        ask_over_the_handbook(false, "naive", question).await;
     app.wait_until(
         "return !document.querySelector('.turn.live') && document.querySelector('.turn .answer') !== null",
         10 * MINUTE,

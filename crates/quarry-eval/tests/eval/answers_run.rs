@@ -1,39 +1,22 @@
 //! The answers evaluation's run (`quarry_eval::answers_run`) with a scripted model over a small library
 //! of filing passages held in memory: which questions are answerable, and how an answer is scored.
 
+use crate::ScriptedModel;
 use quarry_agents::{AgentConfig, AgentKind, LibraryInfo, SearchableLibrary};
-use quarry_core::chat::{ChatError, ChatRequest, ChatResponse, TokenSink, TokenUsage};
-use quarry_core::ChatModel;
+use quarry_core::chat::ChatRequest;
 use quarry_eval::answers_run::{answer_all, select_questions, AnswersProgress, Only, RunSetup};
 use quarry_eval::qa::SetRetriever;
 use quarry_eval::retrieval::EvalSet;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Answers with the figure the passage states for a revenue question, and declines anything else.
-struct Scripted;
-
-#[async_trait::async_trait]
-impl ChatModel for Scripted {
-    fn describe(&self) -> String {
-        "scripted".into()
-    }
-
-    async fn complete(
-        &self,
-        request: &ChatRequest,
-        _on_text: Option<TokenSink<'_>>,
-    ) -> Result<ChatResponse, ChatError> {
-        let asked = &request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-        let text = if asked.contains("revenue") {
-            "Acme's revenue for the first quarter was $7,192 million [1]."
-        } else {
-            "The documents do not state it."
-        };
-        Ok(ChatResponse {
-            text: text.into(),
-            usage: TokenUsage { prompt_tokens: 5, completion_tokens: 5, ..Default::default() },
-        })
+/// Answers a revenue question with the figure the passage states, and declines anything else.
+fn revenue_or_decline(request: &ChatRequest) -> &'static str {
+    let asked = request.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+    if asked.contains("revenue") {
+        "Acme's revenue for the first quarter was $7,192 million [1]."
+    } else {
+        "The documents do not state it."
     }
 }
 
@@ -100,7 +83,7 @@ async fn answers_are_scored_by_the_reference_figures_they_state_their_citations_
         &setup,
         &questions,
         std::slice::from_ref(&library),
-        Arc::new(Scripted),
+        Arc::new(ScriptedModel::new(revenue_or_decline)),
         &[Some(AgentKind::Naive)],
         Some(&mut trace),
         &mut progress,

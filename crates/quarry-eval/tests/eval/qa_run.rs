@@ -2,46 +2,19 @@
 //! in place of the language model: what is asked, scored and traced.
 
 use crate::retrieval::{benchmarks, subset};
+use crate::ScriptedModel;
 use quarry_agents::{AgentConfig, AgentKind};
-use quarry_core::chat::{ChatError, ChatRequest, ChatResponse, TokenSink, TokenUsage};
-use quarry_core::ChatModel;
 use quarry_eval::qa::SetRetriever;
 use quarry_eval::qa_run::{run_qa, QaProgress};
 use quarry_eval::retrieval::load_set;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// A model that answers every question "Tulsa" (the first HotpotQA question's answer) and counts calls.
-struct SaysTulsa(AtomicUsize);
-
-#[async_trait::async_trait]
-impl ChatModel for SaysTulsa {
-    fn describe(&self) -> String {
-        "scripted".into()
-    }
-
-    async fn complete(
-        &self,
-        _request: &ChatRequest,
-        on_text: Option<TokenSink<'_>>,
-    ) -> Result<ChatResponse, ChatError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        let text = "Tulsa [1].".to_string();
-        if let Some(sink) = on_text {
-            let _ = sink(&text);
-        }
-        Ok(ChatResponse {
-            text,
-            usage: TokenUsage { prompt_tokens: 10, completion_tokens: 2, ..TokenUsage::default() },
-        })
-    }
-}
 
 #[tokio::test]
 async fn each_question_is_asked_scored_against_its_references_and_traced() {
     let set = subset(load_set(&benchmarks().join("hotpotqa_rpt_dev300"), Some(2)).unwrap(), 2, 20);
     let retriever = Arc::new(SetRetriever::build(&set, None, &mut |_, _| {}).unwrap());
-    let model = Arc::new(SaysTulsa(AtomicUsize::new(0)));
+    // Every question answered "Tulsa", the first HotpotQA question's answer.
+    let model = Arc::new(ScriptedModel::new(|_| "Tulsa [1]."));
     let mut trace: Vec<u8> = Vec::new();
     let (mut asked, mut reported) = (0, 0);
     let mut progress = |step: QaProgress<'_>| match step {
@@ -68,7 +41,7 @@ async fn each_question_is_asked_scored_against_its_references_and_traced() {
     assert_eq!(report.em, 0.5, "{report:?}");
     assert_eq!(report.answer_contains, 0.5, "{report:?}");
     assert_eq!(report.llm_calls_per_q, 1.0, "NaiveRAG: one call a question");
-    assert_eq!(model.0.load(Ordering::Relaxed), 2);
+    assert_eq!(model.calls(), 2);
     assert!(report.support_recall_at_5 > 0.0, "BM25 finds supporting passages: {report:?}");
     let lines: Vec<serde_json::Value> =
         String::from_utf8(trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
