@@ -64,6 +64,10 @@ pub struct Answer {
     /// ([`Answer::with_markers`]).
     #[serde(default)]
     pub markers: Vec<CitationMarker>,
+    /// The genre layer the answer was written with (`general`, `financial`: [`crate::Run::genre_kind`]);
+    /// empty in answers stored before the field.
+    #[serde(default)]
+    pub genre: String,
 }
 
 /// A citation marker as it stands in an answer's Markdown — `[2]`, `[1, 3]`, the form

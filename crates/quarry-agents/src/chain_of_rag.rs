@@ -88,8 +88,7 @@ pub async fn chain_of_rag(run: &Run, question: &str) -> Result<Answer, AgentErro
             passages
         };
 
-        let (text, used) =
-            number_passages(config.genre.layer(), &passages, &query, config.passage_chars, config.context_chars);
+        let (text, used) = number_passages(run.genre(), &passages, &query, config.passage_chars, config.context_chars);
         let request = prompts::INTERMEDIATE_ANSWER.request(&[("query", &query), ("passages", &text)], 160);
         let answer = match run.call_structured(&request, NO_INFORMATION).await? {
             Some(t) if !clean(&t).is_empty() => clean(&t),

@@ -198,7 +198,7 @@ async fn search_rounds(
                 not_judged = fresh.len() - index * config.relevance_batch.max(1);
                 break;
             }
-            let (text, used) = number_passages(config.genre.layer(), batch, question, config.judge_chars, usize::MAX);
+            let (text, used) = number_passages(run.genre(), batch, question, config.judge_chars, usize::MAX);
             let request = prompts::RELEVANCE
                 .request(&[("question", question), ("queries", &all_queries), ("passages", &text)], 128)
                 .with_schema(numbers_schema("relevant"));
@@ -261,8 +261,7 @@ async fn search_rounds(
         }
 
         // Reflection: what have the passages established, and what is still missing?
-        let (text, _) =
-            number_passages(config.genre.layer(), &kept, question, config.judge_chars, config.context_chars);
+        let (text, _) = number_passages(run.genre(), &kept, question, config.judge_chars, config.context_chars);
         let history = asked.iter().flatten().map(|q| format!("- {q}")).collect::<Vec<_>>().join("\n");
         let max = config.max_gap_queries.to_string();
         let request = prompts::REFLECTION

@@ -84,7 +84,8 @@ pub struct AgentConfig {
     pub quoted_pieces: usize,
     /// The genre layer the answer pipeline consults ([`crate::genre`]): what a prompt shows of a
     /// passage, the quote under an answer, the line items the claim check reads. Default
-    /// [`GenreKind::Financial`]; [`GenreKind::General`] runs the pipeline with no genre knowledge.
+    /// [`GenreKind::Auto`]: chosen per run from the documents its first search found
+    /// ([`crate::genre::resolve`]); [`GenreKind::General`] runs the pipeline with no genre knowledge.
     pub genre: GenreKind,
 }
 
@@ -110,7 +111,7 @@ impl Default for AgentConfig {
             question_typed_by_person: true,
             search_seconds: Some(DEFAULT_SEARCH_SECONDS),
             quoted_pieces: 2,
-            genre: GenreKind::Financial,
+            genre: GenreKind::Auto,
         }
     }
 }
@@ -185,6 +186,9 @@ pub struct Run {
     /// Wall-clock seconds of all model calls so far.
     model_seconds: Mutex<f64>,
     started: Instant,
+    /// [`AgentConfig::genre`] once resolved ([`crate::genre::resolve`], at the first search that finds a
+    /// passage).
+    genre: tokio::sync::OnceCell<GenreKind>,
 }
 
 /// What the final answer is written from ([`Run::write_answer`]).
@@ -260,6 +264,7 @@ impl Run {
             stats: Mutex::new((0, TokenUsage::default())),
             model_seconds: Mutex::new(0.0),
             started: Instant::now(),
+            genre: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -273,9 +278,19 @@ impl Run {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The genre layer of this run ([`AgentConfig::genre`]).
+    /// The genre layer of this run ([`Run::genre_kind`]).
     pub fn genre(&self) -> &'static dyn crate::genre::Genre {
-        self.config.genre.layer()
+        self.genre_kind().layer()
+    }
+
+    /// The genre this run reads its passages as: [`AgentConfig::genre`], or for
+    /// [`GenreKind::Auto`] the genre resolved at the run's first search that found a passage
+    /// ([`crate::genre::resolve`]; [`GenreKind::General`] before it).
+    pub fn genre_kind(&self) -> GenreKind {
+        match self.config.genre {
+            GenreKind::Auto => self.genre.get().copied().unwrap_or(GenreKind::General),
+            chosen => chosen,
+        }
     }
 
     /// Seconds since the run started.
@@ -404,13 +419,23 @@ impl Run {
         Ok(crate::document_match::select_for_query(query, question, found, self.config.top_k))
     }
 
-    /// The `k` best passages for `query`; cancellation interrupts the search.
+    /// The `k` best passages for `query`; cancellation interrupts the search. The run's first search that
+    /// finds a passage also settles its genre under [`GenreKind::Auto`] ([`Run::genre_kind`]).
     pub async fn retrieve_top(&self, query: &str, k: usize) -> Result<Vec<Passage>, AgentError> {
         self.check_cancelled()?;
-        tokio::select! {
+        let passages = tokio::select! {
             _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
             result = self.retriever.retrieve(query, k) => result.map_err(|e| AgentError::Retrieval(e.to_string())),
+        }?;
+        if self.config.genre == GenreKind::Auto && !passages.is_empty() && !self.genre.initialized() {
+            let resolving =
+                self.genre.get_or_init(|| crate::genre::resolve(GenreKind::Auto, self.retriever.as_ref(), &passages));
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Err(AgentError::Cancelled),
+                _ = resolving => {}
+            }
         }
+        Ok(passages)
     }
 
     /// The passages of `passage`'s document, in the document's order ([`Retriever::document_passages`]),
@@ -666,6 +691,7 @@ impl Run {
             web_queries: Vec::new(),
             citation_repairs,
             markers: Vec::new(),
+            genre: self.genre_kind().name().to_string(),
         }
         .with_markers()
     }

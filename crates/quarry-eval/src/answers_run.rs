@@ -39,7 +39,7 @@ use crate::EvalError;
 use quarry_agents::claims::supported_share;
 use quarry_agents::figures::{figures, key_figures, states, Figure};
 use quarry_agents::text::is_decline;
-use quarry_agents::{AgentConfig, AgentKind, CancellationToken, SearchableLibrary};
+use quarry_agents::{AgentConfig, AgentKind, CancellationToken, GenreKind, SearchableLibrary};
 use quarry_core::{ChatModel, Passage};
 use serde::Serialize;
 use std::io::Write;
@@ -249,9 +249,10 @@ fn mean(values: &[f64]) -> Option<f64> {
 }
 
 /// The passages as the answering model reads them: those that fit its prompt, each with the excerpt the
-/// prompt shows of it ([`quarry_agents::answer::passage_excerpts`] with `config`'s limits).
-fn as_read(passages: &[Passage], question: &str, config: &AgentConfig) -> Vec<Passage> {
-    as_read_with(passages, question, config.passage_chars, config.context_chars, config)
+/// prompt shows of it ([`quarry_agents::answer::passage_excerpts`] with `config`'s limits, read as
+/// `genre`).
+fn as_read(passages: &[Passage], question: &str, config: &AgentConfig, genre: GenreKind) -> Vec<Passage> {
+    as_read_with(passages, question, config.passage_chars, config.context_chars, genre)
 }
 
 /// [`as_read`] with `passage_chars` a passage (a per-document answer's limit) and `context_chars` in all.
@@ -260,9 +261,9 @@ fn as_read_with(
     question: &str,
     passage_chars: usize,
     context_chars: usize,
-    config: &AgentConfig,
+    genre: GenreKind,
 ) -> Vec<Passage> {
-    quarry_agents::answer::passage_excerpts(config.genre.layer(), passages, question, passage_chars, context_chars)
+    quarry_agents::answer::passage_excerpts(genre.layer(), passages, question, passage_chars, context_chars)
         .into_iter()
         .zip(passages)
         .map(|(text, p)| Passage { text, ..p.clone() })
@@ -289,6 +290,8 @@ pub async fn retrieval_only(
         let passages = library.retriever.retrieve(&q.text, depth.max(config.top_k)).await?;
         // What NaiveRAG reads: a search twice as deep as it reads, the named document's passages first.
         let wider = library.retriever.retrieve(&q.text, config.top_k * quarry_agents::document_match::WIDENING).await?;
+        // The genre a run would settle at that search.
+        let genre = quarry_agents::genre::resolve(config.genre, library.retriever.as_ref(), &wider).await;
         // NaiveRAG's own choice of what to read of that search (a decline, one answer per document, or one).
         let reading = quarry_agents::naive_reading(&q.text, &wider, config);
         let uncovered = match &reading {
@@ -315,12 +318,12 @@ pub async fn retrieval_only(
                 tied.documents
                     .iter()
                     .flat_map(|document| {
-                        as_read_with(document, &q.text, config.document_passage_chars, config.context_chars, config)
+                        as_read_with(document, &q.text, config.document_passage_chars, config.context_chars, genre)
                     })
                     .collect(),
             ),
             quarry_agents::NaiveReading::Passages(naive) => {
-                let read = as_read(&naive, &q.text, config);
+                let read = as_read(&naive, &q.text, config, genre);
                 (naive, read)
             }
             quarry_agents::NaiveReading::Decline(_) => (Vec::new(), Vec::new()),
@@ -345,6 +348,7 @@ pub async fn retrieval_only(
                 "read_text": read.iter().map(|p| &p.text).collect::<Vec<_>>(),
                 "per_document": report.sums.per_document.last() == Some(&1.0),
                 "declined_without_model": uncovered,
+                "genre": genre.name(),
                 "subject": subject,
                 "passages": passages.iter().map(|p| format!("{} | {}", p.path.rsplit('/').next().unwrap_or(""), p.citation())).collect::<Vec<_>>(),
             });
@@ -460,7 +464,9 @@ pub async fn answer_all(
             let text = quarry_agents::answer::strip_citations(&answer.markdown);
             let declined = answer.nothing_found || (is_decline(&text) && figures(&text).is_empty());
             let passages: Vec<Passage> = answer.sources.iter().map(|c| c.passage.clone()).collect();
-            let read = as_read(&passages, &q.text, setup.config);
+            // Read as the run read them (an answer stored without its genre: as configured).
+            let genre = answer.genre.parse().unwrap_or(setup.config.genre);
+            let read = as_read(&passages, &q.text, setup.config, genre);
             let stated = figures(&text);
             let reference_f1 = crate::qa::token_f1(&text, std::slice::from_ref(&q.reference));
             let in_language = in_question_language(&q.text, &text);
@@ -491,7 +497,7 @@ pub async fn answer_all(
                     "reference": q.reference,
                     "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
                     "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
-                    "reference_f1": reference_f1, "in_question_language": in_language,
+                    "reference_f1": reference_f1, "in_question_language": in_language, "genre": answer.genre,
                     "declined": declined, "answer": answer.markdown,
                     "claims": answer.claims, "supported_share": supported_share(&answer.claims),
                     "citation_repairs": answer.citation_repairs,

@@ -96,6 +96,8 @@ struct QuestionTrace<'a> {
     /// when it ran; it is also the last entry of `searches`.
     ordered_by: Option<String>,
     answer: String,
+    /// The genre the answer was read and written with ([`quarry_agents::Answer::genre`]).
+    genre: String,
     error: Option<String>,
 }
 
@@ -229,6 +231,7 @@ pub async fn run_qa(
                     notes: steps.notes,
                     ordered_by: steps.ordered_by,
                     answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
+                    genre: result.as_ref().map(|a| a.genre.clone()).unwrap_or_default(),
                     error: result.as_ref().err().map(|e| e.to_string()),
                 };
                 let mut text = serde_json::to_string(&line).map_err(|e| EvalError::Trace(e.to_string()))?;

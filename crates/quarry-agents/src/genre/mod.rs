@@ -8,6 +8,12 @@
 //! text names and a passage's table rows measure ([`Genre::line_items`], [`Genre::table_rows`]; the claim
 //! check marks a figure read from another item's row).
 //!
+//! Which genre a question's passages are read as is chosen per run ([`GenreKind::Auto`], the default):
+//! the documents its first search found are looked through whole, and a genre that recognises at least
+//! half of them is used ([`resolve`]); otherwise the pipeline runs alone ([`General`]). A library of
+//! filings beside accident reports and papers so reads a question about a filing as financial and one
+//! about an accident as general.
+//!
 //! Two genres exist:
 //! - [`General`]: passages shown as ingested, no quote, no line items — the pipeline alone. A library of
 //!   papers, reports, manuals or mail is read correctly with it.
@@ -22,7 +28,7 @@ pub mod financial;
 
 pub use financial::Financial;
 
-use quarry_core::Passage;
+use quarry_core::{Passage, Retriever};
 
 /// A piece of a passage quoted under an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +97,10 @@ pub trait Genre: Send + Sync + std::fmt::Debug {
     /// The table rows of `passage` the genre reads, in the passage's order; each `line` is one of
     /// `passage.text.split('\n')`.
     fn table_rows<'p>(&self, passage: &'p Passage) -> Vec<TableRow<'p>>;
+
+    /// Whether `document` (every passage of one document, in its order) is of this genre, for
+    /// [`GenreKind::Auto`] ([`resolve`]). [`General`] recognises nothing: it is what is left.
+    fn recognises(&self, document: &[Passage]) -> bool;
 }
 
 /// The pipeline with no genre knowledge: passages shown and quoted as ingested, no quote under an
@@ -122,38 +132,169 @@ impl Genre for General {
     fn table_rows<'p>(&self, _passage: &'p Passage) -> Vec<TableRow<'p>> {
         Vec::new()
     }
+
+    fn recognises(&self, _document: &[Passage]) -> bool {
+        false
+    }
 }
 
 /// The genre a run reads its library as ([`crate::AgentConfig::genre`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GenreKind {
+    /// Chosen per run from the documents its first search found ([`resolve`]): the default, so that a
+    /// library of papers, reports or mail is read without the financial rules and one of filings with
+    /// them, with no setting to find.
+    #[default]
+    Auto,
     /// [`General`].
     General,
-    /// [`Financial`]: the default, since the answer figures measured so far are over filings; its rules
-    /// act only on text shaped as statements (table rows, line items) and leave other passages as they
-    /// are.
-    #[default]
+    /// [`Financial`]: its rules act only on text shaped as statements (table rows, line items) and leave
+    /// other passages as they are; its quote under an answer is chosen from any passage.
     Financial,
 }
 
+/// The genres [`resolve`] may choose besides [`GenreKind::General`], in the order they are tried.
+const RECOGNISED: [GenreKind; 1] = [GenreKind::Financial];
+
+/// Most documents [`resolve`] looks through: those of the first search's best passages.
+pub const DETECTION_DOCUMENTS: usize = 4;
+
 impl GenreKind {
-    /// The genre itself.
+    /// The genre itself; [`GenreKind::Auto`] before a run has resolved it reads as [`General`].
     pub fn layer(self) -> &'static dyn Genre {
         match self {
-            GenreKind::General => &General,
+            GenreKind::Auto | GenreKind::General => &General,
             GenreKind::Financial => &Financial,
         }
     }
+
+    /// The name settings and traces give it (`auto`, `general`, `financial`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GenreKind::Auto => "auto",
+            other => other.layer().name(),
+        }
+    }
+}
+
+/// The genre of a set of documents, each given whole (its passages in order): the first of
+/// [`RECOGNISED`] that recognises at least half of them ([`Genre::recognises`]), else
+/// [`GenreKind::General`] — also for no documents.
+pub fn detect(documents: &[Vec<Passage>]) -> GenreKind {
+    if documents.is_empty() {
+        return GenreKind::General;
+    }
+    RECOGNISED
+        .into_iter()
+        .find(|kind| 2 * documents.iter().filter(|d| kind.layer().recognises(d)).count() >= documents.len())
+        .unwrap_or(GenreKind::General)
+}
+
+/// The genre to read a run's passages as: `kind` itself unless it is [`GenreKind::Auto`]; then
+/// [`detect`] over the documents of `passages` (a search's results, best first): the first
+/// [`DETECTION_DOCUMENTS`] distinct ones, each read whole through [`Retriever::document_passages`] (a
+/// document the retriever cannot list — a web page — counts as read and recognised by no genre; a
+/// failed read likewise). Cost: one listing a document, a few milliseconds each over a local library.
+pub async fn resolve(kind: GenreKind, retriever: &dyn Retriever, passages: &[Passage]) -> GenreKind {
+    if kind != GenreKind::Auto {
+        return kind;
+    }
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for p in passages {
+        let key = (p.library.as_str(), p.document_id.as_str());
+        if !seen.contains(&key) {
+            seen.push(key);
+        }
+        if seen.len() == DETECTION_DOCUMENTS {
+            break;
+        }
+    }
+    let mut documents = Vec::with_capacity(seen.len());
+    for (library, document) in seen {
+        documents.push(retriever.document_passages(library, document).await.unwrap_or_default());
+    }
+    detect(&documents)
 }
 
 impl std::str::FromStr for GenreKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "auto" => Ok(GenreKind::Auto),
             "general" => Ok(GenreKind::General),
             "financial" => Ok(GenreKind::Financial),
-            other => Err(format!("unknown genre {other:?} (general or financial)")),
+            other => Err(format!("unknown genre {other:?} (auto, general or financial)")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passage(text: &str) -> Passage {
+        Passage {
+            chunk_id: 1,
+            library: "l".into(),
+            document_id: "d".into(),
+            path: "/d.pdf".into(),
+            page_start: None,
+            page_end: None,
+            sheet: None,
+            heading_path: vec![],
+            text: text.into(),
+            context: String::new(),
+            score: 0.0,
+            ocr: false,
+        }
+    }
+
+    /// `rows` statement rows (two columns each) that measure line items, over two passages.
+    fn statement(rows: usize) -> Vec<Passage> {
+        let items = ["Revenue", "Cost of revenue", "Gross profit", "Operating income", "Net income", "Total assets"];
+        let lines: Vec<String> = (0..rows)
+            .map(|i| {
+                format!(
+                    "{}: ${},{:03} million (three months ended April 30, 2023); $1,000 million (three months ended May 1, 2022)",
+                    items[i % items.len()],
+                    i + 1,
+                    i
+                )
+            })
+            .collect();
+        let half = lines.len() / 2;
+        vec![passage(&lines[..half].join("\n")), passage(&lines[half..].join("\n"))]
+    }
+
+    fn report() -> Vec<Passage> {
+        vec![passage(
+            "On December 17, 2007, a Reims F172 M was destroyed when it impacted terrain near Chevroux, France. \
+             The pilot was fatally injured. Revenue passenger flights were not affected.",
+        )]
+    }
+
+    #[test]
+    fn a_genre_is_chosen_when_it_recognises_at_least_half_of_the_documents() {
+        assert!(Financial.recognises(&statement(financial::STATEMENT_ROWS)));
+        assert!(!Financial.recognises(&statement(financial::STATEMENT_ROWS - 1)), "too few rows");
+        assert!(!Financial.recognises(&report()), "prose naming a line item is no statement");
+        assert!(!General.recognises(&statement(8)));
+
+        let filing = statement(8);
+        assert_eq!(detect(std::slice::from_ref(&filing)), GenreKind::Financial);
+        assert_eq!(detect(&[filing.clone(), report()]), GenreKind::Financial, "half");
+        assert_eq!(detect(&[filing, report(), report()]), GenreKind::General, "under half");
+        assert_eq!(detect(&[report()]), GenreKind::General);
+        assert_eq!(detect(&[]), GenreKind::General, "no document to read");
+    }
+
+    #[test]
+    fn genre_names_read_back() {
+        for kind in [GenreKind::Auto, GenreKind::General, GenreKind::Financial] {
+            assert_eq!(kind.name().parse::<GenreKind>(), Ok(kind));
+        }
+        assert_eq!(GenreKind::Auto.layer().name(), "general", "unresolved, the pipeline runs alone");
+        assert!("filings".parse::<GenreKind>().unwrap_err().contains("auto, general or financial"));
     }
 }

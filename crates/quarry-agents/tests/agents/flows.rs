@@ -54,6 +54,12 @@ fn streamed(events: &[AgentEvent]) -> String {
         .collect()
 }
 
+/// The default settings with the financial genre chosen (the filing fixtures here are a few passages,
+/// fewer statement rows than [`quarry_agents::genre::GenreKind::Auto`] needs to recognise a filing).
+fn financial() -> AgentConfig {
+    AgentConfig { genre: quarry_agents::GenreKind::Financial, ..AgentConfig::default() }
+}
+
 #[tokio::test]
 async fn naive_rag_retrieves_once_answers_once_and_cites_real_passages() {
     let model = Arc::new(ScriptedModel::new().on("answer", text("Acme earned 4.2 billion dollars in 2023 [1].")));
@@ -365,7 +371,7 @@ async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_
     let question = "What were Acme's total operating expenses in the quarter ended December 31, 2022?";
     for quote in [true, false] {
         let model = Arc::new(ScriptedModel::new().on("answer", text("Operating expenses grew with headcount [1].")));
-        let config = AgentConfig { quoted_pieces: usize::from(quote), ..AgentConfig::default() };
+        let config = AgentConfig { quoted_pieces: usize::from(quote), ..financial() };
         let (answer, events) =
             run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
         let answer = answer.unwrap();
@@ -402,8 +408,7 @@ async fn a_row_named_by_the_question_is_quoted_from_the_named_filing_where_searc
     let question =
         "How did Acme's inventory levels in the quarter ended December 31, 2022 reflect on supply chain efficiency?";
     let model = Arc::new(ScriptedModel::new().on("answer", text("Supply chain efficiency improved [1].")));
-    let (answer, _) =
-        run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], financial()).await;
     let answer = answer.unwrap();
     let prompt = model.prompts_of("answer").join("\n");
     assert!(!prompt.contains("5,433"), "the model did not read the row: {prompt}");
@@ -439,8 +444,7 @@ async fn a_second_row_the_prompt_s_excerpt_left_out_is_quoted_from_the_whole_pas
     for pieces in [2, 1] {
         let model =
             Arc::new(ScriptedModel::new().on("answer", text("Total operating expenses were $14,316 million [1].")));
-        let config =
-            AgentConfig { quoted_pieces: pieces, passage_chars: 100, context_chars: 100, ..AgentConfig::default() };
+        let config = AgentConfig { quoted_pieces: pieces, passage_chars: 100, context_chars: 100, ..financial() };
         let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
         let answer = answer.unwrap();
         let prompt = model.prompts_of("answer").join("\n");
@@ -467,7 +471,7 @@ async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declin
             .on("document_answer", text("This document's passages do not state it.")),
     );
     let retriever = Arc::new(quarterly_filings());
-    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
+    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..financial() };
     let question = "How have Acme total net sales changed over time?";
     let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
@@ -491,7 +495,7 @@ async fn a_document_line_that_leaves_the_figures_out_quotes_its_row_and_a_declin
             .on("document_answer", text("Total net sales were 117,154 million dollars [1]."))
             .on("document_answer", text("This document's passages do not state it.")),
     );
-    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..AgentConfig::default() };
+    let config = AgentConfig { top_k: 6, passages_per_document: 2, ..financial() };
     let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
     let markdown = answer.unwrap().markdown;
     let lines: Vec<&str> = markdown.lines().collect();
@@ -518,7 +522,7 @@ async fn a_document_line_quotes_its_row_from_a_passage_its_call_did_not_read_num
             .on("document_answer", text("Operating expenses grew with headcount [1]."))
             .on("document_answer", text("Operating expenses grew with engineering costs [2].")),
     );
-    let config = AgentConfig { top_k: 2, passages_per_document: 1, ..AgentConfig::default() };
+    let config = AgentConfig { top_k: 2, passages_per_document: 1, ..financial() };
     let question = "How have Acme total operating expenses changed over time?";
     let (answer, events) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config).await;
     let answer = answer.unwrap();
@@ -595,7 +599,7 @@ async fn when_no_document_states_it_alone_their_passages_are_read_together_and_a
             .on("answer", text("Total net sales were 81,797 million dollars [1].")),
     );
     let retriever = Arc::new(quarterly_filings());
-    let config = AgentConfig { top_k: 6, ..AgentConfig::default() };
+    let config = AgentConfig { top_k: 6, ..financial() };
     let question = "How did Acme total net sales change?";
     let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], config.clone()).await;
     let answer = answer.unwrap();

@@ -1,6 +1,7 @@
 //! The whole pipeline over a library that is not financial, with the genre layer off
 //! ([`GenreKind::General`]): passages are shown as ingested, nothing is quoted under an answer, and the
-//! claim check and citation repair read figures and names alone. The passages are the text of two NTSB
+//! claim check and citation repair read figures and names alone. And the genre chosen per question
+//! ([`GenreKind::Auto`], the default) in a library that holds a filing beside the reports. The passages are the text of two NTSB
 //! accident reports of the sample library (`assets/sample-library/ntsb/20080102X00002.pdf` and
 //! `20080102X00005.pdf`, as `pdftotext -layout` reads them).
 
@@ -111,4 +112,59 @@ async fn deep_search_compares_two_accident_reports_with_the_genre_layer_off() {
     assert!(answer.citations.iter().any(|c| c.passage.path.ends_with("20080102X00005.pdf")), "{}", answer.markdown);
     assert!(answer.markdown.contains("**Across the documents:** At Belen"), "{}", answer.markdown);
     assert!(!answer.markdown.contains("From the passages"), "{}", answer.markdown);
+}
+
+/// A filing's income statement as ingestion writes a table's rows (`label: value (column); …`): six
+/// rows that measure a line item, above [`quarry_agents::genre::financial::STATEMENT_ROWS`].
+const INCOME_STATEMENT: &str = "\
+Revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)\n\
+Cost of revenue: $2,544 million (three months ended April 30, 2023); $2,857 million (three months ended May 1, 2022)\n\
+Gross profit: $4,648 million (three months ended April 30, 2023); $5,431 million (three months ended May 1, 2022)\n\
+Research and development: $1,875 million (three months ended April 30, 2023); $1,618 million (three months ended May 1, 2022)\n\
+Operating income: $2,140 million (three months ended April 30, 2023); $1,868 million (three months ended May 1, 2022)\n\
+Net income: $2,043 million (three months ended April 30, 2023); $1,618 million (three months ended May 1, 2022)";
+
+#[tokio::test]
+async fn the_default_genre_reads_a_filing_question_as_financial_and_an_accident_question_as_general() {
+    // One library: the two accident reports and a filing. Each question's first search finds its own
+    // documents, which are looked through whole: the filing's statement rows make the filing question
+    // financial (the row that answers is quoted under an answer that leaves its figure out); the
+    // reports hold none, so the accident question is read with no genre (nothing quoted).
+    let retriever = Arc::new(
+        MemoryRetriever::new(
+            "mixed",
+            &[
+                ("20080102X00002.pdf", 1, CHEVROUX),
+                ("20080102X00002.pdf", 1, CHEVROUX_CAUSE),
+                ("20080102X00005.pdf", 1, BELEN),
+                ("20080102X00005.pdf", 1, BELEN_CAUSE),
+                ("2023 Q1 NVDA.pdf", 3, INCOME_STATEMENT),
+            ],
+        )
+        .with_context("2023 Q1 NVDA.pdf", "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023"),
+    );
+    assert_eq!(AgentConfig::default().genre, GenreKind::Auto);
+
+    let model = Arc::new(ScriptedModel::new().on("answer", text("NVIDIA reported its revenue for the quarter [1].")));
+    let question = "What is NVIDIA's revenue in its quarter ended April 30, 2023?";
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert_eq!(answer.genre, "financial");
+    assert!(
+        answer.markdown.contains("From the passages: “Revenue: $7,192 million (three months ended April 30, 2023)"),
+        "{}",
+        answer.markdown
+    );
+
+    let model = Arc::new(
+        ScriptedModel::new()
+            .on("answer", text("The Reims F172 M was destroyed near Chevroux, France, at 1045 UTC [1].")),
+    );
+    let question = "What happened to the airplane near Chevroux, France?";
+    let (answer, _) =
+        run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], AgentConfig::default()).await;
+    let answer = answer.unwrap();
+    assert_eq!(answer.genre, "general");
+    assert_eq!(answer.markdown, "The Reims F172 M was destroyed near Chevroux, France, at 1045 UTC [1].");
 }

@@ -102,6 +102,7 @@ fn answer(sources: Vec<Passage>, markdown: &str, cited: &[usize]) -> Answer {
         web_queries: Vec::new(),
         citation_repairs: Vec::new(),
         markers: Vec::new(),
+        genre: "general".into(),
     }
 }
 

@@ -164,10 +164,12 @@ pub struct PerDocumentArgs {
     /// question's search, then its hits for the document's own sub-question).
     #[arg(long, default_value_t = AgentConfig::default().deep_passages_per_document)]
     pub deep_passages_per_document: usize,
-    /// What the pipeline knows of the documents' genre: financial (filings: table rows cut to the asked
-    /// period, the row that answers quoted under the answer, line items in the claim check) or general
-    /// (passages shown and quoted as ingested, for papers, reports, mail).
-    #[arg(long, default_value = "financial")]
+    /// What the pipeline knows of the documents' genre: auto (chosen per question from the documents its
+    /// first search finds: financial when at least half of them hold statement tables), financial
+    /// (filings: table rows cut to the asked period, the row that answers quoted under the answer, line
+    /// items in the claim check) or general (passages shown as ingested, nothing quoted, for papers,
+    /// reports, mail).
+    #[arg(long, default_value = "auto")]
     pub genre: quarry_agents::GenreKind,
 }
 

@@ -236,7 +236,7 @@ fn a_missing_model_file_or_library_is_a_clear_error() {
     let output = quarry(&data).args(["ask", "anything", "--genre", "poetry"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "a usage error");
     let message = String::from_utf8_lossy(&output.stderr);
-    assert!(message.contains("unknown genre \"poetry\" (general or financial)"), "{message}");
+    assert!(message.contains("unknown genre \"poetry\" (auto, general or financial)"), "{message}");
 }
 
 /// The default answer model, Qwen2.5-Coder-1.5B-Instruct (installed by scripts/setup.sh).

@@ -48,8 +48,10 @@ async fn each_question_is_asked_scored_against_its_references_and_traced() {
     assert_eq!(lines.len(), 2);
     for (line, (qid, _)) in lines.iter().zip(&set.queries) {
         assert_eq!(line["qid"], qid.as_str());
-        // The model's words, and under them any quote the genre layer adds.
-        assert!(line["answer"].as_str().unwrap().starts_with("Tulsa [1]."), "{line}");
+        // The model's words alone: a benchmark's passages list no documents to recognise a genre by, so
+        // the pipeline reads them with none (no filing-style quote under a Wikipedia answer).
+        assert_eq!(line["answer"], "Tulsa [1].", "{line}");
+        assert_eq!(line["genre"], "general", "{line}");
         assert!(!line["supporting"].as_array().unwrap().is_empty() && !line["used"].as_array().unwrap().is_empty());
         assert_eq!(line["searches"].as_array().unwrap().len(), 1, "NaiveRAG searches once: {line}");
     }

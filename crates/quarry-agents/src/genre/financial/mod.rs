@@ -15,6 +15,9 @@ pub mod table_section;
 use super::{Genre, KeyQuote, TableRow};
 use quarry_core::Passage;
 
+/// Fewest table rows measuring a line item that make a document financial ([`Genre::recognises`]).
+pub const STATEMENT_ROWS: usize = 5;
+
 /// The financial-statements genre ([`self`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Financial;
@@ -64,5 +67,16 @@ impl Genre for Financial {
                 TableRow { section, label, line, items }
             })
             .collect()
+    }
+
+    /// A document holding at least [`STATEMENT_ROWS`] table rows that measure a line item: a statement
+    /// (income, balance sheet, cash flows) or a table of them. Over the shared libraries every one of the
+    /// 20 sec-10-q filings holds 9–61 such rows, and none of 8 NTSB reports, the sample library's
+    /// half-year segment workbook, a Chinese annual-report summary in Markdown or `SOURCES.md` holds one
+    /// (docs/evaluation/decisions.md, 2026-12-06 (c)).
+    fn recognises(&self, document: &[Passage]) -> bool {
+        let rows: usize =
+            document.iter().map(|p| self.table_rows(p).iter().filter(|row| !row.items.is_empty()).count()).sum();
+        rows >= STATEMENT_ROWS
     }
 }
