@@ -28,4 +28,16 @@ fi
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --document-private-items
 # Every repository path README.md and docs/ name in backticks exists (moved files update their mentions).
 python3 scripts/check-doc-paths.py
-cargo test --locked --workspace
+# cargo-nextest runs the tests: each in its own process, from one queue across the test binaries, the
+# slowest first (.config/nextest.toml); per-test seconds land in target/nextest/ci/junit.xml. The machine's
+# toolchain usually has it; otherwise it is built from crates.io into the tools folder (a few minutes).
+tools=${QUARRY_TOOLS_DIR:-$HOME/.cache/quarry/tools}
+export PATH="$tools/bin:$PATH"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "test.sh: installing cargo-nextest 0.9.143 into $tools" >&2
+  cargo install --quiet --locked cargo-nextest --version 0.9.143 --root "$tools"
+fi
+cargo nextest run --locked --workspace --profile ci
+# Nextest does not run documentation examples; `cargo test --doc` does (none is written today: it
+# finds none in a second).
+cargo test --locked --workspace --doc
