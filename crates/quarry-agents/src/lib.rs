@@ -46,7 +46,7 @@ pub use naive::{naive_rag, naive_reading, NaiveReading};
 pub use quarry_core::rank_fusion::RankFusion;
 pub use report::{render_report, ReportOptions};
 pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};
-pub use router::{route, LibraryInfo, Route};
+pub use router::{multi_hop_form, route, LibraryInfo, Route, MULTI_HOP_REASON};
 pub use run::{search_budget, AgentConfig, AgentError, AnswerInputs, Run, DEFAULT_SEARCH_SECONDS};
 pub use tokio_util::sync::CancellationToken;
 

@@ -1,5 +1,8 @@
 //! The router: picks the agent for a question (and, with several libraries, which to search) with one
-//! model call; falls back to DeepSearch over every library when the model's choice cannot be read.
+//! model call; falls back to DeepSearch over every library when the model's choice cannot be read. A
+//! question whose form shows that it reaches its answer through another thing first
+//! ([`multi_hop_form`]) goes to DeepSearch whatever the model says: Qwen2.5-Coder-1.5B chose a lookup
+//! for every one of 30 HotpotQA and 30 MuSiQue questions, where DeepSearch answers better.
 
 use crate::events::AgentEvent;
 use crate::prompts;
@@ -32,6 +35,9 @@ pub struct Route {
 /// almost all of them lookups in one filing (docs/evaluation/decisions.md, 2026-11-28 (c)).
 pub const ROUTE_LABELS: [&str; 3] = ["lookup", "deep", "chain"];
 
+/// [`Route::reason`] when [`multi_hop_form`] chose DeepSearch.
+pub const MULTI_HOP_REASON: &str = "the question names what it asks about through another thing: deep search";
+
 /// The agents [`ROUTE_LABELS`] name, in the same order.
 const ROUTE_AGENTS: [AgentKind; 3] = [AgentKind::Naive, AgentKind::Deep, AgentKind::Chain];
 
@@ -39,6 +45,37 @@ const ROUTE_AGENTS: [AgentKind; 3] = [AgentKind::Naive, AgentKind::Deep, AgentKi
 /// entry `i` names `ROUTE_AGENTS[i % 3]`.
 fn route_names() -> Vec<&'static str> {
     ROUTE_LABELS.iter().copied().chain(ROUTE_AGENTS.iter().map(|a| a.name())).collect()
+}
+
+/// Whether `question`'s form shows that it needs more than one search: a noun phrase with a relative
+/// clause that says which thing is meant ("the band **who released** the album …", "the company
+/// **that** bought …"; not "… that is"/"… which was", which describe), or a choice between two named
+/// things ("Which … , A **or** B?", "Were A and B **both** …?"). English question forms only; anything
+/// else is false. Over the first 30 questions of HotpotQA and of MuSiQue it matched 11 and 17, over
+/// the 98 sec-10-q questions none (`scripts/studies/question-forms.py`, docs/evaluation/results.md):
+/// it sends only multi-hop questions to DeepSearch, though not all of them.
+pub fn multi_hop_form(question: &str) -> bool {
+    static RELATIVE: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
+    let [relative, choice] = RELATIVE.get_or_init(|| {
+        [
+            regex::Regex::new(
+                r"(?i)\b(?:the|a|an|this|that)\s+(?:[\w'-]+\s+){0,3}?(?:who|which|that|whose|where)\s+(\w+)",
+            )
+            .expect("valid pattern"),
+            regex::Regex::new(
+                r"(?i)\b(?:both|either|which\s+(?:one\s+)?(?:of|is|was|has|had|came)|who\s+(?:is|was)\s+(?:older|younger|born\s+first))\b.*\bor\b|\b(?:are|were|is|was)\s+\w.*\band\b.*\bboth\b",
+            )
+            .expect("valid pattern"),
+        ]
+    });
+    // Every start a relative clause could have, as a backtracking search would try them.
+    let clause = (0..question.len()).filter(|&i| question.is_char_boundary(i)).any(|i| {
+        relative.captures_at(question, i).is_some_and(|c| {
+            let next = c.get(1).map_or("", |m| m.as_str()).to_lowercase();
+            !matches!(next.as_str(), "is" | "was" | "are")
+        })
+    });
+    clause || choice.is_match(question)
 }
 
 /// Chooses agent and libraries for `question`. `run` supplies the model (its retriever is not used).
@@ -74,6 +111,16 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
         libraries: all.clone(),
         reason: "fallback: deep search over every library".into(),
     };
+    // With one library there is nothing else to choose: a multi-hop question needs no model call.
+    if !several && multi_hop_form(question) {
+        let route = Route { agent: AgentKind::Deep, libraries: all, reason: MULTI_HOP_REASON.into() };
+        run.emit(AgentEvent::Routed {
+            agent: route.agent.name().into(),
+            libraries: route.libraries.clone(),
+            reason: route.reason.clone(),
+        });
+        return Ok(route);
+    }
     let route = match run.call_structured(&request, "deep search over every library").await? {
         None => fallback(),
         // The agent's own name is read too: a served model may answer with it.
@@ -100,7 +147,11 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
                     })
                     .unwrap_or_default();
                 let libraries = if chosen.is_empty() { all.clone() } else { chosen };
-                Route { agent, libraries, reason: "chosen by the model".into() }
+                if agent != AgentKind::Deep && multi_hop_form(question) {
+                    Route { agent: AgentKind::Deep, libraries, reason: MULTI_HOP_REASON.into() }
+                } else {
+                    Route { agent, libraries, reason: "chosen by the model".into() }
+                }
             }
         },
     };
@@ -115,6 +166,28 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn questions_that_reach_their_answer_through_another_thing_have_a_multi_hop_form() {
+        for question in [
+            "The band who released the debut album \"Tinted Windows\" had their first performance in what city?",
+            "Who was the first president of the association which published Journal of Psychotherapy Integration?",
+            "Who was older, George Atzerodt or Andrew Johnson?",
+            "Were Scott Derrickson and Ed Wood both American?",
+        ] {
+            assert!(multi_hop_form(question), "{question}");
+        }
+        for question in [
+            "What was NVIDIA's revenue in the first quarter of fiscal 2024?",
+            "How has Apple's total net sales changed over time?",
+            "What league, which is also known as the Barclays Premier League, had its start date pushed back?",
+            "What are the risks that is mentioned?",
+            "英伟达2024财年第一季度的收入是多少？",
+            "",
+        ] {
+            assert!(!multi_hop_form(question), "{question}");
+        }
+    }
 
     #[test]
     fn the_prompt_offers_each_agent_by_its_route_label() {

@@ -50,8 +50,8 @@ pub struct QaReport {
 pub enum QaProgress<'a> {
     /// An agent starts.
     Agent {
-        /// The agent.
-        agent: AgentKind,
+        /// The agent (`None`: the router's choice).
+        agent: Option<AgentKind>,
         /// How many questions it will be asked.
         questions: usize,
     },
@@ -96,6 +96,10 @@ struct QuestionTrace<'a> {
     /// when it ran; it is also the last entry of `searches`.
     ordered_by: Option<String>,
     answer: String,
+    /// The agent that answered (with `--agent auto`, the router's choice).
+    answered_by: String,
+    /// The answer's scores against the set's references: (exact match, F1, contains), each 0–1.
+    scores: (f64, f64, f64),
     /// The genre the answer was read and written with ([`quarry_agents::Answer::genre`]).
     genre: String,
     error: Option<String>,
@@ -155,6 +159,11 @@ impl StepLog {
     }
 }
 
+/// An agent's name in reports and traces: `auto` for the router's choice (`None`).
+pub fn agent_name(agent: Option<AgentKind>) -> &'static str {
+    agent.map_or("auto", AgentKind::name)
+}
+
 /// Asks every question of `set` with each of `agents` in turn, over `retriever` (one library named
 /// `eval`) with `model` and `config`, and scores the answers; returns one report per agent, in order.
 /// `offset` is recorded in the reports (the caller has dropped those questions from `set`). With
@@ -168,7 +177,7 @@ pub async fn run_qa(
     set: &EvalSet,
     retriever: Arc<SetRetriever>,
     model: Arc<dyn ChatModel>,
-    agents: &[AgentKind],
+    agents: &[Option<AgentKind>],
     config: &AgentConfig,
     offset: usize,
     mut trace: Option<&mut dyn Write>,
@@ -194,7 +203,7 @@ pub async fn run_qa(
             };
             let result = quarry_agents::ask(
                 question,
-                Some(agent),
+                agent,
                 Arc::clone(&model),
                 &libraries,
                 config.clone(),
@@ -205,12 +214,17 @@ pub async fn run_qa(
             progress(QaProgress::Asked);
             let empty = std::collections::HashSet::new();
             let relevant = set.relevant.get(qid).unwrap_or(&empty);
+            let references = set.answers.get(qid).cloned().unwrap_or_default();
+            let scores = result.as_ref().map_or((0.0, 0.0, 0.0), |answer| {
+                let text = quarry_agents::answer::strip_citations(&answer.markdown);
+                (exact_match(&text, &references), token_f1(&text, &references), contains_answer(&text, &references))
+            });
             if let Some(out) = trace.as_mut() {
                 let ids = |chunks: &[u64]| chunks.iter().map(|&c| retriever.passage_id_of(c)).collect::<Vec<&str>>();
                 let steps = std::mem::take(&mut *steps.lock().unwrap_or_else(|e| e.into_inner()));
                 let line = QuestionTrace {
                     qid,
-                    agent: agent.name(),
+                    agent: agent_name(agent),
                     question,
                     supporting: relevant.iter().map(String::as_str).collect(),
                     used: result
@@ -231,6 +245,8 @@ pub async fn run_qa(
                     notes: steps.notes,
                     ordered_by: steps.ordered_by,
                     answer: result.as_ref().map(|a| a.markdown.clone()).unwrap_or_default(),
+                    answered_by: result.as_ref().map(|a| a.agent.clone()).unwrap_or_default(),
+                    scores,
                     genre: result.as_ref().map(|a| a.genre.clone()).unwrap_or_default(),
                     error: result.as_ref().err().map(|e| e.to_string()),
                 };
@@ -251,11 +267,9 @@ pub async fn run_qa(
             let used: Vec<&str> = answer.sources.iter().take(5).map(|c| retriever.passage_id(&c.passage)).collect();
             let supporting: Vec<&String> = relevant.iter().collect();
             recall += recall_at(&used, &supporting, 5, |id, r| *id == r.as_str());
-            let references = set.answers.get(qid).cloned().unwrap_or_default();
-            let text = quarry_agents::answer::strip_citations(&answer.markdown);
-            em += exact_match(&text, &references);
-            f1 += token_f1(&text, &references);
-            contains += contains_answer(&text, &references);
+            em += scores.0;
+            f1 += scores.1;
+            contains += scores.2;
             calls += answer.llm_calls;
             tokens += answer.usage.total();
             seconds += answer.seconds;
@@ -263,7 +277,7 @@ pub async fn run_qa(
         let n = set.queries.len().max(1) as f64;
         let report = QaReport {
             set: set.name.clone(),
-            agent: agent.name().into(),
+            agent: agent_name(agent).into(),
             model: model.describe(),
             offset,
             questions: set.queries.len(),

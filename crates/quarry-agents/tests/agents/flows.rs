@@ -1390,6 +1390,34 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
         CancellationToken::new(),
     );
     assert_eq!(route(&run, "anything", &infos[..1]).await.unwrap().agent, AgentKind::Chain);
+
+    // A question that names what it asks about through another thing goes to DeepSearch, whatever the
+    // model would say: over one library without a model call; over several the model still picks them.
+    let question = "Who is the chief executive of the company that Acme Corporation acquired in 2019?";
+    let model = Arc::new(ScriptedModel::new());
+    let (sink, events) = recorder();
+    let run = Run::new(
+        Arc::clone(&model) as _,
+        Arc::clone(&work) as _,
+        AgentConfig::default(),
+        sink,
+        CancellationToken::new(),
+    );
+    let chosen = route(&run, question, &infos[..1]).await.unwrap();
+    assert_eq!((chosen.agent, chosen.reason.as_str()), (AgentKind::Deep, quarry_agents::MULTI_HOP_REASON));
+    assert!(model.steps().is_empty(), "no model call: {:?}", model.steps());
+    assert!(events.lock().unwrap().iter().any(|e| matches!(e, AgentEvent::Routed { agent, .. } if agent == "deep")));
+    let model = Arc::new(ScriptedModel::new().on("router", text(r#"{"agent": "lookup", "libraries": ["work"]}"#)));
+    let run = Run::new(
+        Arc::clone(&model) as _,
+        Arc::clone(&work) as _,
+        AgentConfig::default(),
+        quarry_agents::no_events(),
+        CancellationToken::new(),
+    );
+    let chosen = route(&run, question, &infos).await.unwrap();
+    assert_eq!((chosen.agent, chosen.libraries), (AgentKind::Deep, vec!["work".to_string()]));
+    assert_eq!(model.steps(), vec!["router"]);
 }
 
 #[tokio::test]

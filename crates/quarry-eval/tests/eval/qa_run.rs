@@ -26,7 +26,7 @@ async fn each_question_is_asked_scored_against_its_references_and_traced() {
         &set,
         retriever,
         model.clone(),
-        &[AgentKind::Naive],
+        &[Some(AgentKind::Naive)],
         &AgentConfig::default(),
         0,
         Some(&mut trace),
@@ -46,12 +46,16 @@ async fn each_question_is_asked_scored_against_its_references_and_traced() {
     let lines: Vec<serde_json::Value> =
         String::from_utf8(trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
+    // Each question's own scores (exact match, F1, contains): "Tulsa" is the first one's answer only.
+    assert_eq!(lines[0]["scores"][2], 1.0, "{}", lines[0]);
+    assert_eq!(lines[1]["scores"][2], 0.0, "{}", lines[1]);
     for (line, (qid, _)) in lines.iter().zip(&set.queries) {
         assert_eq!(line["qid"], qid.as_str());
         // The model's words alone: a benchmark's passages list no documents to recognise a genre by, so
         // the pipeline reads them with none (no filing-style quote under a Wikipedia answer).
         assert_eq!(line["answer"], "Tulsa [1].", "{line}");
         assert_eq!(line["genre"], "general", "{line}");
+        assert_eq!(line["answered_by"], "naive", "{line}");
         assert!(!line["supporting"].as_array().unwrap().is_empty() && !line["used"].as_array().unwrap().is_empty());
         assert_eq!(line["searches"].as_array().unwrap().len(), 1, "NaiveRAG searches once: {line}");
     }

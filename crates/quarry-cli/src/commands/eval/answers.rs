@@ -34,7 +34,7 @@
 use crate::commands::args::LlmArgs;
 use crate::commands::args::ModelArgs;
 use anyhow::Context;
-use quarry_agents::{AgentConfig, AgentKind};
+use quarry_agents::AgentConfig;
 use quarry_eval::answers_run::{
     answer_all, retrieval_only, route_only, select_questions, AnswersProgress, AnswersReport, Only, RunSetup,
 };
@@ -125,14 +125,7 @@ pub struct AnswersArgs {
 }
 
 pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
-    let agents: Vec<Option<AgentKind>> = args
-        .agent
-        .split(',')
-        .map(|a| match a.trim() {
-            "auto" => Ok(None),
-            other => other.parse().map(Some).map_err(anyhow::Error::msg),
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let agents = super::parse_agents(&args.agent)?;
     let only: Only = args.only.parse().map_err(anyhow::Error::msg)?;
     let set = load_queries(&args.set, None).with_context(|| format!("loading {}", args.set.display()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -72,6 +72,17 @@ pub struct RetrievalArgs {
     pub json: bool,
 }
 
+/// The agents a comma-separated `--agent` list names: `auto` (the router's choice) as `None`, `naive`,
+/// `deep`, `chain`. Errors: an unknown name, with the names there are.
+pub fn parse_agents(list: &str) -> anyhow::Result<Vec<Option<quarry_agents::AgentKind>>> {
+    list.split(',')
+        .map(|a| match a.trim() {
+            "auto" => Ok(None),
+            other => other.parse().map(Some).map_err(anyhow::Error::msg),
+        })
+        .collect()
+}
+
 pub fn run(command: EvalCommand, data: impl FnOnce() -> anyhow::Result<quarry_store::DataDir>) -> anyhow::Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args),

@@ -6,7 +6,7 @@
 
 use crate::commands::args::LlmArgs;
 use anyhow::Context;
-use quarry_agents::{AgentConfig, AgentKind};
+use quarry_agents::AgentConfig;
 use quarry_eval::qa::SetRetriever;
 use quarry_eval::qa_run::{run_qa, QaProgress, QaReport};
 use quarry_eval::retrieval::load_set;
@@ -19,8 +19,8 @@ pub struct QaArgs {
     /// Folder of the set (corpus.jsonl, queries.jsonl with `answers`, qrels.tsv).
     #[arg(long)]
     pub set: PathBuf,
-    /// naive, deep or chain; several separated by commas (`naive,deep,chain`) share one index of the
-    /// passages and print one report each.
+    /// auto (the router's choice), naive, deep or chain; several separated by commas (`naive,deep,chain`)
+    /// share one index of the passages and print one report each.
     #[arg(long)]
     pub agent: String,
     /// Only the first N questions (after `--offset`).
@@ -61,8 +61,7 @@ pub struct QaArgs {
 }
 
 pub fn qa(args: QaArgs) -> anyhow::Result<()> {
-    let agents: Vec<AgentKind> =
-        args.agent.split(',').map(|a| a.trim().parse().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>()?;
+    let agents = super::parse_agents(&args.agent)?;
     let mut set = load_set(&args.set, args.limit.map(|n| n + args.offset))
         .with_context(|| format!("loading {}", args.set.display()))?;
     set.queries.drain(..args.offset.min(set.queries.len()));
@@ -99,7 +98,7 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
         QaProgress::Agent { agent, questions } => {
             bar.set_length(questions as u64);
             bar.set_position(0);
-            bar.set_message(format!("questions, {} agent", agent.name()));
+            bar.set_message(format!("questions, {} agent", quarry_eval::qa_run::agent_name(agent)));
         }
         QaProgress::Asked => bar.inc(1),
         QaProgress::Failed { qid, error } => bar.println(format!("{qid}: {error}")),
