@@ -55,8 +55,8 @@ fn route_names() -> Vec<&'static str> {
 /// the 98 sec-10-q questions none (`scripts/studies/question-forms.py`, docs/evaluation/results.md):
 /// it sends only multi-hop questions to DeepSearch, though not all of them.
 pub fn multi_hop_form(question: &str) -> bool {
-    static RELATIVE: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
-    let [relative, choice] = RELATIVE.get_or_init(|| {
+    static PATTERNS: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
+    let [relative, choice] = PATTERNS.get_or_init(|| {
         [
             regex::Regex::new(
                 r"(?i)\b(?:the|a|an|this|that)\s+(?:[\w'-]+\s+){0,3}?(?:who|which|that|whose|where)\s+(\w+)",
@@ -147,7 +147,8 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
                     })
                     .unwrap_or_default();
                 let libraries = if chosen.is_empty() { all.clone() } else { chosen };
-                if agent != AgentKind::Deep && multi_hop_form(question) {
+                // The model's lookup only: a choice of ChainOfRAG (also a multi-hop agent) stands.
+                if agent == AgentKind::Naive && multi_hop_form(question) {
                     Route { agent: AgentKind::Deep, libraries, reason: MULTI_HOP_REASON.into() }
                 } else {
                     Route { agent, libraries, reason: "chosen by the model".into() }

@@ -1418,6 +1418,16 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     let chosen = route(&run, question, &infos).await.unwrap();
     assert_eq!((chosen.agent, chosen.libraries), (AgentKind::Deep, vec!["work".to_string()]));
     assert_eq!(model.steps(), vec!["router"]);
+    // The model's choice of ChainOfRAG, a multi-hop agent too, stands.
+    let model = Arc::new(ScriptedModel::new().on("router", text(r#"{"agent": "chain", "libraries": ["work"]}"#)));
+    let run = Run::new(
+        Arc::clone(&model) as _,
+        Arc::clone(&work) as _,
+        AgentConfig::default(),
+        quarry_agents::no_events(),
+        CancellationToken::new(),
+    );
+    assert_eq!(route(&run, question, &infos).await.unwrap().agent, AgentKind::Chain);
 }
 
 #[tokio::test]
