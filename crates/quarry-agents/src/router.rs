@@ -111,50 +111,46 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
         libraries: all.clone(),
         reason: "fallback: deep search over every library".into(),
     };
-    // With one library there is nothing else to choose: a multi-hop question needs no model call.
-    if !several && multi_hop_form(question) {
-        let route = Route { agent: AgentKind::Deep, libraries: all, reason: MULTI_HOP_REASON.into() };
-        run.emit(AgentEvent::Routed {
-            agent: route.agent.name().into(),
-            libraries: route.libraries.clone(),
-            reason: route.reason.clone(),
-        });
-        return Ok(route);
-    }
-    let route = match run.call_structured(&request, "deep search over every library").await? {
-        None => fallback(),
-        // The agent's own name is read too: a served model may answer with it.
-        Some(text) => match choice(&text, "agent", &route_names()) {
-            None => {
-                run.degraded(
-                    "router",
-                    &format!("no agent named in {:?}", crate::deep_search::excerpt(&text)),
-                    "deep search over every library",
-                );
-                fallback()
-            }
-            Some(i) => {
-                let agent = ROUTE_AGENTS[i % ROUTE_AGENTS.len()];
-                let chosen: Vec<String> = find_json(&text)
-                    .and_then(|v| v.get("libraries").and_then(|l| l.as_array()).cloned())
-                    .map(|names| {
-                        names
-                            .iter()
-                            .filter_map(|n| n.as_str())
-                            .filter(|n| all.iter().any(|a| a == n))
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let libraries = if chosen.is_empty() { all.clone() } else { chosen };
-                // The model's lookup only: a choice of ChainOfRAG (also a multi-hop agent) stands.
-                if agent == AgentKind::Naive && multi_hop_form(question) {
-                    Route { agent: AgentKind::Deep, libraries, reason: MULTI_HOP_REASON.into() }
-                } else {
-                    Route { agent, libraries, reason: "chosen by the model".into() }
+    let multi_hop = multi_hop_form(question);
+    let route = if multi_hop && !several {
+        // With one library there is nothing else to choose: no model call.
+        Route { agent: AgentKind::Deep, libraries: all.clone(), reason: MULTI_HOP_REASON.into() }
+    } else {
+        match run.call_structured(&request, "deep search over every library").await? {
+            None => fallback(),
+            // The agent's own name is read too: a served model may answer with it.
+            Some(text) => match choice(&text, "agent", &route_names()) {
+                None => {
+                    run.degraded(
+                        "router",
+                        &format!("no agent named in {:?}", crate::deep_search::excerpt(&text)),
+                        "deep search over every library",
+                    );
+                    fallback()
                 }
-            }
-        },
+                Some(i) => {
+                    let agent = ROUTE_AGENTS[i % ROUTE_AGENTS.len()];
+                    let chosen: Vec<String> = find_json(&text)
+                        .and_then(|v| v.get("libraries").and_then(|l| l.as_array()).cloned())
+                        .map(|names| {
+                            names
+                                .iter()
+                                .filter_map(|n| n.as_str())
+                                .filter(|n| all.iter().any(|a| a == n))
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let libraries = if chosen.is_empty() { all.clone() } else { chosen };
+                    // The model's lookup only: a choice of ChainOfRAG (also a multi-hop agent) stands.
+                    if agent == AgentKind::Naive && multi_hop {
+                        Route { agent: AgentKind::Deep, libraries, reason: MULTI_HOP_REASON.into() }
+                    } else {
+                        Route { agent, libraries, reason: "chosen by the model".into() }
+                    }
+                }
+            },
+        }
     };
     run.emit(AgentEvent::Routed {
         agent: route.agent.name().into(),

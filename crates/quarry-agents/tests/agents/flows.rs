@@ -1318,6 +1318,17 @@ async fn an_empty_library_is_named_before_any_model_call_and_never_routed_to() {
     assert!(empty.queries().is_empty());
 }
 
+/// A run for the router alone, over `retriever` with `model`, reporting to `events`.
+fn router_run(model: &Arc<ScriptedModel>, retriever: &Arc<MemoryRetriever>, events: EventSink) -> Run {
+    Run::new(
+        Arc::clone(model) as _,
+        Arc::clone(retriever) as _,
+        AgentConfig::default(),
+        events,
+        CancellationToken::new(),
+    )
+}
+
 #[tokio::test]
 async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over_all() {
     let work = Arc::new(corpus("work"));
@@ -1367,13 +1378,7 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     // Unreadable routing: DeepSearch over every library, reported.
     let model = Arc::new(ScriptedModel::new().on("router", text("I'd go with whatever")));
     let (sink, events) = recorder();
-    let run = Run::new(
-        Arc::clone(&model) as _,
-        Arc::clone(&work) as _,
-        AgentConfig::default(),
-        sink,
-        CancellationToken::new(),
-    );
+    let run = router_run(&model, &work, sink);
     let infos: Vec<LibraryInfo> = libraries.iter().map(|l| l.info.clone()).collect();
     let chosen = route(&run, "anything", &infos).await.unwrap();
     assert_eq!((chosen.agent, chosen.libraries.len()), (AgentKind::Deep, 2));
@@ -1382,13 +1387,7 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
 
     // A last-number reply still routes (1-based index into naive, deep, chain).
     let model = Arc::new(ScriptedModel::new().on("router", text("3")));
-    let run = Run::new(
-        Arc::clone(&model) as _,
-        Arc::clone(&work) as _,
-        AgentConfig::default(),
-        quarry_agents::no_events(),
-        CancellationToken::new(),
-    );
+    let run = router_run(&model, &work, quarry_agents::no_events());
     assert_eq!(route(&run, "anything", &infos[..1]).await.unwrap().agent, AgentKind::Chain);
 
     // A question that names what it asks about through another thing goes to DeepSearch, whatever the
@@ -1396,37 +1395,19 @@ async fn the_router_picks_agent_and_libraries_and_falls_back_to_deep_search_over
     let question = "Who is the chief executive of the company that Acme Corporation acquired in 2019?";
     let model = Arc::new(ScriptedModel::new());
     let (sink, events) = recorder();
-    let run = Run::new(
-        Arc::clone(&model) as _,
-        Arc::clone(&work) as _,
-        AgentConfig::default(),
-        sink,
-        CancellationToken::new(),
-    );
+    let run = router_run(&model, &work, sink);
     let chosen = route(&run, question, &infos[..1]).await.unwrap();
     assert_eq!((chosen.agent, chosen.reason.as_str()), (AgentKind::Deep, quarry_agents::MULTI_HOP_REASON));
     assert!(model.steps().is_empty(), "no model call: {:?}", model.steps());
     assert!(events.lock().unwrap().iter().any(|e| matches!(e, AgentEvent::Routed { agent, .. } if agent == "deep")));
     let model = Arc::new(ScriptedModel::new().on("router", text(r#"{"agent": "lookup", "libraries": ["work"]}"#)));
-    let run = Run::new(
-        Arc::clone(&model) as _,
-        Arc::clone(&work) as _,
-        AgentConfig::default(),
-        quarry_agents::no_events(),
-        CancellationToken::new(),
-    );
+    let run = router_run(&model, &work, quarry_agents::no_events());
     let chosen = route(&run, question, &infos).await.unwrap();
     assert_eq!((chosen.agent, chosen.libraries), (AgentKind::Deep, vec!["work".to_string()]));
     assert_eq!(model.steps(), vec!["router"]);
     // The model's choice of ChainOfRAG, a multi-hop agent too, stands.
     let model = Arc::new(ScriptedModel::new().on("router", text(r#"{"agent": "chain", "libraries": ["work"]}"#)));
-    let run = Run::new(
-        Arc::clone(&model) as _,
-        Arc::clone(&work) as _,
-        AgentConfig::default(),
-        quarry_agents::no_events(),
-        CancellationToken::new(),
-    );
+    let run = router_run(&model, &work, quarry_agents::no_events());
     assert_eq!(route(&run, question, &infos).await.unwrap().agent, AgentKind::Chain);
 }
 

@@ -33,19 +33,19 @@ airplane departed the left side of the runway and came to rest upright.";
 const BELEN_CAUSE: &str = "The National Transportation Safety Board determines the probable cause(s) of this \
 accident to be: the pilot's loss of directional control during landing resulting in a ground loop.";
 
+/// The two reports' passages: (file, page, text).
+const REPORT_PASSAGES: [(&str, u32, &str); 4] = [
+    ("20080102X00002.pdf", 1, CHEVROUX),
+    ("20080102X00002.pdf", 1, CHEVROUX_CAUSE),
+    ("20080102X00005.pdf", 1, BELEN),
+    ("20080102X00005.pdf", 1, BELEN_CAUSE),
+];
+
 fn accident_reports() -> Arc<MemoryRetriever> {
     Arc::new(
-        MemoryRetriever::new(
-            "ntsb",
-            &[
-                ("20080102X00002.pdf", 1, CHEVROUX),
-                ("20080102X00002.pdf", 1, CHEVROUX_CAUSE),
-                ("20080102X00005.pdf", 1, BELEN),
-                ("20080102X00005.pdf", 1, BELEN_CAUSE),
-            ],
-        )
-        .with_context("20080102X00002.pdf", "Aviation Accident Factual Report · 20080102X00002")
-        .with_context("20080102X00005.pdf", "Aviation Accident Final Report · 20080102X00005"),
+        MemoryRetriever::new("ntsb", &REPORT_PASSAGES)
+            .with_context("20080102X00002.pdf", "Aviation Accident Factual Report · 20080102X00002")
+            .with_context("20080102X00005.pdf", "Aviation Accident Final Report · 20080102X00005"),
     )
 }
 
@@ -131,17 +131,8 @@ async fn the_default_genre_reads_a_filing_question_as_financial_and_an_accident_
     // financial (the row that answers is quoted under an answer that leaves its figure out); the
     // reports hold none, so the accident question is read with no genre (nothing quoted).
     let retriever = Arc::new(
-        MemoryRetriever::new(
-            "mixed",
-            &[
-                ("20080102X00002.pdf", 1, CHEVROUX),
-                ("20080102X00002.pdf", 1, CHEVROUX_CAUSE),
-                ("20080102X00005.pdf", 1, BELEN),
-                ("20080102X00005.pdf", 1, BELEN_CAUSE),
-                ("2023 Q1 NVDA.pdf", 3, INCOME_STATEMENT),
-            ],
-        )
-        .with_context("2023 Q1 NVDA.pdf", "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023"),
+        MemoryRetriever::new("mixed", &[&REPORT_PASSAGES[..], &[("2023 Q1 NVDA.pdf", 3, INCOME_STATEMENT)]].concat())
+            .with_context("2023 Q1 NVDA.pdf", "NVIDIA CORPORATION · Form 10-Q · quarterly period ended April 30, 2023"),
     );
     assert_eq!(AgentConfig::default().genre, GenreKind::Auto);
 
