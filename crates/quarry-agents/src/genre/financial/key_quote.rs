@@ -311,12 +311,14 @@ fn quote_pieces(text: &str) -> Vec<&str> {
 
 /// Words that say which period or how a question is put, not what it asks for (first five letters, as
 /// [`crate::text::stems`] cuts them): the period is the document's, and a prose sentence naming "the
-/// first quarter of fiscal 2024" outscored the revenue row that answered (the quick start's question).
+/// first quarter of fiscal 2024" outscored the revenue row that answered (the quick start's question);
+/// "how much"/"how many" left "much" as an asked-for word no row label holds, so "How much revenue did
+/// NVIDIA have …" got no quote.
 const NOT_ASKED: &[&str] = &[
-    "first", "secon", "third", "fourt", "quart", "fisca", "year", "years", "month", "three", "six", "nine", "twelv",
-    "ended", "endin", "perio", "lates", "recen", "most", "janua", "febru", "march", "april", "may", "june", "july",
-    "augus", "septe", "octob", "novem", "decem", "repor", "compa", "descr", "expla", "ident", "discu", "analy",
-    "provi", "detai", "menti", "outli", "summa", "same", "prior", "previ", "last",
+    "much", "many", "first", "secon", "third", "fourt", "quart", "fisca", "year", "years", "month", "three", "six",
+    "nine", "twelv", "ended", "endin", "perio", "lates", "recen", "most", "janua", "febru", "march", "april", "may",
+    "june", "july", "augus", "septe", "octob", "novem", "decem", "repor", "compa", "descr", "expla", "ident", "discu",
+    "analy", "provi", "detai", "menti", "outli", "summa", "same", "prior", "previ", "last",
 ];
 
 /// The words of `question` ([`crate::text::stems`]) that say what it asks for: less the name it is
@@ -522,6 +524,21 @@ mod tests {
         let question = "What was Microsoft's revenue in the quarter?";
         let selling = "Sales and marketing: 5,187 million (three months ended September 30, 2023)";
         assert_eq!(key_quote(question, "It rose [1].", &[(1, selling)]), None);
+    }
+
+    #[test]
+    fn how_much_and_how_many_only_shape_the_question() {
+        // The quick start's filing (2023 Q1 NVDA.pdf, p. 25) asked the way people ask: "much" and "have"
+        // say nothing about which row answers.
+        let rows = "Revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months \
+                    ended May 1, 2022)\n\
+                    Cost of revenue: $2,544 million (three months ended April 30, 2023)";
+        let question = "How much revenue did NVIDIA have in the first quarter of fiscal 2024?";
+        let quote = key_quote(question, "NVIDIA's revenue fell [1].", &[(1, rows)]).expect("a quote");
+        assert!(quote.text.starts_with("Revenue: $7,192 million"), "{}", quote.text);
+        let question = "How many employees did NVIDIA have at the end of the quarter?";
+        let employees = "Employees: 26,196 (April 30, 2023)";
+        assert!(key_quote(question, "It grew [1].", &[(1, employees)]).is_some());
     }
 
     #[test]
