@@ -76,8 +76,10 @@ fn every_real_document_ends_in_a_row_and_the_batch_finishes() {
 
 /// Pages without a text layer are rendered and read by OCR without taking a batch down: the shared
 /// scans and pictures (docling's OCR sources, markitdown's scanned report and the picture in its ZIP,
-/// py-pdf's ImageMagick PDFs) and every eighth of pdf.js's rendering tests by name (JBIG2, CCITT, masks,
-/// broken streams — what PDFium renders for OCR), each ending in a row with an allowed status.
+/// py-pdf's ImageMagick PDFs) and every sixteenth of pdf.js's rendering tests by name (JBIG2, CCITT,
+/// masks, broken streams — what PDFium renders for OCR), each ending in a row with an allowed status.
+/// Which sixteenth changes from run to run (printed; `QUARRY_OCR_SAMPLE=N` replays one), so CI reads
+/// all of them over time at half the cost of every eighth each run.
 #[test]
 fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
     let b = eval_dir().join("B_documents");
@@ -87,7 +89,11 @@ fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
         .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")))
         .collect();
     pdfjs.sort();
-    let mut inputs: Vec<PathBuf> = pdfjs.into_iter().step_by(8).collect();
+    let first: usize = std::env::var("QUARRY_OCR_SAMPLE").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as usize
+    }) % 16;
+    eprintln!("pdf.js sample: every sixteenth from number {first} (QUARRY_OCR_SAMPLE={first} replays it)");
+    let mut inputs: Vec<PathBuf> = pdfjs.into_iter().skip(first).step_by(16).collect();
     let sampled = inputs.len();
     inputs.push(b.join("docling_tests/ocr/sources"));
     inputs.push(b.join("py-pdf_sample-files/007-imagemagick-images"));
@@ -97,7 +103,7 @@ fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
     args.extend(["--timeout-secs", "60", "--ocr", "auto"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let rows = parse_report(&args);
-    assert!(sampled >= 50 && rows.len() > sampled, "{sampled} sampled, {} rows", rows.len());
+    assert!(sampled >= 25 && rows.len() > sampled, "{sampled} sampled, {} rows", rows.len());
     let allowed: HashSet<&str> = ["ok", "failed", "timeout", "too_large", "crashed"].into();
     for row in &rows {
         assert!(allowed.contains(row["status"].as_str()), "{}: status {}", row["path"], row["status"]);
