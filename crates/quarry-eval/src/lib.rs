@@ -9,12 +9,18 @@
 //! - [`answers`]: what `quarry eval answers` scores in an answer a person reads — the reference's figures
 //!   stated, the answer-bearing passage's position, the question's language; [`answers_run`]: the run
 //!   over a library's questions with those (`quarry eval answers`: retrieval only, router only, agents).
+//! - [`library_run`]: document recall of a real library's searches on a set whose qrels name documents
+//!   (`quarry eval library`).
+//! - [`embedder_run`]: the embedder's speed beside the Python onnxruntime reference on the same texts,
+//!   and the agreement of their vectors (`quarry eval embedder`).
 //! - [`qrels`]: whether a library's document is the one a set's qrels name.
 //! - [`recorded`]: a chat model answering from a file of recorded calls, so an answers eval is scored
 //!   again without the model after a change that leaves the model's prompts as they were.
 
 pub mod answers;
 pub mod answers_run;
+pub mod embedder_run;
+pub mod library_run;
 pub mod qa;
 pub mod qa_run;
 pub mod qrels;
@@ -39,4 +45,7 @@ pub enum EvalError {
     /// Writing a run's trace failed.
     #[error("writing the trace: {0}")]
     Trace(String),
+    /// The Python reference of an embedder run could not run or wrote something else than expected.
+    #[error("embedder reference: {0}")]
+    Reference(String),
 }

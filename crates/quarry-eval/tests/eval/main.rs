@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is the test failing
 
 mod answers_run;
+mod embedder_run;
 mod qa_run;
 mod retrieval;
 

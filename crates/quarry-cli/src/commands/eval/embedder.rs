@@ -1,20 +1,15 @@
-//! `quarry eval embedder`: how fast Quarry's embedder turns a library's chunks into vectors, beside the
-//! Python onnxruntime reference on the same texts (issue 40: the ingest's wall is the embedding, so
-//! Quarry's embedder must run at least at ONNX Runtime's own speed).
+//! `quarry eval embedder`: the embedder's speed on a library's chunks beside the Python onnxruntime
+//! reference ([`quarry_eval::embedder_run`] runs both); this module picks the texts and prints.
 //!
 //! The texts are what an ingest embeds: chunks spread evenly over the library, each with its document's
-//! context line (`quarry_store::indexed_text`). Quarry embeds them once (after an 8-text warm-up), then,
-//! with `--python`, `scripts/embed-reference.py` embeds the same texts with the same model file, batched
-//! the same way; the table gives both speeds, the ratio (reference seconds / Quarry seconds: ≥ 1 means
-//! Quarry is as fast) and the cosine similarity of the two engines' vectors (they must agree).
+//! context line (`quarry_store::indexed_text`).
 
 use anyhow::{bail, Context};
-use quarry_index::{Embedder, EmbedderConfig};
+use quarry_eval::embedder_run::{compare_embedders, PythonReference};
+use quarry_index::EmbedderConfig;
 use quarry_store::{indexed_text, DataDir, Library};
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct EmbedderEvalArgs {
@@ -34,13 +29,6 @@ pub struct EmbedderEvalArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// One engine's run over the texts.
-struct Run {
-    engine: String,
-    seconds: f64,
-    tokens: usize,
 }
 
 pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<()> {
@@ -66,73 +54,10 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
         .collect();
 
     let config = EmbedderConfig::by_name(&model_id)?;
-    let mut embedder =
-        Embedder::new(&config).with_context(|| format!("loading the embedding model {}", config.model_id))?;
-    let counter = embedder.token_counter();
-    let tokens: usize = texts.iter().map(|t| counter(t)).sum();
-    embedder.embed(&texts[..texts.len().min(8)])?;
-    let started = Instant::now();
-    let quarry_vectors = embedder.embed(&texts)?;
-    let mut runs =
-        vec![Run { engine: format!("Quarry ({model_id})"), seconds: started.elapsed().as_secs_f64(), tokens }];
-
-    let mut agreement: Option<(f32, f32)> = None;
-    if let Some(python) = &args.python {
-        if model_id == quarry_index::MULTILINGUAL_E5_MODEL_ID {
-            bail!("the Python reference runs ONNX models only; {model_id} runs in its own engine");
-        }
-        let dir = std::env::temp_dir().join(format!("quarry-eval-embedder-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let texts_file = dir.join("texts.jsonl");
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&texts_file)?);
-        for text in &texts {
-            writeln!(out, "{}", serde_json::json!({ "text": text }))?;
-        }
-        out.flush()?;
-        drop(out);
-        let vectors_file = dir.join("vectors.f32");
-        let output = std::process::Command::new(python)
-            .arg(&args.reference)
-            .arg("--model-dir")
-            .arg(embedder.model_dir())
-            .arg("--texts")
-            .arg(&texts_file)
-            .arg("--threads")
-            .arg(config.threads.to_string())
-            .arg("--batch-size")
-            .arg(config.batch_size.to_string())
-            .arg("--batch-tokens")
-            .arg(config.batch_tokens.to_string())
-            .arg("--max-length")
-            .arg(config.max_length.to_string())
-            .arg("--vectors-out")
-            .arg(&vectors_file)
-            .output()
-            .with_context(|| format!("running {} {}", python.display(), args.reference.display()))?;
-        if !output.status.success() {
-            bail!("the reference failed: {}", String::from_utf8_lossy(&output.stderr).trim());
-        }
-        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
-            .with_context(|| format!("reading the reference's report {:?}", String::from_utf8_lossy(&output.stdout)))?;
-        runs.push(Run {
-            engine: format!("Python onnxruntime {}", report["onnxruntime"].as_str().unwrap_or("?")),
-            seconds: report["seconds"].as_f64().unwrap_or(f64::NAN),
-            tokens: report["tokens"].as_u64().unwrap_or(0) as usize,
-        });
-        let bytes = std::fs::read(&vectors_file)?;
-        let _ = std::fs::remove_dir_all(&dir);
-        let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        let dimension = embedder.dimension();
-        if floats.len() != dimension * texts.len() {
-            bail!("the reference wrote {} floats for {} texts of {dimension}", floats.len(), texts.len());
-        }
-        let cosines: Vec<f32> =
-            quarry_vectors.iter().zip(floats.chunks(dimension)).map(|(a, b)| cosine(a, b)).collect();
-        let lowest = cosines.iter().copied().fold(f32::INFINITY, f32::min);
-        agreement = Some((cosines.iter().sum::<f32>() / cosines.len() as f32, lowest));
-    }
-
-    let ratio = (runs.len() == 2).then(|| runs[1].seconds / runs[0].seconds);
+    let reference = args.python.as_deref().map(|python| PythonReference { python, script: &args.reference });
+    let comparison = compare_embedders(&texts, &config, reference)
+        .with_context(|| format!("embedding {} chunks with {}", texts.len(), config.model_id))?;
+    let (runs, agreement, ratio) = (&comparison.runs, comparison.agreement, comparison.ratio());
     if args.json {
         let rows: Vec<serde_json::Value> = runs
             .iter()
@@ -167,7 +92,7 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
     );
     println!("| engine | chunks | tokens | seconds | chunks/s | tokens/s |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for r in &runs {
+    for r in runs {
         println!(
             "| {} | {} | {} | {:.1} | {:.1} | {:.0} |",
             r.engine,
@@ -183,10 +108,4 @@ pub fn embedder_eval(args: EmbedderEvalArgs, data: &DataDir) -> anyhow::Result<(
         println!("cosine of the two engines' vectors: mean {mean:.5}, lowest {lowest:.5}");
     }
     Ok(())
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (norm(a) * norm(b)).max(f32::EPSILON)
 }

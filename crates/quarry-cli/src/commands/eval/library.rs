@@ -1,23 +1,15 @@
 //! `quarry eval library`: how well a real library built by `quarry add` finds the documents that answer a
-//! question set. For sets such as `../shared/eval/C_private_library/qna/sec-10-q`, whose qrels name
-//! documents by path (`docs/en_sec-10-q/2023 Q1 AAPL.pdf`) rather than passages.
-//!
-//! Scoring follows that set's README: for each question, the documents of the top k chunks (k = 5, 10)
-//! are compared with the question's relevant documents. `doc_recall@k` is the share of relevant documents
-//! found, averaged over questions; `covered@k` the share of questions whose relevant documents are all
-//! found. A relevant document matches a chunk when the chunk's document path ends with the qrels path
-//! (at a `/` boundary), so the library may have been built from any parent folder.
+//! question set ([`quarry_eval::library_run`] scores it); this module reads the arguments, opens the
+//! library and the embedder, searches, and prints.
 
 use crate::commands::args::parse_document_prior;
 use anyhow::Context;
-use quarry_eval::qrels::same_path;
-use quarry_eval::retrieval::{load_queries, recall_at};
+use quarry_eval::library_run::{document_recall, DOCUMENT_RECALL_DEPTH};
+use quarry_eval::retrieval::load_queries;
 use quarry_index::{HybridFusion, SearchMode};
 use quarry_session::{EmbedderCache, EmbeddingSettings};
 use quarry_store::{DataDir, Library, DEFAULT_DOCUMENT_PRIOR};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct LibraryEvalArgs {
@@ -60,32 +52,20 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
     let embedder = EmbedderCache::new(EmbeddingSettings::default()).for_library(data, &args.library)?;
     let status = rt.block_on(library.status())?;
 
-    // mode → (sum doc_recall@5, @10, sum covered@5, @10, seconds)
-    let mut sums: BTreeMap<String, [f64; 5]> = BTreeMap::new();
-    let runs = SearchMode::ALL
+    let rankings = SearchMode::ALL
         .into_iter()
-        .map(|mode| (mode.name().to_string(), mode, HybridFusion::default(), DEFAULT_DOCUMENT_PRIOR))
-        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), SearchMode::Hybrid, *f, DEFAULT_DOCUMENT_PRIOR)))
+        .map(|mode| (mode.name().to_string(), (mode, HybridFusion::default(), DEFAULT_DOCUMENT_PRIOR)))
+        .chain(args.fusion.iter().map(|f| (format!("hybrid {f}"), (SearchMode::Hybrid, *f, DEFAULT_DOCUMENT_PRIOR))))
         .chain(args.document_prior.iter().flat_map(|&w| {
             [SearchMode::Bm25, SearchMode::Hybrid]
-                .map(|mode| (format!("{}, document prior {w}", mode.name()), mode, HybridFusion::default(), w))
+                .map(|mode| (format!("{}, document prior {w}", mode.name()), (mode, HybridFusion::default(), w)))
         }));
-    for (name, mode, fusion, prior) in runs {
+    let rows = document_recall(&set, rankings, |text, &(mode, fusion, prior)| {
         library.set_document_prior(prior);
-        let entry = sums.entry(name).or_default();
-        for (qid, text) in &set.queries {
-            let relevant = &set.relevant[qid];
-            let started = Instant::now();
-            let hits = rt.block_on(library.search_with_fusion(text, mode, 10, Some(&embedder), fusion))?;
-            entry[4] += started.elapsed().as_secs_f64();
-            let relevant: Vec<&String> = relevant.iter().collect();
-            for (slot, k) in [5usize, 10].into_iter().enumerate() {
-                let recall = recall_at(&hits, &relevant, k, |hit, r| same_path(&hit.path, r));
-                entry[slot] += recall;
-                entry[2 + slot] += f64::from(u8::from(recall == 1.0));
-            }
-        }
-    }
+        let hits =
+            rt.block_on(library.search_with_fusion(text, mode, DOCUMENT_RECALL_DEPTH, Some(&embedder), fusion))?;
+        anyhow::Ok(hits.into_iter().map(|h| h.path).collect())
+    })?;
     library.set_document_prior(DEFAULT_DOCUMENT_PRIOR);
     if let Some(path) = &args.rankings {
         let languages = embedder.lock().map(|e| e.languages().to_vec()).unwrap_or_default();
@@ -104,22 +84,10 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
         }
         std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))?;
     }
-    let n = set.queries.len() as f64;
     if args.json {
-        let results: serde_json::Map<String, serde_json::Value> = sums
-            .iter()
-            .map(|(mode, s)| {
-                let value = serde_json::json!({
-                    "doc_recall@5": s[0] / n, "doc_recall@10": s[1] / n,
-                    "covered@5": s[2] / n, "covered@10": s[3] / n,
-                    "ms_per_query": s[4] * 1000.0 / n,
-                });
-                (mode.to_string(), value)
-            })
-            .collect();
         let out = serde_json::json!({
             "library": args.library, "set": set.name, "questions": set.queries.len(), "chunks": status.chunks,
-            "embedding_model": model_id, "chunk_tokens": library.manifest().chunking.max_tokens, "results": results,
+            "embedding_model": model_id, "chunk_tokens": library.manifest().chunking.max_tokens, "results": rows,
         });
         println!("{out}");
     } else {
@@ -132,14 +100,10 @@ pub fn library_eval(args: LibraryEvalArgs, data: &DataDir) -> anyhow::Result<()>
             args.set.display()
         );
         println!("| mode | doc recall@5 | doc recall@10 | all covered@5 | all covered@10 | ms/query |\n|---|---:|---:|---:|---:|---:|");
-        for (mode, s) in &sums {
+        for (mode, r) in &rows {
             println!(
                 "| {mode} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} |",
-                s[0] / n,
-                s[1] / n,
-                s[2] / n,
-                s[3] / n,
-                s[4] * 1000.0 / n
+                r.doc_recall_at_5, r.doc_recall_at_10, r.covered_at_5, r.covered_at_10, r.ms_per_query
             );
         }
     }
