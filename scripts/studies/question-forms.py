@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Whether a question's form shows that it needs several hops: how many questions of each set the form
-test of `quarry_agents::router::multi_hop_form` matches — a noun phrase with a relative clause ("the band
+"""Whether a question's form shows that it needs several hops: how many questions of each set a test of
+three forms matches — a noun phrase with a relative clause ("the band
 who released …", "the company that …"), a choice between two things ("… A or B?", "are A and B both …"),
 or a comparison of two capitalised names ("Who directed more films, A or B?", "Was A or B born first?",
 "Both A and B …").
 
-A rule router sends what it matches to DeepSearch. Run on 2026-12-06 over every question of HotpotQA
-(300), MuSiQue (100), RGB's English part (50 single-fact news questions) and sec-10-q (98): 116, 59, 0
-and 0 (the relative clause and choice alone: 82, 59, 0, 0; docs/evaluation/results.md). It keeps the
-single-fact and filings' questions on NaiveRAG and finds 39 % and 59 % of the multi-hop ones.
+The router (`quarry_agents::router::multi_hop_form`) uses the first two forms and sends what they match
+to DeepSearch. Run on 2026-12-06 over every question of HotpotQA (300), MuSiQue (100), RGB's English
+part (50 single-fact news questions) and sec-10-q (98), they match 82, 59, 0 and 0; with the named
+comparisons, 116, 59, 0 and 0. DeepSearch answered 15 of those comparisons no better than NaiveRAG
+(F1 0.137 against 0.130, at four times the time), so the router does not use the third form
+(docs/evaluation/results.md).
 
     scripts/studies/question-forms.py [EVAL_DIR]   (default ../shared/eval)
 """
