@@ -422,9 +422,7 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
     assert!(expected.0 >= 10, "{expected:?}");
 
     // A simple xorshift, seeded from the clock but printed, so a failing run can be replayed.
-    let mut seed: u64 = std::env::var("QUARRY_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    });
+    let mut seed = crate::run_seed("QUARRY_KILL_SEED");
     eprintln!("kill test seed {seed}, full run {full_run:?}");
     let mut next = || {
         seed ^= seed << 13;
@@ -723,9 +721,7 @@ fn kill_minus_nine_during_sync_remove_and_reindex_never_leaves_a_half_indexed_li
     std::fs::copy(docs.join("ntsb/20080108X00029.pdf"), docs.join("ntsb/20080102X00005.pdf")).unwrap();
     std::fs::remove_file(docs.join("ntsb/20080117X00072.pdf")).unwrap();
 
-    let mut seed: u64 = std::env::var("QUARRY_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    });
+    let mut seed = crate::run_seed("QUARRY_KILL_SEED");
     eprintln!("kill test seed {seed}");
     let mut next = move || {
         seed ^= seed << 13;

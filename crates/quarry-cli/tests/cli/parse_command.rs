@@ -89,9 +89,7 @@ fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
         .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")))
         .collect();
     pdfjs.sort();
-    let first: usize = std::env::var("QUARRY_OCR_SAMPLE").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as usize
-    }) % 16;
+    let first = (crate::run_seed("QUARRY_OCR_SAMPLE") % 16) as usize;
     eprintln!("pdf.js sample: every sixteenth from number {first} (QUARRY_OCR_SAMPLE={first} replays it)");
     let mut inputs: Vec<PathBuf> = pdfjs.into_iter().skip(first).step_by(16).collect();
     let sampled = inputs.len();
