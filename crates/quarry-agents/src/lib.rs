@@ -45,7 +45,10 @@ pub use genre::{Genre, GenreKind};
 pub use naive::{naive_rag, naive_reading, NaiveReading};
 pub use quarry_core::rank_fusion::RankFusion;
 pub use report::{render_report, ReportOptions};
-pub use research::{render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport};
+pub use research::{
+    render_research_report, write_research_report, ReportSection, ResearchConfig, ResearchReport, NOTHING_NEW,
+    REPORT_ROUNDS, REPORT_TOP_K,
+};
 pub use router::{multi_hop_form, route, LibraryInfo, Route, MULTI_HOP_REASON};
 pub use run::{search_budget, AgentConfig, AgentError, AnswerInputs, Run, DEFAULT_SEARCH_SECONDS};
 pub use tokio_util::sync::CancellationToken;

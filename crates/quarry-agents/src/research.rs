@@ -1,8 +1,9 @@
 //! Long-form research reports, after LangChain's open_deep_research: plan sections from a first
 //! retrieval pass, research each section with DeepSearch, write each section from its own evidence with
 //! citations, review it once (pass, or follow-up searches and one rewrite), then write the introduction
-//! and conclusion from the finished sections. The result renders as one Markdown report whose citation
-//! numbers run across the whole report.
+//! and conclusion from the sections, and finish each section as an answer is finished (citations
+//! repaired by figures) without the sentences an earlier one already said. The result renders as one
+//! Markdown report whose citation numbers run across the whole report.
 //!
 //! Model calls: 1 (plan) + per section [DeepSearch's search calls + 1 (write) + 1 (review) + 1 if revised]
 //! + 2 (introduction, conclusion).
@@ -22,6 +23,12 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+
+/// DeepSearch rounds a section searches by default (`quarry report --max-rounds`).
+pub const REPORT_ROUNDS: usize = 2;
+
+/// Passages retrieved per query by default in a report (`quarry report -k`).
+pub const REPORT_TOP_K: usize = 8;
 
 /// Settings of a long-form report.
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +60,15 @@ pub struct ReportSection {
     pub queries: Vec<Vec<String>>,
     /// True when the review asked for more and the section was rewritten.
     pub revised: bool,
+    /// Sentences left out because they said again what the report had said before
+    /// ([`crate::answer::drop_repeated_sentences`]).
+    pub repeats_dropped: usize,
 }
+
+/// A section's text when every sentence the model wrote for it said again what the sections before it
+/// said.
+/// Phrased as a decline ([`crate::text::is_decline`]), so the claim check does not take it for a claim.
+pub const NOTHING_NEW: &str = "The passages found for this section do not state anything beyond the sections above.";
 
 /// A finished long-form report.
 #[derive(Debug, Clone, Serialize)]
@@ -80,6 +95,8 @@ pub struct ResearchReport {
     pub model: String,
     /// The libraries searched (set by [`crate::research_report`]).
     pub libraries: Vec<String>,
+    /// The genre layer the sections were written with (`general`, `financial`: [`Run::genre_kind`]).
+    pub genre: String,
 }
 
 /// A planned section.
@@ -109,9 +126,8 @@ pub async fn write_research_report(
         run.emit(AgentEvent::Section { index: i + 1, count, title: section.title.clone(), stage: "planned".into() });
     }
 
-    // 2. Research, write and review each section.
-    let mut registry = SourceRegistry::default();
-    let mut sections = Vec::new();
+    // 2. Research, write and review each section: its draft and the passages its prompt held.
+    let mut drafts: Vec<(ReportSection, Vec<Passage>)> = Vec::new();
     for (i, section) in plan.iter().enumerate() {
         let progress = |stage: &str| {
             run.emit(AgentEvent::Section { index: i + 1, count, title: section.title.clone(), stage: stage.into() })
@@ -155,20 +171,22 @@ pub async fn write_research_report(
                 revised = true;
             }
         }
-        let markdown = registry.renumber(&draft, &passages[..used]);
         progress("done");
-        sections.push(ReportSection {
+        let section = ReportSection {
             title: section.title.clone(),
             focus: section.focus.clone(),
-            markdown,
+            markdown: draft,
             queries,
             revised,
-        });
+            repeats_dropped: 0,
+        };
+        drafts.push((section, passages[..used].to_vec()));
     }
 
-    // 3. Introduction and conclusion from the finished sections.
-    let digest = sections
+    // 3. Introduction and conclusion from the sections as written.
+    let digest = drafts
         .iter()
+        .map(|(s, _)| s)
         .map(|s| format!("## {}\n{}", s.title, excerpt_chars(&strip_citations(&s.markdown), 1500)))
         .collect::<Vec<_>>()
         .join("\n\n");
@@ -182,6 +200,25 @@ pub async fn write_research_report(
     };
     let introduction = frame(prompts::REPORT_INTRODUCTION, "introduction").await?;
     let conclusion = frame(prompts::REPORT_CONCLUSION, "conclusion").await?;
+
+    // 4. Each section finished as an answer is (copied headers, loops, citations moved to the passage
+    // that holds their figures; [`Run::finish_text`]), without what an earlier section or sentence
+    // already said ([`crate::answer::drop_repeated_sentences`]), its markers numbered across the report.
+    // After the framing, which summarises the sections as written, so that a report recorded once is
+    // finished again without a model call.
+    let mut registry = SourceRegistry::default();
+    let mut said = Vec::new();
+    let mut sections = Vec::with_capacity(drafts.len());
+    for (mut section, passages) in drafts {
+        let (finished, _) = run.finish_text(&section.markdown, &passages);
+        let (mut finished, dropped) = crate::answer::drop_repeated_sentences(&finished, &mut said);
+        if strip_citations(&finished).trim().is_empty() {
+            finished = NOTHING_NEW.to_string();
+        }
+        section.markdown = registry.renumber(&finished, &passages);
+        section.repeats_dropped = dropped;
+        sections.push(section);
+    }
 
     let (llm_calls, usage) = run.stats();
     let seconds = run.seconds();
@@ -199,6 +236,7 @@ pub async fn write_research_report(
         seconds,
         model: run.model.describe(),
         libraries: Vec::new(),
+        genre: run.genre_kind().name().to_string(),
     })
 }
 

@@ -613,11 +613,33 @@ impl Run {
         Some(QuoteLine { text, further_quoted: further_quoted.into_iter().map(|(_, p)| p).collect() })
     }
 
-    /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
-    /// them): the passage headers it copied made markers ([`crate::answer::replace_copied_headers`]), a
+    /// Model-written `markdown` from `passages` (numbered from 1, as its prompt numbered them) made fit to
+    /// read: the passage headers it copied made markers ([`crate::answer::replace_copied_headers`]), a
     /// loop of lines alike cut ([`crate::answer::cut_repeated_lines`], reported as a degraded step), its
-    /// citation markers in one form ([`crate::answer::canonical_markers`]), a citation whose figures are in another passage is moved there
-    /// ([`crate::claims::repair_citations`]), each sentence gets its claim check, the cited documents'
+    /// citation markers in one form ([`crate::answer::canonical_markers`]), and a citation whose figures
+    /// are in another passage moved there ([`crate::claims::repair_citations`]). Returns the text and the
+    /// repairs. Every answer ([`Run::finish_answer`]) and every section of a report goes through it.
+    pub fn finish_text(&self, markdown: &str, passages: &[Passage]) -> (String, Vec<crate::answer::CitationRepair>) {
+        let markdown = crate::answer::replace_copied_headers(markdown, passages);
+        // A loop the model wrote is cut to its first lines, and the person told so.
+        let (markdown, cut) = crate::answer::cut_repeated_lines(&markdown);
+        if cut > 0 {
+            self.degraded(
+                "answer",
+                &format!("the model wrote {cut} more lines alike (a loop)"),
+                "its first lines kept, the rest left out",
+            );
+        }
+        let markdown = crate::answer::canonical_markers(&markdown, passages.len());
+        let (_, sources) = citations_for(&markdown, passages);
+        // A figure cited to a passage that does not hold it is re-cited to the one that does. A repair can
+        // put a number next to the same one ("[3][2]" → "[2][2]"): one form again.
+        let (repaired, repairs) = crate::claims::repair_citations(&markdown, &sources);
+        (crate::answer::canonical_markers(&repaired, passages.len()), repairs)
+    }
+
+    /// The [`Answer`] made of `markdown`, written from `passages` (numbered from 1, as its prompt numbered
+    /// them): finished as [`Run::finish_text`] finishes it, each sentence gets its claim check, the cited documents'
     /// periods are named when the answer does not ([`crate::answer::cited_periods_note`]), and the run's model calls,
     /// tokens and seconds are recorded. Emits [`AgentEvent::Finished`]. `nothing_found` skips the repair
     /// and the check (no model wrote the text).
@@ -632,30 +654,8 @@ impl Run {
         retrieved: usize,
         nothing_found: bool,
     ) -> Answer {
-        let markdown = if nothing_found {
-            markdown
-        } else {
-            let markdown = crate::answer::replace_copied_headers(&markdown, &passages);
-            // A loop the model wrote is cut to its first lines, and the person told so.
-            let (markdown, cut) = crate::answer::cut_repeated_lines(&markdown);
-            if cut > 0 {
-                self.degraded(
-                    "answer",
-                    &format!("the model wrote {cut} more lines alike (a loop)"),
-                    "its first lines kept, the rest left out",
-                );
-            }
-            crate::answer::canonical_markers(&markdown, passages.len())
-        };
-        let (_, sources) = citations_for(&markdown, &passages);
-        // A figure cited to a passage that does not hold it is re-cited to the one that does.
-        let (markdown, citation_repairs) = if nothing_found {
-            (markdown, Vec::new())
-        } else {
-            // A repair can put a number next to the same one ("[3][2]" → "[2][2]"): one form again.
-            let (repaired, repairs) = crate::claims::repair_citations(&markdown, &sources);
-            (crate::answer::canonical_markers(&repaired, passages.len()), repairs)
-        };
+        let (markdown, citation_repairs) =
+            if nothing_found { (markdown, Vec::new()) } else { self.finish_text(&markdown, &passages) };
         let (citations, sources) = citations_for(&markdown, &passages);
         let claims =
             if nothing_found { Vec::new() } else { crate::claims::check_claims(&markdown, &sources, self.genre()) };

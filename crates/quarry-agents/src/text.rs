@@ -111,6 +111,42 @@ pub(crate) fn sentence_pieces(text: &str) -> Vec<&str> {
     pieces
 }
 
+/// Fewest distinct words a sentence needs for [`says_again`] to call it a repeat.
+pub const REPEAT_MIN_WORDS: usize = 4;
+
+/// Share of each of two sentences' words that the other must hold for [`says_again`].
+pub const REPEAT_OVERLAP: f64 = 0.8;
+
+/// The distinct words of `sentence` by which [`says_again`] compares sentences: lower-cased runs of
+/// letters and digits ("$7,192 million" gives `7`, `192`, `million`), and each CJK character on its own.
+pub fn sentence_words(sentence: &str) -> std::collections::HashSet<String> {
+    let mut set = std::collections::HashSet::new();
+    let mut word = String::new();
+    for c in sentence.chars().chain(std::iter::once(' ')) {
+        if quarry_core::is_cjk_char(c) {
+            set.insert(c.to_string());
+        } else if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if !word.is_empty() {
+            set.insert(std::mem::take(&mut word));
+        }
+    }
+    set
+}
+
+/// Whether a sentence of the words `later` ([`sentence_words`]) says again what one of the words
+/// `earlier` said: it has at least [`REPEAT_MIN_WORDS`] words, and each holds at least
+/// [`REPEAT_OVERLAP`] of the other's. Both ways, so a sentence that adds a clause to an earlier one is
+/// no repeat, and neither is a short one that a long earlier one contains.
+pub fn says_again(later: &std::collections::HashSet<String>, earlier: &std::collections::HashSet<String>) -> bool {
+    let shared = later.intersection(earlier).count() as f64;
+    later.len() >= REPEAT_MIN_WORDS
+        && shared >= REPEAT_OVERLAP * later.len() as f64
+        && shared >= REPEAT_OVERLAP * earlier.len() as f64
+}
+
 /// Full-width marks that end a sentence or clause in Chinese and Japanese text: 。！？；
 pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 

@@ -65,6 +65,15 @@ pub fn in_question_language(question: &str, answer: &str) -> bool {
     true
 }
 
+/// The positions in `sentences` (in reading order) of those that say again what an earlier one said
+/// ([`quarry_agents::text::says_again`]: most of each one's words in the other, at least
+/// [`quarry_agents::text::REPEAT_MIN_WORDS`] of them). Scores reports whose sections restate each other.
+pub fn repeated_sentences(sentences: &[&str]) -> Vec<usize> {
+    use quarry_agents::text::{says_again, sentence_words};
+    let sets: Vec<_> = sentences.iter().map(|s| sentence_words(s)).collect();
+    (0..sets.len()).filter(|&i| sets[..i].iter().any(|earlier| says_again(&sets[i], earlier))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +107,24 @@ mod tests {
         let english = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
         assert!(in_question_language(english, "Revenue was $7.19 billion (营收)."));
         assert!(!in_question_language(english, "收入为71.9亿美元。"));
+    }
+
+    #[test]
+    fn a_sentence_repeats_an_earlier_one_when_each_holds_most_of_the_others_words() {
+        let sentences = [
+            "Microsoft's total revenue was $52.9 billion in the quarter.",
+            "Cloud revenue grew 22% year over year.",
+            // The first again, a word changed: a repeat.
+            "In the quarter, Microsoft's total revenue was $52.9 billion dollars.",
+            // The second with a new clause: most of the earlier one's words, but not most of its own.
+            "Cloud revenue grew 22% year over year, driven by Azure and other cloud services and new customers.",
+            // Within the first, but holding too little of it to say it again.
+            "Revenue was $52.9 billion.",
+            "微软本季度总收入为529亿美元。",
+            "微软本季度总收入为529亿美元。",
+        ];
+        assert_eq!(repeated_sentences(&sentences), [2, 6]);
+        assert!(repeated_sentences(&[]).is_empty());
     }
 
     #[test]

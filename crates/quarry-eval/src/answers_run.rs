@@ -175,6 +175,11 @@ pub struct AnswersReport {
     pub cited_rate: Option<f64>,
     /// Supported claims over all claims of answerable answers.
     pub supported_claim_rate: Option<f64>,
+    /// Reports ([`report_all`]): claims of the sections that cite a passage, over all their claims.
+    pub cited_sentence_rate: Option<f64>,
+    /// Reports ([`report_all`]): sentences of the sections that say again what an earlier one said
+    /// ([`crate::answers::repeated_sentences`]), over all their claims.
+    pub repeated_sentence_rate: Option<f64>,
     /// Share of unanswerable questions declined.
     pub abstention: Option<f64>,
     /// Share of answerable questions declined.
@@ -225,6 +230,8 @@ struct Sums {
     key_fact_single: Vec<f64>,
     cited: Vec<f64>,
     claims: (usize, usize),
+    cited_claims: usize,
+    repeated: usize,
     declined_unanswerable: Vec<f64>,
     declined_answerable: Vec<f64>,
     figures_in_passages: Vec<f64>,
@@ -517,6 +524,109 @@ pub async fn answer_all(
     Ok(reports)
 }
 
+/// Each answerable question written up as a long-form research report, as `quarry report` writes it
+/// ([`quarry_agents::research_report`] over `libraries` with `setup`'s agent settings and `research`),
+/// and the report scored as a person reads it (one report, agent `report`):
+///
+/// - **key facts**: the share of the reference's key figures stated anywhere in it (introduction,
+///   sections, conclusion);
+/// - **cited sentences** and **supported claims**: the claim check ([`quarry_agents::claims::check_claims`],
+///   read with the report's genre) over the sections, where the citations are: the share of their
+///   claims that cite a passage, and of those the passages they cite hold (pooled over reports);
+/// - **repeated sentences**: the share of the sections' claims that say again what an earlier one said
+///   ([`crate::answers::repeated_sentences`]), across sections;
+/// - seconds, model calls, tokens.
+///
+/// A report does not decline, so unanswerable questions are not asked. With `trace`, one JSON line a
+/// report: the rendered Markdown, the figures stated, the claims and the repeated sentences. A report
+/// that fails is reported through `progress` and counts in no mean. Errors: writing the trace.
+pub async fn report_all(
+    setup: &RunSetup<'_>,
+    questions: &[Question],
+    libraries: &[SearchableLibrary],
+    model: Arc<dyn ChatModel>,
+    research: quarry_agents::ResearchConfig,
+    mut trace: Option<&mut dyn Write>,
+    progress: &mut dyn FnMut(AnswersProgress<'_>),
+) -> Result<AnswersReport, EvalError> {
+    progress(AnswersProgress::Started("report".into()));
+    let mut report = AnswersReport { agent: "report".into(), model: model.describe(), ..AnswersReport::default() };
+    let answerable: Vec<&Question> = questions.iter().filter(|q| q.answerable).collect();
+    for q in answerable {
+        let result = quarry_agents::research_report(
+            &q.text,
+            Arc::clone(&model),
+            libraries,
+            setup.config.clone(),
+            research,
+            quarry_agents::no_events(),
+            CancellationToken::new(),
+        )
+        .await;
+        progress(AnswersProgress::Asked);
+        let written = match result {
+            Ok(written) => written,
+            Err(e) => {
+                progress(AnswersProgress::Failed { qid: &q.id, error: e.to_string() });
+                report.failed += 1;
+                continue;
+            }
+        };
+        *report.answered_by.entry("report".into()).or_default() += 1;
+        let whole = std::iter::once(written.introduction.as_str())
+            .chain(written.sections.iter().map(|s| s.markdown.as_str()))
+            .chain(std::iter::once(written.conclusion.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let stated = figures(&quarry_agents::answer::strip_citations(&whole));
+        let sections = written.sections.iter().map(|s| s.markdown.as_str()).collect::<Vec<_>>().join("\n\n");
+        let genre: GenreKind = written.genre.parse().unwrap_or(setup.config.genre);
+        let claims = quarry_agents::claims::check_claims(&sections, &written.sources, genre.layer());
+        let claim_sentences: Vec<&str> = claims.iter().map(|c| c.sentence.as_str()).collect();
+        let repeated = crate::answers::repeated_sentences(&claim_sentences);
+        let s = &mut report.sums;
+        s.asked += 1;
+        s.seconds += written.seconds;
+        s.calls += written.llm_calls;
+        s.tokens += written.usage.total();
+        s.cached_tokens += written.usage.cached_prompt_tokens;
+        if !q.figures.is_empty() {
+            let share = q.figures.iter().filter(|f| states(&stated, f)).count() as f64 / q.figures.len() as f64;
+            s.key_fact.push(share);
+            if q.relevant.len() == 1 {
+                s.key_fact_single.push(share);
+            }
+        }
+        s.claims.0 += claims.iter().filter(|c| c.supported).count();
+        s.claims.1 += claims.len();
+        s.cited_claims += claims.iter().filter(|c| !c.cited.is_empty()).count();
+        s.repeated += repeated.len();
+        let passages: Vec<Passage> = written.sources.iter().map(|c| c.passage.clone()).collect();
+        score_passages(s, q, &passages);
+        if let Some(out) = trace.as_deref_mut() {
+            let options = quarry_agents::ReportOptions { title: None, date: String::new(), link_base: None };
+            let line = serde_json::json!({
+                "qid": q.id, "agent": "report", "question": q.text, "relevant": q.relevant,
+                "reference": q.reference,
+                "reference_figures": q.figures.iter().map(|f| &f.text).collect::<Vec<_>>(),
+                "stated": q.figures.iter().filter(|f| states(&stated, f)).map(|f| &f.text).collect::<Vec<_>>(),
+                "genre": written.genre,
+                "sections": written.sections.iter().map(|s| &s.title).collect::<Vec<_>>(),
+                "report": quarry_agents::render_research_report(&written, &options),
+                "claims": claims, "supported_share": supported_share(&claims),
+                "repeated": repeated.iter().map(|&i| claim_sentences[i]).collect::<Vec<_>>(),
+                "sources": written.sources.iter().map(|c| c.passage.citation()).collect::<Vec<_>>(),
+                "seconds": written.seconds, "llm_calls": written.llm_calls,
+                "prompt_tokens": written.usage.prompt_tokens, "cached_prompt_tokens": written.usage.cached_prompt_tokens,
+            });
+            write_line(out, &line)?;
+        }
+    }
+    let report = finish(report, setup, questions);
+    progress(AnswersProgress::Report(&report));
+    Ok(report)
+}
+
 /// Scores the passages an answer was (or would be) written from.
 fn score_passages(s: &mut Sums, q: &Question, passages: &[Passage]) {
     s.passage_chars.push(passages.iter().map(|p| p.text.chars().count()).sum::<usize>() as f64);
@@ -547,6 +657,10 @@ fn finish(mut report: AnswersReport, setup: &RunSetup<'_>, questions: &[Question
     report.key_fact_score_single_doc = mean(&s.key_fact_single);
     report.cited_rate = mean(&s.cited);
     report.supported_claim_rate = (s.claims.1 > 0).then(|| s.claims.0 as f64 / s.claims.1 as f64);
+    if report.agent == "report" {
+        report.cited_sentence_rate = (s.claims.1 > 0).then(|| s.cited_claims as f64 / s.claims.1 as f64);
+        report.repeated_sentence_rate = (s.claims.1 > 0).then(|| s.repeated as f64 / s.claims.1 as f64);
+    }
     report.abstention = mean(&s.declined_unanswerable);
     report.false_decline = mean(&s.declined_answerable);
     report.figures_in_passages = mean(&s.figures_in_passages);

@@ -25,7 +25,7 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 4)]
     pub max_sections: usize,
     /// DeepSearch rounds per section.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = quarry_agents::REPORT_ROUNDS)]
     pub max_rounds: usize,
     /// Seconds the DeepSearch search of one section may take before the section is written (0: no limit).
     #[arg(long, default_value_t = quarry_agents::DEFAULT_SEARCH_SECONDS)]
@@ -34,7 +34,7 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 2)]
     pub review_queries: usize,
     /// Passages retrieved per query.
-    #[arg(short, default_value_t = 8)]
+    #[arg(short, default_value_t = quarry_agents::REPORT_TOP_K)]
     pub k: usize,
     /// How passages are found: bm25, dense or hybrid.
     #[arg(long, default_value = "hybrid")]

@@ -2,9 +2,9 @@
 //! of filing passages held in memory: which questions are answerable, and how an answer is scored.
 
 use crate::ScriptedModel;
-use quarry_agents::{AgentConfig, AgentKind, LibraryInfo, SearchableLibrary};
+use quarry_agents::{AgentConfig, AgentKind, LibraryInfo, ResearchConfig, SearchableLibrary};
 use quarry_core::chat::ChatRequest;
-use quarry_eval::answers_run::{answer_all, select_questions, AnswersProgress, Only, RunSetup};
+use quarry_eval::answers_run::{answer_all, report_all, select_questions, AnswersProgress, Only, RunSetup};
 use quarry_eval::qa::SetRetriever;
 use quarry_eval::retrieval::EvalSet;
 use std::collections::{HashMap, HashSet};
@@ -102,4 +102,68 @@ async fn answers_are_scored_by_the_reference_figures_they_state_their_citations_
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["stated"], serde_json::json!(["$7,192 million"]));
     assert_eq!(lines[1]["declined"], true);
+}
+
+/// Writes a report of two sections that say the same two things, one of them in no passage.
+fn report_of_two_alike_sections(request: &ChatRequest) -> &'static str {
+    match request.step.as_str() {
+        "report_plan" => {
+            r#"{"sections": [{"title": "Revenue", "focus": "Acme revenue"}, {"title": "Results", "focus": "Acme results"}]}"#
+        }
+        "sub_queries" => r#"{"queries": ["Acme revenue first quarter"]}"#,
+        "report_section" => {
+            "Acme's revenue for the first quarter was $7,192 million [1][2]. Acme had 9,999 employees at the end of it [1][2]."
+        }
+        "report_review" => r#"{"pass": true, "queries": []}"#,
+        "report_introduction" => "This report covers Acme's revenue.",
+        "report_conclusion" => "Acme's first quarter was a good one.",
+        _ => "{}",
+    }
+}
+
+#[tokio::test]
+async fn reports_are_scored_by_the_reference_figures_they_state_their_supported_claims_and_repeats() {
+    let set = set();
+    let paths = vec!["/lib/2023 Q1 ACME.pdf".to_string(), "/lib/2023 Q2 ACME.pdf".to_string()];
+    let questions = select_questions(&set, &paths, Only::All);
+    let retriever = Arc::new(SetRetriever::build(&set, None, &mut |_, _| {}).unwrap());
+    let library = SearchableLibrary {
+        info: LibraryInfo { name: "acme".into(), description: String::new() },
+        retriever,
+        always: false,
+    };
+    let config = AgentConfig { max_rounds: 1, ..AgentConfig::default() };
+    let setup = RunSetup { set: "acme", library: "acme", offset: 0, config: &config };
+    let mut trace: Vec<u8> = Vec::new();
+    let model = Arc::new(ScriptedModel::new(report_of_two_alike_sections));
+    let report = report_all(
+        &setup,
+        &questions,
+        std::slice::from_ref(&library),
+        Arc::clone(&model) as _,
+        ResearchConfig::default(),
+        Some(&mut trace),
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    // Only the answerable question is written up: plan, per section sub-queries + write + review (two
+    // passages found: kept without a relevance call), introduction, conclusion.
+    assert_eq!((report.agent.as_str(), report.failed), ("report", 0));
+    assert_eq!(report.answered_by.get("report"), Some(&1));
+    assert_eq!(model.calls(), 1 + 2 * 3 + 2);
+    assert_eq!(report.key_fact_score, Some(1.0), "$7,192 million stated: {report:?}");
+    // The second section said only what the first said, so the report keeps the first's two claims and
+    // says the second found nothing new: both claims cited, the revenue supported, the head count not.
+    assert_eq!(report.cited_sentence_rate, Some(1.0), "{report:?}");
+    assert_eq!(report.supported_claim_rate, Some(0.5), "{report:?}");
+    assert_eq!(report.repeated_sentence_rate, Some(0.0), "{report:?}");
+    assert_eq!(report.cited_rate, None, "an answers-only score");
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["stated"], serde_json::json!(["$7,192 million"]));
+    assert_eq!(lines[0]["repeated"], serde_json::json!([]));
+    let markdown = lines[0]["report"].as_str().unwrap();
+    assert!(markdown.contains(&format!("## Results\n\n{}", quarry_agents::NOTHING_NEW)), "{markdown}");
 }

@@ -36,7 +36,8 @@ use crate::commands::args::ModelArgs;
 use anyhow::Context;
 use quarry_agents::AgentConfig;
 use quarry_eval::answers_run::{
-    answer_all, retrieval_only, route_only, select_questions, AnswersProgress, AnswersReport, Only, RunSetup,
+    answer_all, report_all, retrieval_only, route_only, select_questions, AnswersProgress, AnswersReport, Only,
+    RunSetup,
 };
 use quarry_eval::retrieval::load_queries;
 use quarry_store::{DataDir, Library, SearchMode};
@@ -71,6 +72,12 @@ pub struct AnswersArgs {
     /// search, no answer): the choices per agent, and with --trace the router's reply per question.
     #[arg(long, conflicts_with = "retrieval_only")]
     pub route_only: bool,
+    /// Write each answerable question up as a long-form research report with `quarry report`'s defaults
+    /// (instead of answering it with `--agent`) and score the reports: key facts anywhere in the report,
+    /// the sections' cited sentences, supported claims and repeated sentences
+    /// (`quarry_eval::answers_run::report_all`).
+    #[arg(long, conflicts_with_all = ["retrieval_only", "route_only"])]
+    pub report: bool,
     /// With --retrieval-only: how deep to look for the answer passage's rank.
     #[arg(long, default_value_t = 40)]
     pub depth: usize,
@@ -175,10 +182,22 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         quoted_pieces: args.quoted_pieces,
         ..AgentConfig::default()
     });
+    // A report is written as `quarry report` writes it, whatever the answer flags say.
+    let config = if args.report {
+        AgentConfig {
+            max_rounds: quarry_agents::REPORT_ROUNDS,
+            top_k: quarry_agents::REPORT_TOP_K,
+            search_seconds: quarry_agents::search_budget(args.search_seconds),
+            ..AgentConfig::default()
+        }
+    } else {
+        config
+    };
     let setup = RunSetup { set: &set.name, library: &args.library, offset: args.offset, config: &config };
     // Reports print as they come (the router's as one line); the first printing error is kept.
     let mut printed: anyhow::Result<()> = Ok(());
     let route = args.route_only;
+    let as_reports = args.report;
     let mut progress = |step: AnswersProgress<'_>| match step {
         AnswersProgress::Started(message) => {
             bar.set_position(0);
@@ -188,10 +207,11 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         AnswersProgress::Failed { qid, error } => bar.println(format!("{qid}: {error}")),
         AnswersProgress::Report(report) => {
             if printed.is_ok() {
-                printed =
-                    bar.suspend(
-                        || if route { print_route(report, args.json) } else { print_report(report, args.json) },
-                    );
+                printed = bar.suspend(|| match (route, as_reports) {
+                    (true, _) => print_route(report, args.json),
+                    (_, true) => print_reports(report, args.json),
+                    _ => print_report(report, args.json),
+                });
             }
         }
     };
@@ -213,7 +233,10 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
         None => args.llm.load()?,
     };
     let _said = SayReplayed(recording.clone(), args.recording.clone());
-    if route {
+    if as_reports {
+        let research = quarry_agents::ResearchConfig::default();
+        runtime.block_on(report_all(&setup, &questions, &libraries, model, research, trace_out, &mut progress))?;
+    } else if route {
         runtime.block_on(route_only(&setup, &questions, &libraries[0], model, trace_out, &mut progress))?;
     } else {
         runtime.block_on(answer_all(&setup, &questions, &libraries, model, &agents, trace_out, &mut progress))?;
@@ -280,6 +303,35 @@ fn print_report(report: &AnswersReport, json: bool) -> anyhow::Result<()> {
     if let Some(share) = report.per_document {
         println!("NaiveRAG answers {:.0} % of these questions one document at a time.\n", share * 100.0);
     }
+    Ok(())
+}
+
+/// The reports' scores ([`report_all`]): a JSON line with `--json`, else a Markdown table.
+fn print_reports(report: &AnswersReport, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(report)?);
+        return Ok(());
+    }
+    let f = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
+    let failed = if report.failed > 0 { format!(", {} failed", report.failed) } else { String::new() };
+    println!(
+        "## {} over library {} — reports, {} ({} answerable questions{failed})\n",
+        report.set, report.library, report.model, report.answerable
+    );
+    println!("| key facts | cited sentences | supported claims | repeated sentences | relevant document read | figures in passages | s/report | calls/report | tokens/report |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.0} |\n",
+        f(report.key_fact_score),
+        f(report.cited_sentence_rate),
+        f(report.supported_claim_rate),
+        f(report.repeated_sentence_rate),
+        f(report.relevant_document_read),
+        f(report.figures_in_passages),
+        report.seconds_per_q,
+        report.llm_calls_per_q,
+        report.tokens_per_q
+    );
     Ok(())
 }
 
