@@ -39,11 +39,14 @@ pub struct ResearchConfig {
     pub max_review_queries: usize,
     /// Most tokens of one section (default 700).
     pub section_max_tokens: u32,
+    /// Finish each section as an answer is finished and drop what an earlier sentence said (default
+    /// true); false keeps the sections as the model wrote them, to measure what finishing does.
+    pub finish_sections: bool,
 }
 
 impl Default for ResearchConfig {
     fn default() -> Self {
-        ResearchConfig { max_sections: 4, max_review_queries: 2, section_max_tokens: 700 }
+        ResearchConfig { max_sections: 4, max_review_queries: 2, section_max_tokens: 700, finish_sections: true }
     }
 }
 
@@ -210,6 +213,11 @@ pub async fn write_research_report(
     let mut said = Vec::new();
     let mut sections = Vec::with_capacity(drafts.len());
     for (mut section, passages) in drafts {
+        if !config.finish_sections {
+            section.markdown = registry.renumber(&section.markdown, &passages);
+            sections.push(section);
+            continue;
+        }
         let (finished, _) = run.finish_text(&section.markdown, &passages);
         let (mut finished, dropped) = crate::answer::drop_repeated_sentences(&finished, &mut said);
         if strip_citations(&finished).trim().is_empty() {

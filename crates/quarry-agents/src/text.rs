@@ -137,14 +137,16 @@ pub fn sentence_words(sentence: &str) -> std::collections::HashSet<String> {
 }
 
 /// Whether a sentence of the words `later` ([`sentence_words`]) says again what one of the words
-/// `earlier` said: it has at least [`REPEAT_MIN_WORDS`] words, and each holds at least
-/// [`REPEAT_OVERLAP`] of the other's. Both ways, so a sentence that adds a clause to an earlier one is
-/// no repeat, and neither is a short one that a long earlier one contains.
+/// `earlier` said: it has at least [`REPEAT_MIN_WORDS`] words, each holds at least [`REPEAT_OVERLAP`]
+/// of the other's, and every number of `later` is in `earlier`. Both ways, so a sentence that adds a
+/// clause to an earlier one is no repeat, and neither is a short one that a long earlier one contains;
+/// and "Change (three months): 6%" does not repeat "Change (three months): 5%".
 pub fn says_again(later: &std::collections::HashSet<String>, earlier: &std::collections::HashSet<String>) -> bool {
     let shared = later.intersection(earlier).count() as f64;
     later.len() >= REPEAT_MIN_WORDS
         && shared >= REPEAT_OVERLAP * later.len() as f64
         && shared >= REPEAT_OVERLAP * earlier.len() as f64
+        && later.iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).all(|w| earlier.contains(w))
 }
 
 /// Full-width marks that end a sentence or clause in Chinese and Japanese text: 。！？；

@@ -118,12 +118,14 @@ mod tests {
             "In the quarter, Microsoft's total revenue was $52.9 billion dollars.",
             // The second with a new clause: most of the earlier one's words, but not most of its own.
             "Cloud revenue grew 22% year over year, driven by Azure and other cloud services and new customers.",
+            // The first's words but another figure: no repeat.
+            "Microsoft's total revenue was $56.2 billion in the quarter.",
             // Within the first, but holding too little of it to say it again.
             "Revenue was $52.9 billion.",
             "微软本季度总收入为529亿美元。",
             "微软本季度总收入为529亿美元。",
         ];
-        assert_eq!(repeated_sentences(&sentences), [2, 6]);
+        assert_eq!(repeated_sentences(&sentences), [2, 7]);
         assert!(repeated_sentences(&[]).is_empty());
     }
 

@@ -62,7 +62,7 @@ pub fn report(data: DataDir, args: ReportArgs) -> anyhow::Result<()> {
         let json = args.json;
         let (libraries, model) = open_sources_and_model(&data, &args.library, args.mode, &args.embedding, &args.web, &args.llm, json).await?;
         let config = AgentConfig { max_rounds: args.max_rounds.max(1), top_k: args.k.max(1), search_seconds: quarry_agents::search_budget(args.search_seconds), web_queries: args.web.web_queries, ..AgentConfig::default() };
-        let research = ResearchConfig { max_sections: args.max_sections.max(1), max_review_queries: args.review_queries, section_max_tokens: args.section_tokens.max(64) };
+        let research = ResearchConfig { max_sections: args.max_sections.max(1), max_review_queries: args.review_queries, section_max_tokens: args.section_tokens.max(64), ..ResearchConfig::default() };
         let events: quarry_agents::EventSink = Arc::new(move |event| show_event(&event, json));
         let cancel = cancel_on_ctrl_c();
         let report = match quarry_agents::research_report(&args.topic, model, &libraries, config, research, events, cancel).await {

@@ -166,4 +166,14 @@ async fn reports_are_scored_by_the_reference_figures_they_state_their_supported_
     assert_eq!(lines[0]["repeated"], serde_json::json!([]));
     let markdown = lines[0]["report"].as_str().unwrap();
     assert!(markdown.contains(&format!("## Results\n\n{}", quarry_agents::NOTHING_NEW)), "{markdown}");
+
+    // The sections as the model wrote them: four claims, the second section's two said before.
+    let as_written = ResearchConfig { finish_sections: false, ..ResearchConfig::default() };
+    let model = Arc::new(ScriptedModel::new(report_of_two_alike_sections));
+    let report = report_all(&setup, &questions, std::slice::from_ref(&library), model, as_written, None, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.cited_sentence_rate, Some(1.0), "{report:?}");
+    assert_eq!(report.supported_claim_rate, Some(0.5), "{report:?}");
+    assert_eq!(report.repeated_sentence_rate, Some(0.5), "{report:?}");
 }

@@ -78,6 +78,10 @@ pub struct AnswersArgs {
     /// (`quarry_eval::answers_run::report_all`).
     #[arg(long, conflicts_with_all = ["retrieval_only", "route_only"])]
     pub report: bool,
+    /// With --report: score the sections as the model wrote them, without the finishing an answer gets
+    /// (citation repair, repeated sentences dropped): what finishing does, measured on one recording.
+    #[arg(long, requires = "report")]
+    pub sections_as_written: bool,
     /// With --retrieval-only: how deep to look for the answer passage's rank.
     #[arg(long, default_value_t = 40)]
     pub depth: usize,
@@ -234,7 +238,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
     };
     let _said = SayReplayed(recording.clone(), args.recording.clone());
     if as_reports {
-        let research = quarry_agents::ResearchConfig::default();
+        let research =
+            quarry_agents::ResearchConfig { finish_sections: !args.sections_as_written, ..Default::default() };
         runtime.block_on(report_all(&setup, &questions, &libraries, model, research, trace_out, &mut progress))?;
     } else if route {
         runtime.block_on(route_only(&setup, &questions, &libraries[0], model, trace_out, &mut progress))?;
