@@ -13,6 +13,9 @@
 //!   (`quarry eval library`).
 //! - [`embedder_run`]: the embedder's speed beside the Python onnxruntime reference on the same texts,
 //!   and the agreement of their vectors (`quarry eval embedder`).
+//! - [`latency_run`]: query latency, ANN recall and memory of libraries of given sizes built from sets'
+//!   passages, or of an existing library (`quarry eval latency`); the one module that links LanceDB,
+//!   through quarry-store.
 //! - [`qrels`]: whether a library's document is the one a set's qrels name.
 //! - [`recorded`]: a chat model answering from a file of recorded calls, so an answers eval is scored
 //!   again without the model after a change that leaves the model's prompts as they were.
@@ -20,6 +23,7 @@
 pub mod answers;
 pub mod answers_run;
 pub mod embedder_run;
+pub mod latency_run;
 pub mod library_run;
 pub mod qa;
 pub mod qa_run;
@@ -48,4 +52,16 @@ pub enum EvalError {
     /// The Python reference of an embedder run could not run or wrote something else than expected.
     #[error("embedder reference: {0}")]
     Reference(String),
+    /// A library could not be built, opened or searched (the latency run).
+    #[error(transparent)]
+    Store(#[from] quarry_store::StoreError),
+    /// A folder or file of a run could not be made or written; the message names it.
+    #[error("{0}")]
+    Io(String),
+    /// Writing a run's tables failed.
+    #[error("writing the results: {0}")]
+    Output(#[from] std::io::Error),
+    /// The embedding model's lock was poisoned by a panic in another thread.
+    #[error("the embedding model's lock was poisoned by a panic")]
+    Poisoned,
 }
