@@ -9,6 +9,13 @@
 //! `key` is the BLAKE3 hash (hex) of the model's description and the request (messages, token limit,
 //! temperature, JSON schema; not the `step` label). A call is appended as soon as it returns, so a run
 //! stopped part way keeps every finished call.
+//!
+//! A replayed call takes no time, so a search that its time budget (`AgentConfig::search_seconds`)
+//! stopped in the recorded run would search on in a replay and ask for calls the file lacks; a replay
+//! only (`inner` None) then fails those questions rather than answer them otherwise. Such a run replays
+//! faithfully with a budget that stops the searches where they stopped — e.g. `--search-seconds 0.001`
+//! when each search stopped after its first relevance call, as the recorded reports did
+//! (docs/evaluation/results.md): a replay that completes asked exactly the recorded requests.
 
 use async_trait::async_trait;
 use quarry_core::chat::{ChatError, ChatModel, ChatRequest, ChatResponse, TokenSink, TokenUsage};

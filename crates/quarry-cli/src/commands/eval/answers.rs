@@ -85,9 +85,10 @@ pub struct AnswersArgs {
     /// With --retrieval-only: how deep to look for the answer passage's rank.
     #[arg(long, default_value_t = 40)]
     pub depth: usize,
-    /// Most search rounds (deep, chain).
-    #[arg(long, default_value_t = 3)]
-    pub max_rounds: usize,
+    /// Most search rounds (deep, chain; default 3), or DeepSearch rounds a report section searches
+    /// (with --report; default `quarry report`'s).
+    #[arg(long)]
+    pub max_rounds: Option<usize>,
     /// Seconds a DeepSearch or ChainOfRAG search may take before the answer is written (0: no limit).
     #[arg(long, default_value_t = quarry_agents::DEFAULT_SEARCH_SECONDS)]
     pub search_seconds: f64,
@@ -177,7 +178,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let config = args.per_document.apply(AgentConfig {
-        max_rounds: args.max_rounds.max(1),
+        max_rounds: args.max_rounds.unwrap_or(3).max(1),
         top_k: args.k.max(1),
         search_seconds: quarry_agents::search_budget(args.search_seconds),
         answer_max_tokens: args.answer_tokens.max(16),
@@ -189,7 +190,7 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
     // A report is written as `quarry report` writes it, whatever the answer flags say.
     let config = if args.report {
         AgentConfig {
-            max_rounds: quarry_agents::REPORT_ROUNDS,
+            max_rounds: args.max_rounds.unwrap_or(quarry_agents::REPORT_ROUNDS).max(1),
             top_k: quarry_agents::REPORT_TOP_K,
             search_seconds: quarry_agents::search_budget(args.search_seconds),
             ..AgentConfig::default()
@@ -208,6 +209,8 @@ pub fn answers_eval(args: AnswersArgs, data: &DataDir) -> anyhow::Result<()> {
             bar.set_message(message);
         }
         AnswersProgress::Asked => bar.inc(1),
+        // A hidden bar (stderr not a terminal) prints nothing: the failure still goes to stderr.
+        AnswersProgress::Failed { qid, error } if bar.is_hidden() => eprintln!("{qid}: {error}"),
         AnswersProgress::Failed { qid, error } => bar.println(format!("{qid}: {error}")),
         AnswersProgress::Report(report) => {
             if printed.is_ok() {

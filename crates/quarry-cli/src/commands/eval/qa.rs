@@ -101,6 +101,8 @@ pub fn qa(args: QaArgs) -> anyhow::Result<()> {
             bar.set_message(format!("questions, {} agent", quarry_eval::qa_run::agent_name(agent)));
         }
         QaProgress::Asked => bar.inc(1),
+        // A hidden bar (stderr not a terminal) prints nothing: the failure still goes to stderr.
+        QaProgress::Failed { qid, error } if bar.is_hidden() => eprintln!("{qid}: {error}"),
         QaProgress::Failed { qid, error } => bar.println(format!("{qid}: {error}")),
         QaProgress::Report(report) => {
             if printed.is_ok() {
