@@ -541,7 +541,7 @@ impl SourcesRead {
 }
 
 /// Checks every claim of `markdown`, an answer written from `sources` (numbered from 1 as in the prompt).
-/// Returns one [`ClaimCheck`] per claim, in order; sentences that are no claim (short headings, a
+/// Returns one [`ClaimCheck`] per claim, in order; sentences that are no claim (Markdown headings, short headings, a
 /// statement that the documents do not answer) are left out, and so is the label Quarry writes at the
 /// start of a document's line (`- **file** (period): `, [`crate::text::split_line_head`]) when
 /// it names one of `sources`' files.
@@ -567,8 +567,10 @@ pub fn check_claims(markdown: &str, sources: &[Citation], genre: &dyn Genre) -> 
         // Each figure with where it stands in the sentence (the line items named before it: [`items_of_figures`]).
         let stated = crate::figures::figures_at(&text);
         let words = word_count(&text);
-        // No claim: a short heading, a lead-in to a list ("The changes are as follows:"), a decline.
-        if (stated.is_empty() && (words < 4 || text.ends_with([':', '：']))) || is_decline(&text) {
+        // No claim: a Markdown heading or a short one, a lead-in to a list ("The changes are as
+        // follows:"), a decline.
+        let heading = s.text.trim_start().starts_with('#');
+        if heading || (stated.is_empty() && (words < 4 || text.ends_with([':', '：']))) || is_decline(&text) {
             continue;
         }
         let mut cited: Vec<usize> = Vec::new();
@@ -693,7 +695,9 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
                 repairs.append(&mut sentence_repairs);
             }
         }
-        if !*cited {
+        // A Markdown heading names what follows; it is not cited (a report section's "### Three months
+        // ended April 1, 2023" states a date every passage of that quarter holds).
+        if !*cited && !paragraph.trim_start().starts_with('#') {
             // A line that declines is cited sentence by sentence, which leaves the decline uncited.
             if let Some(to) = holder(paragraph).filter(|_| !is_decline(paragraph)) {
                 let trimmed = out.trim_end_matches([' ', '\t']).len();
@@ -1124,6 +1128,12 @@ mod tests {
         // Right markers, markers after a marker, and text without figures stay as written.
         let md = "Revenue was $7,192 million [2][1]. Sales abroad were 67% [1]. Demand was strong [2].";
         assert_eq!(repair_citations(md, &sources), (md.to_string(), vec![]));
+        // A heading is not cited, though its date is in a passage; the line under it is.
+        let md = "#### Three months ended April 30, 2023\nRevenue was $7,192 million.";
+        let (fixed, _) = repair_citations(md, &sources);
+        assert_eq!(fixed, "#### Three months ended April 30, 2023\nRevenue was $7,192 million. [2]");
+        // Nor is it a claim.
+        assert_eq!(check_claims(&fixed, &sources).len(), 1, "{:?}", check_claims(&fixed, &sources));
         // A paragraph that cites nothing gets the passage holding its figures; one no passage holds keeps none.
         let md = "Revenue was $7,192 million.\n\nRevenue was $9,999 million.";
         let (fixed, repairs) = repair_citations(md, &sources);

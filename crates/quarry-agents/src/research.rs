@@ -218,7 +218,8 @@ pub async fn write_research_report(
             sections.push(section);
             continue;
         }
-        let (finished, _) = run.finish_text(&section.markdown, &passages);
+        let draft = without_title_heading(&section.markdown, &section.title);
+        let (finished, _) = run.finish_text(&draft, &passages);
         let (mut finished, dropped) = crate::answer::drop_repeated_sentences(&finished, &mut said);
         if strip_citations(&finished).trim().is_empty() {
             finished = NOTHING_NEW.to_string();
@@ -428,6 +429,20 @@ impl SourceRegistry {
     }
 }
 
+/// `markdown` without a first line that is a heading repeating the section's `title` (any level,
+/// emphasis and case aside): the report writes the title itself, and small models repeat it although
+/// the prompt asks them not to.
+fn without_title_heading(markdown: &str, title: &str) -> String {
+    let plain = |s: &str| s.trim().trim_matches(['#', '*', ' ', ':']).trim().to_lowercase();
+    let mut lines = markdown.trim_start().splitn(2, '\n');
+    match (lines.next(), lines.next()) {
+        (Some(first), rest) if first.trim_start().starts_with('#') && plain(first) == plain(title) => {
+            rest.unwrap_or("").trim_start().to_string()
+        }
+        _ => markdown.to_string(),
+    }
+}
+
 fn excerpt_chars(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max).collect();
     if text.chars().count() > max {
@@ -496,6 +511,21 @@ pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_heading_repeating_the_section_title_goes() {
+        let title = "Historical Net Sales";
+        assert_eq!(
+            without_title_heading("### Historical Net Sales\n\n#### Overview\nSales rose.", title),
+            "#### Overview\nSales rose."
+        );
+        assert_eq!(
+            without_title_heading("**historical net sales:**\nSales rose.", title),
+            "**historical net sales:**\nSales rose."
+        );
+        assert_eq!(without_title_heading("#### Overview\nSales rose.", title), "#### Overview\nSales rose.");
+        assert_eq!(without_title_heading("## Historical Net Sales", title), "");
+    }
 
     #[test]
     fn plans_are_read_from_objects_arrays_and_lists() {
