@@ -39,6 +39,26 @@ pub struct ReportOptions {
     pub link_base: Option<PathBuf>,
 }
 
+/// The claims of `claims` that the claim check did not support, as a quoted list after the text they
+/// belong to (an answer, or a section of a long-form report): each sentence and why. Nothing when all
+/// are supported.
+pub(crate) fn write_unsupported(out: &mut String, claims: &[crate::answer::ClaimCheck]) {
+    let unsupported: Vec<_> = claims.iter().filter(|c| !c.supported).collect();
+    if unsupported.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "> **Unsupported by the cited passages** ({} of {} claims; check them before relying on them):\n>",
+        unsupported.len(),
+        claims.len()
+    );
+    for claim in unsupported {
+        let _ = writeln!(out, "> - “{}” — {}", escape_inline(&claim.sentence), escape_inline(&claim.problem));
+    }
+    out.push('\n');
+}
+
 /// The report for `answer` as CommonMark text (ends with a newline).
 pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     let mut out = String::new();
@@ -50,19 +70,7 @@ pub fn render_report(answer: &Answer, options: &ReportOptions) -> String {
     out.push_str("## Answer\n\n");
     let body = link_citations(&demote_headings(&escape_html(&neutralise_links(&answer.markdown))), &cited_set(answer));
     let _ = writeln!(out, "{}\n", body.trim());
-    let unsupported: Vec<_> = answer.unsupported_claims().collect();
-    if !unsupported.is_empty() {
-        let _ = writeln!(
-            out,
-            "> **Unsupported by the cited passages** ({} of {} claims; check them before relying on them):\n>",
-            unsupported.len(),
-            answer.claims.len()
-        );
-        for claim in unsupported {
-            let _ = writeln!(out, "> - “{}” — {}", escape_inline(&claim.sentence), escape_inline(&claim.problem));
-        }
-        out.push('\n');
-    }
+    write_unsupported(&mut out, &answer.claims);
 
     out.push_str("## Sources\n\n");
     if answer.citations.is_empty() {

@@ -14,7 +14,7 @@ use crate::events::AgentEvent;
 use crate::prompts;
 use crate::report::{
     demote_headings, escape_html, escape_inline, link_citations, neutralise_links, one_line, write_also_read,
-    write_cost, write_source, write_title, ReportOptions,
+    write_cost, write_source, write_title, write_unsupported, ReportOptions,
 };
 use crate::run::{AgentError, Run};
 use crate::structured::{find_json, string_list, yes_no};
@@ -66,6 +66,9 @@ pub struct ReportSection {
     /// Sentences left out because they said again what the report had said before
     /// ([`crate::answer::drop_repeated_sentences`]).
     pub repeats_dropped: usize,
+    /// The claim check of `markdown` against the report's sources ([`crate::claims::check_claims`]):
+    /// one verdict per claim, in order; the rendered report lists the unsupported ones under the section.
+    pub claims: Vec<crate::answer::ClaimCheck>,
 }
 
 /// A section's text when every sentence the model wrote for it said again what the sections before it
@@ -182,6 +185,7 @@ pub async fn write_research_report(
             queries,
             revised,
             repeats_dropped: 0,
+            claims: Vec::new(),
         };
         drafts.push((section, passages[..used].to_vec()));
     }
@@ -215,6 +219,7 @@ pub async fn write_research_report(
     for (mut section, passages) in drafts {
         if !config.finish_sections {
             section.markdown = registry.renumber(&section.markdown, &passages);
+            section.claims = crate::claims::check_claims(&section.markdown, &registry.sources, run.genre());
             sections.push(section);
             continue;
         }
@@ -226,6 +231,8 @@ pub async fn write_research_report(
         }
         section.markdown = registry.renumber(&finished, &passages);
         section.repeats_dropped = dropped;
+        // Its claims against every source so far: its markers are report-wide now.
+        section.claims = crate::claims::check_claims(&section.markdown, &registry.sources, run.genre());
         sections.push(section);
     }
 
@@ -465,6 +472,7 @@ pub fn render_research_report(report: &ResearchReport, options: &ReportOptions) 
     for section in &report.sections {
         let _ = writeln!(out, "## {}\n", escape_inline(&one_line(&section.title)));
         let _ = writeln!(out, "{}\n", body(&section.markdown));
+        write_unsupported(&mut out, &section.claims);
     }
     out.push_str("## Conclusion\n\n");
     let _ = writeln!(out, "{}\n", body(&report.conclusion));

@@ -530,9 +530,9 @@ pub async fn answer_all(
 ///
 /// - **key facts**: the share of the reference's key figures stated anywhere in it (introduction,
 ///   sections, conclusion);
-/// - **cited sentences** and **supported claims**: the claim check ([`quarry_agents::claims::check_claims`],
-///   read with the report's genre) over the sections, where the citations are: the share of their
-///   claims that cite a passage, and of those the passages they cite hold (pooled over reports);
+/// - **cited sentences** and **supported claims**: the report's claim check of its sections
+///   ([`quarry_agents::ReportSection::claims`]), where the citations are: the share of their claims
+///   that cite a passage, and that the passages they cite support (pooled over reports);
 /// - **repeated sentences**: the share of the sections' claims that say again what an earlier one said
 ///   ([`crate::answers::repeated_sentences`]), across sections;
 /// - seconds, model calls, tokens.
@@ -579,9 +579,8 @@ pub async fn report_all(
             .collect::<Vec<_>>()
             .join("\n\n");
         let stated = figures(&quarry_agents::answer::strip_citations(&whole));
-        let sections = written.sections.iter().map(|s| s.markdown.as_str()).collect::<Vec<_>>().join("\n\n");
-        let genre: GenreKind = written.genre.parse().unwrap_or(setup.config.genre);
-        let claims = quarry_agents::claims::check_claims(&sections, &written.sources, genre.layer());
+        // The report's own claim check of each section (what its reader sees listed as unsupported).
+        let claims: Vec<_> = written.sections.iter().flat_map(|s| s.claims.iter().cloned()).collect();
         let claim_sentences: Vec<&str> = claims.iter().map(|c| c.sentence.as_str()).collect();
         let repeated = crate::answers::repeated_sentences(&claim_sentences);
         let s = &mut report.sums;

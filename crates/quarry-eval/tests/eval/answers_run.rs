@@ -166,6 +166,9 @@ async fn reports_are_scored_by_the_reference_figures_they_state_their_supported_
     assert_eq!(lines[0]["repeated"], serde_json::json!([]));
     let markdown = lines[0]["report"].as_str().unwrap();
     assert!(markdown.contains(&format!("## Results\n\n{}", quarry_agents::NOTHING_NEW)), "{markdown}");
+    // The reader sees which claim its passages do not support, under its section.
+    assert!(markdown.contains("**Unsupported by the cited passages** (1 of 2 claims"), "{markdown}");
+    assert!(markdown.contains("figures not in the cited passages: 9,999"), "{markdown}");
 
     // The sections as the model wrote them: four claims, the second section's two said before.
     let as_written = ResearchConfig { finish_sections: false, ..ResearchConfig::default() };
