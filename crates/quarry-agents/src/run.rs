@@ -183,8 +183,11 @@ pub struct Run {
     events: EventSink,
     cancel: CancellationToken,
     stats: Mutex<(usize, TokenUsage)>,
-    /// Wall-clock seconds of all model calls so far.
+    /// Seconds of all model calls so far (wall clock, or as recorded for a replayed call).
     model_seconds: Mutex<f64>,
+    /// Seconds replayed calls stood for beyond the time their replay took
+    /// ([`quarry_core::ChatResponse::recorded_ms`]), which [`Run::seconds`] counts.
+    replayed_extra: Mutex<f64>,
     started: Instant,
     /// [`AgentConfig::genre`] once resolved ([`crate::genre::resolve`], at the first search that finds a
     /// passage).
@@ -263,6 +266,7 @@ impl Run {
             cancel,
             stats: Mutex::new((0, TokenUsage::default())),
             model_seconds: Mutex::new(0.0),
+            replayed_extra: Mutex::new(0.0),
             started: Instant::now(),
             genre: tokio::sync::OnceCell::new(),
         }
@@ -293,9 +297,9 @@ impl Run {
         }
     }
 
-    /// Seconds since the run started.
+    /// Seconds since the run started, a replayed model call counted as long as it took when recorded.
     pub fn seconds(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
+        self.started.elapsed().as_secs_f64() + *self.replayed_extra.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Mean wall-clock seconds of this run's model calls so far; `None` before the first.
@@ -357,7 +361,16 @@ impl Run {
             Err(ChatError::Cancelled) => return Err(AgentError::Cancelled),
             Err(source) => return Err(AgentError::Model { step: request.step.clone(), source }),
         };
-        let seconds = started.elapsed().as_secs_f64();
+        let elapsed = started.elapsed().as_secs_f64();
+        // A replayed call counts as long as it took when recorded, so a time budget binds as it did then.
+        let seconds = match response.recorded_ms {
+            Some(ms) => {
+                let recorded = ms as f64 / 1000.0;
+                *self.replayed_extra.lock().unwrap_or_else(|e| e.into_inner()) += recorded - elapsed;
+                recorded
+            }
+            None => elapsed,
+        };
         if looped.load(std::sync::atomic::Ordering::Relaxed) {
             self.degraded(
                 &request.step,
@@ -700,6 +713,45 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model whose every answer is a replay of a call that took 40 s when recorded.
+    struct Replayed;
+
+    #[async_trait::async_trait]
+    impl ChatModel for Replayed {
+        fn describe(&self) -> String {
+            "replayed".into()
+        }
+        async fn complete(
+            &self,
+            _: &ChatRequest,
+            _: Option<quarry_core::TokenSink<'_>>,
+        ) -> Result<ChatResponse, ChatError> {
+            Ok(ChatResponse { text: "{}".into(), usage: TokenUsage::default(), recorded_ms: Some(40_000) })
+        }
+    }
+
+    /// Finds nothing.
+    struct Empty;
+
+    #[async_trait::async_trait]
+    impl Retriever for Empty {
+        async fn retrieve(&self, _: &str, _: usize) -> Result<Vec<Passage>, quarry_core::RetrievalError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_replayed_call_counts_as_long_as_it_took_when_recorded() {
+        let config = AgentConfig { search_seconds: Some(50.0), ..AgentConfig::default() };
+        let run = Run::new(Arc::new(Replayed), Arc::new(Empty), config, crate::no_events(), CancellationToken::new());
+        assert!(run.time_for(0.0, 1), "before any call, the budget lasts");
+        run.call(&ChatRequest::new("relevance", "system", "user", 8), false).await.unwrap();
+        assert!(run.seconds() >= 40.0, "{}", run.seconds());
+        assert_eq!(run.mean_call_seconds(), Some(40.0));
+        // 40 s spent and a 40 s call to come do not fit 50 s: the search stops as it did when recorded.
+        assert!(!run.time_for(0.0, 1));
+    }
 
     #[test]
     fn a_call_fits_the_budget_when_it_would_end_within_it_at_the_mean_call_length() {

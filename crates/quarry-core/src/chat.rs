@@ -106,6 +106,11 @@ pub struct ChatResponse {
     pub text: String,
     /// What the call consumed.
     pub usage: TokenUsage,
+    /// For a response answered from a recording of earlier calls: how long the recorded call took, in
+    /// milliseconds. A run's clock counts that instead of the replay's own instant, so a search under a
+    /// time budget stops in a replay where it stopped when recorded. `None` for a call a model ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_ms: Option<u64>,
 }
 
 /// Why a completion failed. Messages name the endpoint or model file.

@@ -10,12 +10,14 @@
 //! temperature, JSON schema; not the `step` label). A call is appended as soon as it returns, so a run
 //! stopped part way keeps every finished call.
 //!
-//! A replayed call takes no time, so a search that its time budget (`AgentConfig::search_seconds`)
-//! stopped in the recorded run would search on in a replay and ask for calls the file lacks; a replay
-//! only (`inner` None) then fails those questions rather than answer them otherwise. Such a run replays
-//! faithfully with a budget that stops the searches where they stopped — e.g. `--search-seconds 0.001`
-//! when each search stopped after its first relevance call, as the recorded reports did
-//! (docs/evaluation/results.md): a replay that completes asked exactly the recorded requests.
+//! Each line also keeps how long the call took (`ms`), and a replayed response carries it
+//! ([`ChatResponse::recorded_ms`]): a run counts a replayed call as that long, so a search under a time
+//! budget (`AgentConfig::search_seconds`) stops in a replay where it stopped when recorded (give or take
+//! the search time around the calls), and a replay's seconds are the recorded run's. A recording made
+//! before `ms` was kept replays in no time: a search its budget stopped would search on and ask for calls
+//! the file lacks, which a replay only (`inner` None) reports as a failed question; such a run replays
+//! with a budget that stops the searches where they stopped (e.g. `--search-seconds 0.001` when each
+//! stopped after its first relevance call, as the reports of docs/evaluation/results.md did).
 
 use async_trait::async_trait;
 use quarry_core::chat::{ChatError, ChatModel, ChatRequest, ChatResponse, TokenSink, TokenUsage};
@@ -32,6 +34,10 @@ struct Recorded {
     step: String,
     text: String,
     usage: TokenUsage,
+    /// How long the call took when recorded, in milliseconds (absent in recordings made before it was
+    /// kept: their replays take no time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ms: Option<u64>,
 }
 
 /// A [`ChatModel`] answering from a file of recorded calls, and recording the calls it passes on to the
@@ -158,7 +164,7 @@ impl ChatModel for RecordedModel {
                     }
                 }
             }
-            return Ok(ChatResponse { text, usage: call.usage });
+            return Ok(ChatResponse { text, usage: call.usage, recorded_ms: call.ms });
         }
         let Some(inner) = &self.inner else {
             return Err(ChatError::Model(format!(
@@ -167,7 +173,9 @@ impl ChatModel for RecordedModel {
                 self.path.display()
             )));
         };
+        let started = std::time::Instant::now();
         let response = inner.complete(request, on_text).await?;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.counts.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
         let call = Recorded {
             key: key.clone(),
@@ -175,6 +183,7 @@ impl ChatModel for RecordedModel {
             step: request.step.clone(),
             text: response.text.clone(),
             usage: response.usage,
+            ms: Some(ms),
         };
         self.append(&call)?;
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(key, call);
@@ -197,7 +206,7 @@ mod tests {
         async fn complete(&self, request: &ChatRequest, _: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
             let mut n = self.0.lock().unwrap();
             *n += 1;
-            Ok(ChatResponse { text: format!("{} {n}", request.step), usage: TokenUsage::default() })
+            Ok(ChatResponse { text: format!("{} {n}", request.step), usage: TokenUsage::default(), recorded_ms: None })
         }
     }
 
@@ -211,7 +220,7 @@ mod tests {
             "counting".into()
         }
         async fn complete(&self, _: &ChatRequest, _: Option<TokenSink<'_>>) -> Result<ChatResponse, ChatError> {
-            Ok(ChatResponse { text: "one\ntwo\nthree\n".into(), usage: TokenUsage::default() })
+            Ok(ChatResponse { text: "one\ntwo\nthree\n".into(), usage: TokenUsage::default(), recorded_ms: None })
         }
     }
 
@@ -222,8 +231,11 @@ mod tests {
         let question = ChatRequest::new("answer", "system", "What was revenue?", 100);
         let other = ChatRequest::new("answer", "system", "What was net income?", 100);
         let recording = RecordedModel::open(&path, Some(Arc::new(Counting(Mutex::new(0))))).unwrap();
-        assert_eq!(recording.complete(&question, None).await.unwrap().text, "answer 1");
-        assert_eq!(recording.complete(&question, None).await.unwrap().text, "answer 1", "answered from the file");
+        let asked = recording.complete(&question, None).await.unwrap();
+        assert_eq!((asked.text.as_str(), asked.recorded_ms), ("answer 1", None), "the model's own call");
+        let again = recording.complete(&question, None).await.unwrap();
+        assert_eq!(again.text, "answer 1", "answered from the file");
+        assert!(again.recorded_ms.is_some(), "with the time the call took when recorded");
         assert_eq!(recording.replayed_and_called(), (1, 1));
 
         // Opened again without a model: the recorded call replays, streamed; another fails.
@@ -234,7 +246,9 @@ mod tests {
             streamed.lock().unwrap().push_str(text);
             std::ops::ControlFlow::Continue(())
         };
-        assert_eq!(replay.complete(&question, Some(&sink)).await.unwrap().text, "answer 1");
+        let replayed = replay.complete(&question, Some(&sink)).await.unwrap();
+        assert_eq!(replayed.text, "answer 1");
+        assert_eq!(replayed.recorded_ms, again.recorded_ms);
         assert_eq!(*streamed.lock().unwrap(), "answer 1");
         // A sink that stops after the first line ends the replay there, as it would have ended the model.
         let lines = ChatRequest::new("answer", "system", "List the filings.", 100);
@@ -257,6 +271,10 @@ mod tests {
         let path = dir.path().join("calls.jsonl");
         let empty = RecordedModel::open(&path, None).err().unwrap().to_string();
         assert!(empty.contains("no recorded call"), "{empty}");
+        // A line recorded before the call's time was kept replays with none.
+        let old = r#"{"key":"k","model":"m","step":"s","text":"t","usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
+        std::fs::write(&path, format!("{old}\n")).unwrap();
+        assert!(RecordedModel::open(&path, None).is_ok());
         std::fs::write(&path, "{\"key\": 1}\n").unwrap();
         let bad = RecordedModel::open(&path, None).err().unwrap().to_string();
         assert!(bad.contains("line 1") && bad.contains("calls.jsonl"), "{bad}");

@@ -660,6 +660,7 @@ impl Generation {
                 completion_tokens: generated,
                 cached_prompt_tokens: reused as u64,
             },
+            recorded_ms: None,
         })
     }
 }

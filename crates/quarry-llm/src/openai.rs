@@ -200,7 +200,7 @@ impl OpenAiChat {
                 )));
             }
             let usage = usage_of(&value).unwrap_or_else(|| estimate(request, &text));
-            return Ok(ChatResponse { text, usage });
+            return Ok(ChatResponse { text, usage, recorded_ms: None });
         }
         // Server-sent events: `data: {json}` lines, ending with `data: [DONE]`.
         let mut text = String::new();
@@ -240,7 +240,7 @@ impl OpenAiChat {
             }
         }
         let usage = usage.unwrap_or_else(|| estimate(request, &text));
-        Ok(ChatResponse { text, usage })
+        Ok(ChatResponse { text, usage, recorded_ms: None })
     }
 }
 

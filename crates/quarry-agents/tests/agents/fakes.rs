@@ -71,6 +71,7 @@ impl ChatModel for ScriptedModel {
                 Ok(ChatResponse {
                     text,
                     usage: TokenUsage { prompt_tokens: 100, completion_tokens: 10, cached_prompt_tokens: 0 },
+                    recorded_ms: None,
                 })
             }
             Some(Reply::Fail(message)) => Err(ChatError::Unreachable { endpoint: "fake".into(), message }),

@@ -43,6 +43,7 @@ impl quarry_core::ChatModel for ScriptedModel {
         Ok(ChatResponse {
             text,
             usage: TokenUsage { prompt_tokens: 10, completion_tokens: 2, ..TokenUsage::default() },
+            recorded_ms: None,
         })
     }
 }

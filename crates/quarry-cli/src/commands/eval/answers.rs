@@ -124,7 +124,8 @@ pub struct AnswersArgs {
     /// Record the model's calls to this file (JSON lines) and answer from it every call asked again
     /// with the same prompt, so a run is scored again without the model after a change that leaves the
     /// prompts as they were (the quote under an answer, the claim check, the scoring), and only changed
-    /// prompts go to the model (`quarry_eval::recorded`). Seconds then measure the replay, not the model.
+    /// prompts go to the model (`quarry_eval::recorded`). A replayed call counts as long as it took when recorded, so a search
+    /// under a time budget stops where it stopped and seconds are the recorded run's.
     #[arg(long, value_name = "FILE.jsonl")]
     pub recording: Option<PathBuf>,
     /// With --recording: never load the model; a call not in the recording fails its question.
