@@ -46,6 +46,20 @@ fn set() -> EvalSet {
     }
 }
 
+/// Every question of [`set`] over a library of its two Acme passages (held in memory), and that library.
+fn acme_questions_and_library() -> (Vec<quarry_eval::answers_run::Question>, SearchableLibrary) {
+    let set = set();
+    let paths = vec!["/lib/2023 Q1 ACME.pdf".to_string(), "/lib/2023 Q2 ACME.pdf".to_string()];
+    let questions = select_questions(&set, &paths, Only::All);
+    let retriever = Arc::new(SetRetriever::build(&set, None, &mut |_, _| {}).unwrap());
+    let library = SearchableLibrary {
+        info: LibraryInfo { name: "acme".into(), description: String::new() },
+        retriever,
+        always: false,
+    };
+    (questions, library)
+}
+
 #[test]
 fn a_question_is_answerable_when_the_library_holds_all_its_documents_unanswerable_when_none() {
     let set = set();
@@ -61,15 +75,7 @@ fn a_question_is_answerable_when_the_library_holds_all_its_documents_unanswerabl
 
 #[tokio::test]
 async fn answers_are_scored_by_the_reference_figures_they_state_their_citations_and_declines() {
-    let set = set();
-    let paths = vec!["/lib/2023 Q1 ACME.pdf".to_string(), "/lib/2023 Q2 ACME.pdf".to_string()];
-    let questions = select_questions(&set, &paths, Only::All);
-    let retriever = Arc::new(SetRetriever::build(&set, None, &mut |_, _| {}).unwrap());
-    let library = SearchableLibrary {
-        info: LibraryInfo { name: "acme".into(), description: String::new() },
-        retriever,
-        always: false,
-    };
+    let (questions, library) = acme_questions_and_library();
     let config = AgentConfig::default();
     let setup = RunSetup { set: "acme", library: "acme", offset: 0, config: &config };
     let mut trace: Vec<u8> = Vec::new();
@@ -123,15 +129,7 @@ fn report_of_two_alike_sections(request: &ChatRequest) -> &'static str {
 
 #[tokio::test]
 async fn reports_are_scored_by_the_reference_figures_they_state_their_supported_claims_and_repeats() {
-    let set = set();
-    let paths = vec!["/lib/2023 Q1 ACME.pdf".to_string(), "/lib/2023 Q2 ACME.pdf".to_string()];
-    let questions = select_questions(&set, &paths, Only::All);
-    let retriever = Arc::new(SetRetriever::build(&set, None, &mut |_, _| {}).unwrap());
-    let library = SearchableLibrary {
-        info: LibraryInfo { name: "acme".into(), description: String::new() },
-        retriever,
-        always: false,
-    };
+    let (questions, library) = acme_questions_and_library();
     let config = AgentConfig { max_rounds: 1, ..AgentConfig::default() };
     let setup = RunSetup { set: "acme", library: "acme", offset: 0, config: &config };
     let mut trace: Vec<u8> = Vec::new();

@@ -272,13 +272,27 @@ fn agent_counts(answered_by: &std::collections::BTreeMap<String, usize>) -> Stri
     answered_by.iter().map(|(agent, n)| format!("{agent} {n}")).collect::<Vec<_>>().join(", ")
 }
 
+/// A score to three decimals, or "–" where it does not apply.
+fn score(value: Option<f64>) -> String {
+    value.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
+}
+
+/// ", N failed" after a report's question counts, or nothing when none failed.
+fn failed_note(report: &AnswersReport) -> String {
+    if report.failed > 0 {
+        format!(", {} failed", report.failed)
+    } else {
+        String::new()
+    }
+}
+
 fn print_report(report: &AnswersReport, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(report)?);
         return Ok(());
     }
-    let f = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
-    let failed = if report.failed > 0 { format!(", {} failed", report.failed) } else { String::new() };
+    let f = score;
+    let failed = failed_note(report);
     println!(
         "## {} over library {} — {} agent, {} ({} answerable, {} unanswerable questions{failed})\n",
         report.set, report.library, report.agent, report.model, report.answerable, report.unanswerable
@@ -321,8 +335,8 @@ fn print_reports(report: &AnswersReport, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(report)?);
         return Ok(());
     }
-    let f = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
-    let failed = if report.failed > 0 { format!(", {} failed", report.failed) } else { String::new() };
+    let f = score;
+    let failed = failed_note(report);
     println!(
         "## {} over library {} — reports, {} ({} answerable questions{failed})\n",
         report.set, report.library, report.model, report.answerable
