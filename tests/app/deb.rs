@@ -2,8 +2,16 @@
 //! `dpkg` installs it (`usr/bin/quarry-app`, resources in `usr/lib/Quarry/`), and run with nothing from
 //! this checkout — no `QUARRY_MODELS_DIR`, no per-user model folder — so it must embed, parse and answer
 //! with the model files it carries. The running app's memory map proves which files it loaded.
+//!
+//! The installed app runs in offline mode (the default) under `strace -f`, started through a wrapper the
+//! driver launches as the app, while files are added, indexed and asked about with the embedded model:
+//! it opens no network connection (no connect or datagram to an address other than loopback, none to a
+//! DNS port).
 
-use super::{eval_dir, finished_add_summary, one_app_at_a_time, open_app_at, pick_and_add, Driver, MINUTE};
+use super::{
+    eval_dir, finished_add_summary, network_reached, one_app_at_a_time, open_app_at, pick_and_add, under_strace,
+    Driver, MINUTE,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -102,9 +110,10 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
             ("XDG_DATA_HOME", &xdg_data),
             ("QUARRY_APP_PICKED_PATHS", &picked),
         ],
-        &["QUARRY_MODELS_DIR", "QUARRY_BUNDLED_MODELS_DIR", "QUARRY_LLM_MODEL_FILE"],
+        &["QUARRY_MODELS_DIR", "QUARRY_BUNDLED_MODELS_DIR", "QUARRY_LLM_MODEL_FILE", "QUARRY_NETWORK"],
     );
-    let app = open_app_at(&driver, &binary).await;
+    let (wrapper, trace) = under_strace(work.path(), &binary);
+    let app = open_app_at(&driver, &wrapper).await;
     app.wait_for("#new-library-name", MINUTE).await.unwrap().type_text("installed\u{E007}").await.unwrap();
     app.wait_for("li[data-library='installed'].selected", 2 * MINUTE).await.unwrap();
     let docs = eval_dir().join("C_private_library/docs");
@@ -144,6 +153,8 @@ async fn the_deb_package_runs_with_only_the_model_files_it_carries() {
     }
     assert!(!maps.contains("assets/models"), "the app mapped a file from the checkout:\n{maps}");
     app.quit().await.unwrap();
+    drop(driver);
+    assert_eq!(network_reached(&trace), Vec::<String>::new(), "the offline app reached the network");
 
     // The CLI the package installs beside the app: it finds the package's models (`../lib/Quarry/models`
     // beside /usr/bin) before any other folder, and searches the library the app built.

@@ -301,7 +301,8 @@ fn headings_and_links(text: &str) -> (Vec<String>, Vec<String>) {
     (headings, links)
 }
 
-/// Every network connection a command attempts, from `strace -f -e trace=connect,sendto,sendmsg,openat`:
+/// Every network connection a command attempts, from `strace -f --seccomp-bpf -e
+/// trace=connect,sendto,sendmsg,openat` (the seccomp filter stops the command only at those calls):
 /// the AF_INET / AF_INET6 addresses of connects and of datagrams sent without one (a DNS lookup is one
 /// or the other; Unix sockets are local by nature and not listed), and every file it opens that a
 /// telemetry queue would use (`…/Microsoft/…`). The command runs as `quarry(data)` runs it (SmolLM2
@@ -312,7 +313,7 @@ fn connects_of(data: &Path, args: &[&str]) -> (std::process::Output, Vec<String>
     let quarry_bin = quarry(data).get_program().to_owned();
     let mut command = std::process::Command::new("strace");
     command
-        .args(["-f", "-qq", "-e", "trace=connect,sendto,sendmsg,openat", "-o"])
+        .args(["-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto,sendmsg,openat", "-o"])
         .arg(&trace)
         .arg(quarry_bin)
         .args(args);

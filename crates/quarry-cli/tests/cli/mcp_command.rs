@@ -26,7 +26,18 @@ fn an_mcp_client_lists_searches_and_asks_over_stdio_and_http() {
     let trace = tmp.path().join("mcp.trace");
     let output = std::process::Command::new(&python)
         .arg(&client)
-        .args(["sec", question, "--", "strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o"])
+        .args([
+            "sec",
+            question,
+            "--",
+            "strace",
+            "-f",
+            "--seccomp-bpf",
+            "-qq",
+            "-e",
+            "trace=connect,sendto,sendmsg",
+            "-o",
+        ])
         .arg(&trace)
         .args([env!("CARGO_BIN_EXE_quarry"), "--data-dir", data.to_str().unwrap(), "mcp"])
         // The server serves `sec` only: `other` must not be reachable.
