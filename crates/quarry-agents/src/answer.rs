@@ -483,7 +483,7 @@ pub fn drop_repeated_sentences(markdown: &str, said: &mut Vec<std::collections::
     let mut kept: Vec<String> = Vec::new();
     for line in markdown.lines() {
         // Headings are kept as they are (one left heading nothing goes below).
-        if line.trim_start().starts_with('#') {
+        if crate::text::heading_level(line).is_some() {
             kept.push(line.to_string());
             continue;
         }
@@ -513,15 +513,12 @@ pub fn drop_repeated_sentences(markdown: &str, said: &mut Vec<std::collections::
     }
     let lines: Vec<&str> = kept.iter().map(String::as_str).collect();
     // A heading whose next line with text is a heading of its level or above, or the end, heads nothing.
-    let level = |line: &str| {
-        let hashes = line.chars().take_while(|&c| c == '#').count();
-        (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
-    };
+    let level = crate::text::heading_level;
     let mut out: Vec<&str> = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
-        if let Some(own) = level(line.trim_start()) {
+        if let Some(own) = level(line) {
             let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
-            if next.is_none_or(|n| level(n.trim_start()).is_some_and(|l| l <= own)) {
+            if next.is_none_or(|n| level(n).is_some_and(|l| l <= own)) {
                 continue;
             }
         }

@@ -569,7 +569,7 @@ pub fn check_claims(markdown: &str, sources: &[Citation], genre: &dyn Genre) -> 
         let words = word_count(&text);
         // No claim: a Markdown heading or a short one, a lead-in to a list ("The changes are as
         // follows:"), a decline.
-        let heading = s.text.trim_start().starts_with('#');
+        let heading = crate::text::heading_level(s.text.trim_start()).is_some();
         if heading || (stated.is_empty() && (words < 4 || text.ends_with([':', '：']))) || is_decline(&text) {
             continue;
         }
@@ -697,7 +697,7 @@ pub fn repair_citations(markdown: &str, sources: &[Citation]) -> (String, Vec<Ci
         }
         // A Markdown heading names what follows; it is not cited (a report section's "### Three months
         // ended April 1, 2023" states a date every passage of that quarter holds).
-        if !*cited && !paragraph.trim_start().starts_with('#') {
+        if !*cited && crate::text::heading_level(paragraph.trim_start()).is_none() {
             // A line that declines is cited sentence by sentence, which leaves the decline uncited.
             if let Some(to) = holder(paragraph).filter(|_| !is_decline(paragraph)) {
                 let trimmed = out.trim_end_matches([' ', '\t']).len();

@@ -437,16 +437,12 @@ pub(crate) fn demote_headings(markdown: &str) -> String {
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             in_fence = !in_fence;
         }
-        let hashes = trimmed.chars().take_while(|&c| c == '#').count();
-        let is_heading = !in_fence
-            && (1..=6).contains(&hashes)
-            && trimmed[hashes..].starts_with([' ', '\t'])
-            && line.len() - trimmed.len() < 4;
-        if is_heading {
-            out.push_str(&"#".repeat((hashes + 2).min(6)));
-            out.push_str(&trimmed[hashes..]);
-        } else {
-            out.push_str(line);
+        match crate::text::heading_level(line).filter(|_| !in_fence) {
+            Some(hashes) => {
+                out.push_str(&"#".repeat((hashes + 2).min(6)));
+                out.push_str(&trimmed[hashes..]);
+            }
+            None => out.push_str(line),
         }
         out.push('\n');
     }

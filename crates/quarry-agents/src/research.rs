@@ -443,7 +443,7 @@ fn without_title_heading(markdown: &str, title: &str) -> String {
     let plain = |s: &str| s.trim().trim_matches(['#', '*', ' ', ':']).trim().to_lowercase();
     let mut lines = markdown.trim_start().splitn(2, '\n');
     match (lines.next(), lines.next()) {
-        (Some(first), rest) if first.trim_start().starts_with('#') && plain(first) == plain(title) => {
+        (Some(first), rest) if crate::text::heading_level(first).is_some() && plain(first) == plain(title) => {
             rest.unwrap_or("").trim_start().to_string()
         }
         _ => markdown.to_string(),

@@ -111,6 +111,20 @@ pub(crate) fn sentence_pieces(text: &str) -> Vec<&str> {
     pieces
 }
 
+/// The level (1–6) of `line` when it is a Markdown ATX heading — at most three spaces, one to six `#`,
+/// then a space, a tab or the line's end (CommonMark) — else `None`. The one heading test of the
+/// answer and report finishing (demoting a section's headings, dropping a heading left with nothing
+/// under it, keeping headings out of citations and the claim check).
+pub fn heading_level(line: &str) -> Option<usize> {
+    let trimmed = line.trim_start_matches(' ');
+    if line.len() - trimmed.len() >= 4 {
+        return None;
+    }
+    let hashes = trimmed.chars().take_while(|&c| c == '#').count();
+    let rest = &trimmed[hashes..];
+    ((1..=6).contains(&hashes) && (rest.is_empty() || rest.starts_with([' ', '\t']))).then_some(hashes)
+}
+
 /// Fewest distinct words a sentence needs for [`says_again`] to call it a repeat.
 pub const REPEAT_MIN_WORDS: usize = 4;
 
@@ -267,4 +281,21 @@ pub(crate) fn split_line_head(line: &str) -> Option<(&str, &str)> {
         None => rest.strip_prefix(':')?,
     };
     Some((file, rest.trim_start()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heading_level;
+
+    #[test]
+    fn headings_are_read_as_commonmark_reads_them() {
+        assert_eq!(heading_level("# Revenue"), Some(1));
+        assert_eq!(heading_level("   ### Three months ended April 1, 2023"), Some(3));
+        assert_eq!(heading_level("##"), Some(2));
+        assert_eq!(heading_level("###### six"), Some(6));
+        // Seven hashes, no space after them, four spaces before: not headings.
+        for line in ["####### seven", "#hashtag", "    # code", "- # item", "Revenue # 2"] {
+            assert_eq!(heading_level(line), None, "{line}");
+        }
+    }
 }
