@@ -14,6 +14,7 @@ pub mod answer;
 mod chain_of_rag;
 pub mod claims;
 pub mod conversation;
+pub mod copied;
 mod deep_search;
 pub mod document_match;
 pub mod document_plan;

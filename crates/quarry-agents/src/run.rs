@@ -628,10 +628,12 @@ impl Run {
 
     /// Model-written `markdown` from `passages` (numbered from 1, as its prompt numbered them) made fit to
     /// read: the passage headers it copied made markers ([`crate::answer::replace_copied_headers`]), a
-    /// loop of lines alike cut ([`crate::answer::cut_repeated_lines`], reported as a degraded step), its
-    /// citation markers in one form ([`crate::answer::canonical_markers`]), and a citation whose figures
-    /// are in another passage moved there ([`crate::claims::repair_citations`]). Returns the text and the
-    /// repairs. Every answer ([`Run::finish_answer`]) and every section of a report goes through it.
+    /// loop of lines alike cut ([`crate::answer::cut_repeated_lines`], reported as a degraded step), the
+    /// numbers it changed in words copied from a passage put back ([`crate::copied::restore_copied_figures`],
+    /// reported likewise), its citation markers in one form ([`crate::answer::canonical_markers`]), and a
+    /// citation whose figures are in another passage moved there ([`crate::claims::repair_citations`]).
+    /// Returns the text and the repairs. Every answer ([`Run::finish_answer`]) and every section of a
+    /// report goes through it.
     pub fn finish_text(&self, markdown: &str, passages: &[Passage]) -> (String, Vec<crate::answer::CitationRepair>) {
         let markdown = crate::answer::replace_copied_headers(markdown, passages);
         // A loop the model wrote is cut to its first lines, and the person told so.
@@ -641,6 +643,17 @@ impl Run {
                 "answer",
                 &format!("the model wrote {cut} more lines alike (a loop)"),
                 "its first lines kept, the rest left out",
+            );
+        }
+        // A number changed in words the model copied is the passage's again, and the person told so.
+        let (markdown, restored) = crate::copied::restore_copied_figures(&markdown, passages);
+        if !restored.is_empty() {
+            let changes: Vec<String> =
+                restored.iter().map(|r| format!("{} for {} [{}]", r.written, r.passage_says, r.passage)).collect();
+            self.degraded(
+                "answer",
+                &format!("the model changed figures in words it copied from a passage: {}", changes.join(", ")),
+                "the passages' figures put back",
             );
         }
         let markdown = crate::answer::canonical_markers(&markdown, passages.len());

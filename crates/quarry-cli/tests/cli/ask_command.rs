@@ -95,13 +95,15 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     assert!(!answer["markdown"].as_str().unwrap().trim().is_empty());
     // The answer streams as the model writes it; the final text turns the passage headers the model
     // copied into their markers (or drops them when it changed their file name: "20080117X02009.pdf,
-    // p. 3 (… · 20080130X02009)"), cuts a loop of lines alike to its first lines, and adds the markers
-    // the citation repair found (a line copied from a passage cites it), nothing else.
+    // p. 3 (… · 20080130X02009)"), cuts a loop of lines alike to its first lines, puts back the numbers
+    // it changed in words copied from a passage, and adds the markers the citation repair found (a line
+    // copied from a passage cites it), nothing else.
     let streamed: String = of(&events, "answer_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
     let sources: Vec<quarry_agents::answer::Citation> = serde_json::from_value(answer["sources"].clone()).unwrap();
     let passages: Vec<quarry_core::Passage> = sources.into_iter().map(|c| c.passage).collect();
     let streamed = quarry_agents::answer::replace_copied_headers(streamed.trim(), &passages);
     let (streamed, _) = quarry_agents::answer::cut_repeated_lines(&streamed);
+    let (streamed, _) = quarry_agents::copied::restore_copied_figures(&streamed, &passages);
     let strip = quarry_agents::answer::strip_citations;
     assert_eq!(strip(streamed.trim()), strip(answer["markdown"].as_str().unwrap()));
 
