@@ -82,9 +82,13 @@ pub fn compare_embedders(
     let Some(reference) = reference else {
         return Ok(EmbedderComparison { runs, agreement: None });
     };
-    let dir = std::env::temp_dir().join(format!("quarry-eval-embedder-{}", std::process::id()));
+    // Removed when it goes out of scope, whether the reference succeeds or fails.
+    let folder = tempfile::Builder::new()
+        .prefix("quarry-eval-embedder-")
+        .tempdir()
+        .map_err(|e| failed(format!("a temporary folder: {e}")))?;
+    let dir = folder.path();
     let io = |e: std::io::Error| failed(format!("{}: {e}", dir.display()));
-    std::fs::create_dir_all(&dir).map_err(io)?;
     let texts_file = dir.join("texts.jsonl");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&texts_file).map_err(io)?);
     for text in texts {
@@ -123,7 +127,7 @@ pub fn compare_embedders(
         tokens: report["tokens"].as_u64().unwrap_or(0) as usize,
     });
     let bytes = std::fs::read(&vectors_file).map_err(io)?;
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(folder);
     let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let dimension = embedder.dimension();
     if floats.len() != dimension * texts.len() {

@@ -421,15 +421,11 @@ fn kill_minus_nine_at_random_moments_never_leaves_a_half_indexed_library() {
     let expected = check_consistent(&reference_data, "crash");
     assert!(expected.0 >= 10, "{expected:?}");
 
-    // A simple xorshift, seeded from the clock but printed, so a failing run can be replayed.
-    let mut seed = crate::run_seed("QUARRY_KILL_SEED");
+    // Random moments, seeded from the clock but printed, so a failing run can be replayed.
+    let seed = crate::run_seed("QUARRY_KILL_SEED");
     eprintln!("kill test seed {seed}, full run {full_run:?}");
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut random = fastrand::Rng::with_seed(seed);
+    let mut next = || random.u64(..);
     let events = tmp.path().join("events.jsonl");
     let (mut completed_runs, mut commit_kills) = (0, 0);
     // Twelve runs: six at a random moment, six just after a group's vectors (24 before: half the CI
@@ -721,14 +717,10 @@ fn kill_minus_nine_during_sync_remove_and_reindex_never_leaves_a_half_indexed_li
     std::fs::copy(docs.join("ntsb/20080108X00029.pdf"), docs.join("ntsb/20080102X00005.pdf")).unwrap();
     std::fs::remove_file(docs.join("ntsb/20080117X00072.pdf")).unwrap();
 
-    let mut seed = crate::run_seed("QUARRY_KILL_SEED");
+    let seed = crate::run_seed("QUARRY_KILL_SEED");
     eprintln!("kill test seed {seed}");
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut random = fastrand::Rng::with_seed(seed);
+    let mut next = move || random.u64(..);
     let fresh = |from: &Path, to: &Path| {
         let _ = std::fs::remove_dir_all(to);
         copy_dir(from, to);
