@@ -114,7 +114,7 @@ fn every_agent_answers_with_the_embedded_model_and_cites_real_chunks() {
     let out = std::fs::File::create(&plain).unwrap();
     let report = tmp.path().join("plain report.md");
     let status = quarry(&data)
-        .args(["ask", question, "--agent", "naive", "--library", "ntsb", "--answer-tokens", "160", "--threads", "2"])
+        .args(["ask", question, "--agent", "naive", "--library", "ntsb", "--answer-tokens", "48", "--threads", "2"])
         .arg("--report")
         .arg(&report)
         .stdout(out.try_clone().unwrap())

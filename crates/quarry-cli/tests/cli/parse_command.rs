@@ -75,11 +75,13 @@ fn every_real_document_ends_in_a_row_and_the_batch_finishes() {
 }
 
 /// Pages without a text layer are rendered and read by OCR without taking a batch down: the shared
-/// scans and pictures (docling's OCR sources, markitdown's scanned report and the picture in its ZIP,
-/// py-pdf's ImageMagick PDFs) and every sixteenth of pdf.js's rendering tests by name (JBIG2, CCITT,
-/// masks, broken streams — what PDFium renders for OCR), each ending in a row with an allowed status.
-/// Which sixteenth changes from run to run (printed; `QUARRY_OCR_SAMPLE=N` replays one), so CI reads
-/// all of them over time at half the cost of every eighth each run.
+/// scans and pictures (docling's OCR sources, markitdown's scanned report and the picture in its ZIP),
+/// one of py-pdf's four ImageMagick PDFs (images, LZW, CCITT fax, ASCII85; the first two take about 25 s
+/// each to render and read, the others 7–8 s) and every sixteenth of pdf.js's rendering tests by name
+/// (JBIG2, CCITT, masks, broken streams — what PDFium renders for OCR), each ending in a row with an
+/// allowed status. Which sixteenth and which ImageMagick PDF change from run to run (printed;
+/// `QUARRY_OCR_SAMPLE=N` replays them), so CI reads all of them over time at a fraction of the cost of
+/// reading them all each run.
 #[test]
 fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
     let b = eval_dir().join("B_documents");
@@ -93,8 +95,16 @@ fn scans_and_pdf_rendering_tests_read_by_ocr_end_in_rows() {
     eprintln!("pdf.js sample: every sixteenth from number {first} (QUARRY_OCR_SAMPLE={first} replays it)");
     let mut inputs: Vec<PathBuf> = pdfjs.into_iter().skip(first).step_by(16).collect();
     let sampled = inputs.len();
+    let mut imagemagick: Vec<PathBuf> = std::fs::read_dir(b.join("py-pdf_sample-files/007-imagemagick-images"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    imagemagick.sort();
+    assert_eq!(imagemagick.len(), 4, "{imagemagick:?}");
+    let imagemagick = imagemagick.swap_remove(first % 4);
+    eprintln!("ImageMagick PDF: {}", imagemagick.display());
     inputs.push(b.join("docling_tests/ocr/sources"));
-    inputs.push(b.join("py-pdf_sample-files/007-imagemagick-images"));
+    inputs.push(imagemagick);
     inputs.push(b.join("markitdown_test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"));
     inputs.push(b.join("markitdown_test_files/test_files.zip"));
     let mut args: Vec<String> = inputs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
