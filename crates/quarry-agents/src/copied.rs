@@ -110,9 +110,9 @@ struct Run {
     passage: usize,
     numbers: Vec<String>,
     /// The run starts where a clause of the passage starts — a word that is the passage's first token or
-    /// follows a line break, a full stop, a colon, a semicolon, `!` or `?` — not inside a label: "Net sales: $53,037 million …" under a
-    /// segment's heading matches the end of "Total net sales: $82,959 million …", another row. Only such
-    /// runs give their numbers back; any run shows a copy made right.
+    /// follows a line break, a full stop, a colon, a semicolon, `!` or `?` — not inside a label: "Net
+    /// sales: $53,037 million …" under a segment's heading matches the end of "Total net sales: $82,959
+    /// million …", another row. Only such runs give their numbers back; any run shows a copy made right.
     clause_start: bool,
 }
 
@@ -198,11 +198,15 @@ pub fn restore_copied_figures(markdown: &str, passages: &[Passage]) -> (String, 
         let words = tokens(&plain);
         let all: Vec<Run> =
             passages.iter().enumerate().flat_map(|(i, p)| runs(&words, i, &p.text, &passage_tokens[i])).collect();
-        let numbers_at =
-            |run: &Run| -> Vec<usize> { (run.at..run.at + run.len).filter(|&k| words[k].number).collect() };
-        let agrees = |run: &Run| {
-            numbers_at(run).iter().zip(&run.numbers).all(|(&k, n)| same_number(&plain[words[k].start..words[k].end], n))
+        // Each number of a run as the answer writes it, beside the number its passage states there.
+        let pairs = |run: &Run| -> Vec<(&str, String)> {
+            (run.at..run.at + run.len)
+                .filter(|&k| words[k].number)
+                .map(|k| &plain[words[k].start..words[k].end])
+                .zip(run.numbers.iter().cloned())
+                .collect()
         };
+        let agrees = |run: &Run| pairs(run).iter().all(|(written, says)| same_number(written, says));
         // Some passage holds a run with the answer's own numbers: the copy is right (maybe cited to
         // another filing, which citation repair mends), so nothing is changed in this sentence.
         if all.is_empty() || all.iter().any(agrees) {
@@ -215,13 +219,7 @@ pub fn restore_copied_figures(markdown: &str, passages: &[Passage]) -> (String, 
         let clauses: Vec<&Run> = all.iter().filter(|r| r.clause_start).collect();
         let from_cited: Vec<&Run> = clauses.iter().copied().filter(|r| cited.contains(&r.passage)).collect();
         let candidates = if from_cited.is_empty() { clauses } else { from_cited };
-        let kept = |run: &Run| {
-            numbers_at(run)
-                .iter()
-                .zip(&run.numbers)
-                .filter(|&(&k, n)| same_number(&plain[words[k].start..words[k].end], n))
-                .count()
-        };
+        let kept = |run: &Run| pairs(run).iter().filter(|(written, says)| same_number(written, says)).count();
         let rank = |run: &Run| (kept(run), run.len);
         let Some(top) = candidates.iter().map(|r| rank(r)).max() else {
             out.push_str(sentence);
@@ -231,23 +229,19 @@ pub fn restore_copied_figures(markdown: &str, passages: &[Passage]) -> (String, 
         let (first, rest) = chosen.split_first().expect("the best-ranked runs");
         let same_span = rest.iter().all(|r| r.at == first.at);
         let same_numbers = rest.iter().all(|r| r.numbers.iter().zip(&first.numbers).all(|(a, b)| same_number(a, b)));
-        let copies = numbers_at(first)
-            .iter()
-            .zip(&first.numbers)
-            .all(|(&k, says)| copy_of(&plain[words[k].start..words[k].end], says));
+        let first_pairs = pairs(first);
+        let copies = first_pairs.iter().all(|(written, says)| copy_of(written, says));
         // The amounts it would change (not years, not numbers of one or two digits) all stand elsewhere in
         // the passages: the model wrote another row's or sentence's figures under these words ("Services:
         // $81,797 million …", the total's figures under a segment's label), a mix-up the claim check
         // flags, not a copy gone wrong; giving the words their own figures would drop what it meant.
-        let amounts: Vec<String> = numbers_at(first)
+        let amounts: Vec<String> = first_pairs
             .iter()
-            .zip(&first.numbers)
-            .map(|(&k, says)| (plain[words[k].start..words[k].end].replace(',', ""), says))
             .filter(|(written, says)| {
                 !same_number(written, says) && written.chars().filter(char::is_ascii_digit).count() >= 3
             })
-            .filter(|(written, _)| !written.parse::<u32>().is_ok_and(|year| (1900..=2100).contains(&year)))
-            .map(|(written, _)| written)
+            .map(|(written, _)| written.replace(',', ""))
+            .filter(|written| crate::figures::years(written).is_empty())
             .collect();
         let mixed_up = !amounts.is_empty() && amounts.iter().all(|a| stated.contains(a));
         if !same_span || !same_numbers || !copies || mixed_up {
@@ -255,10 +249,10 @@ pub fn restore_copied_figures(markdown: &str, passages: &[Passage]) -> (String, 
             continue;
         }
         let mut text = sentence.to_string();
-        // Back to front, so the byte offsets of the numbers not yet replaced hold.
-        for (&k, number) in numbers_at(first).iter().zip(&first.numbers).rev() {
-            let token = &words[k];
-            let written = &sentence[token.start..token.end];
+        // Back to front, so the byte offsets of the numbers not yet replaced hold (markers were blanked in
+        // `plain` byte for byte, so its offsets are the sentence's).
+        let at: Vec<&Token> = words[first.at..first.at + first.len].iter().filter(|t| t.number).collect();
+        for (token, (written, number)) in at.iter().zip(&first_pairs).rev() {
             if !same_number(written, number) {
                 restored.push(RestoredFigure {
                     written: written.to_string(),
