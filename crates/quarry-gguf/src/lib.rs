@@ -55,8 +55,8 @@ pub struct GgufConfig {
 /// gets its logit lowered by `multiplier · base^(n − allowed_length)`, where `n` is the length of the
 /// repeat it would extend. It looks only at generated tokens (the prompt is never fed to it), so copying
 /// names and numbers from the passages is not penalised — a plain repetition penalty would also push the
-/// model away from the words of its sources. Sequences restart at the breakers (newline, `:`, `"`, `*`),
-/// so list markers repeat freely. Applied to free text only: requests with a JSON schema are bounded by
+/// model away from the words of its sources. Sequences restart at [`DRY_SEQUENCE_BREAKERS`] (newline,
+/// `:`, `"`, `*` and the digits), so list markers repeat freely and numbers are never penalised. Applied to free text only: requests with a JSON schema are bounded by
 /// their grammar, and there DRY lowered DeepSearch's supporting-passage recall with SmolLM2 (HotpotQA,
 /// docs/evaluation/agents-qa.md, "Measuring answers").
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,6 +70,15 @@ pub struct RepetitionControl {
     /// How many of the latest generated tokens are searched for repeats. Default 512.
     pub last_tokens: i32,
 }
+
+/// Where DRY's repeats restart: newline, `:`, `"` and `*` (so list items and Markdown repeat freely), and
+/// the ten digits. Qwen and SmolLM2 write each digit as a token of its own; without the digits a year that
+/// follows a repeated phrase ("… of fiscal year 2024 compared to the first quarter of fiscal year 2023")
+/// extends a repeat, its digits lose logits growing with the phrase's length, and the model writes
+/// "1923" (or "2023 Q9 MSFT.pdf" for "2023 Q3 MSFT.pdf"). A token that is itself a breaker is never
+/// penalised, so with the digits a copied number is never changed by DRY, and no repeat runs through a
+/// number (sentences that loop still repeat their words, which DRY still penalises).
+pub const DRY_SEQUENCE_BREAKERS: [&str; 14] = ["\n", ":", "\"", "*", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
 
 impl Default for RepetitionControl {
     fn default() -> Self {
@@ -515,7 +524,7 @@ impl Generation {
                 dry.base,
                 dry.allowed_length,
                 dry.last_tokens,
-                ["\n", ":", "\"", "*"],
+                DRY_SEQUENCE_BREAKERS,
             ));
         }
         if self.request.temperature > 0.0 {

@@ -95,6 +95,28 @@ async fn dry_keeps_the_small_model_from_looping_and_json_steps_stay_valid() {
     );
 }
 
+/// Copying figures: an answer states the year, the date or the file name its passages state, as often as
+/// it needs them. Qwen and SmolLM2 write each digit as a token of its own, so under DRY a year repeated
+/// after a repeated phrase ("… fiscal year 2024 compared to the first quarter of fiscal year 2023") was
+/// a repeat to penalise: its first digit lost up to 7 logits and the model wrote "1923", and "2023 Q3
+/// MSFT.pdf" became "2023 Q9 MSFT.pdf" (sec-10-q answers, docs/evaluation/decisions.md, 2026-12-07 (e)).
+/// Digits break DRY's sequences, so a number is never penalised and no repeat runs through one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_never_changes_a_copied_number() {
+    let model = model(RepetitionControl::default());
+    let sentences = "Revenue rose in fiscal year 2023. Costs fell in fiscal year 2023. Margins grew in fiscal year \
+                     2023. Staff grew in fiscal year 2023. Cash rose in fiscal year 2023.";
+    let request = ChatRequest::new(
+        "answer",
+        "You copy text exactly as it is given, word for word.",
+        format!("Copy this text exactly:\n{sentences}"),
+        80,
+    );
+    let text = model.complete(&request, None).await.unwrap().text;
+    let years: Vec<&str> = text.split(|c: char| !c.is_ascii_digit()).filter(|w| w.len() == 4).collect();
+    assert!(years.len() >= 4 && years.iter().all(|y| *y == "2023"), "years changed in copying: {years:?}\n{text}");
+}
+
 /// Two kinds of call that alternate — a router's and an answer's, each question — keep their own
 /// prefixes: the third call reuses what it shares with the first although another prompt ran between.
 /// (With one kept context the router's call evicted the answer's prefix: 7 of 1,599 prompt tokens a
