@@ -4,5 +4,6 @@
 mod fakes;
 mod flows;
 mod genre;
+mod layers;
 mod report;
 mod research;
