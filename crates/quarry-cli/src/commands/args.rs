@@ -108,7 +108,8 @@ pub struct LlmArgs {
     #[arg(long, default_value_t = quarry_session::LlmSettings::default().context_tokens)]
     pub context_tokens: u32,
     /// Repetition control of the embedded model: the DRY sampler's multiplier (0 turns it off). It
-    /// penalises extending a sequence the model already wrote, which stops small models' loops.
+    /// penalises extending a sequence the model already wrote, which stops small models' loops (digits
+    /// never extend one, so numbers are copied unchanged).
     #[arg(long, default_value_t = quarry_session::LlmSettings::default().dry_multiplier)]
     pub dry_multiplier: f32,
     /// Make the embedded model process every prompt whole, instead of skipping the prefix it shares with
