@@ -75,10 +75,14 @@ impl Drop for LlmServer {
     }
 }
 
-/// tauri-driver on a free port under its own Xvfb display; killed (with the display) on drop.
+/// tauri-driver on a free port under its own Xvfb display; killed (with the display) on drop. What the
+/// driver, the display and the app write to stderr goes to `log`, printed when the test fails: a helper
+/// they start that outlives the process group (a session bus GTK launches) then holds no pipe of the
+/// test's, which nextest flagged as a leaky test.
 struct Driver {
     child: Child,
     url: String,
+    log: tempfile::NamedTempFile,
 }
 
 impl Driver {
@@ -92,6 +96,7 @@ impl Driver {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
+        let log = tempfile::NamedTempFile::new().expect("a log file for the driver");
         let mut command = Command::new("xvfb-run");
         command
             .args(["-a", "-s", "-screen 0 1280x860x24"])
@@ -105,7 +110,7 @@ impl Driver {
                 "/usr/bin/WebKitWebDriver",
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(log.reopen().expect("the driver's log file"))
             // A new process group, so the whole tree (Xvfb, drivers, app) is killed together.
             .process_group(0);
         // The app answers with SmolLM2-135M unless a test says otherwise: the default model,
@@ -128,7 +133,7 @@ impl Driver {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Driver { child, url }
+        Driver { child, url, log }
     }
 }
 
@@ -140,6 +145,10 @@ impl Drop for Driver {
         std::thread::sleep(Duration::from_millis(500));
         let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+            eprintln!("driver, display and app stderr:\n{log}");
+        }
     }
 }
 
