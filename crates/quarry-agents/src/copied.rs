@@ -10,6 +10,11 @@
 //! numbers, unless some passage holds the run with the answer's own numbers (a filing's row copied right,
 //! beside another filing's row of the same words), and only when the passages the sentence cites (or,
 //! citing none, all the passages) agree on one set of numbers for it. No model call; no genre knowledge.
+//!
+//! Most such changes the embedded model made came from its repetition control, not from the model: DRY
+//! penalised a digit that continued a repeat, and since digits break its repeats (quarry-gguf's
+//! `DRY_SEQUENCE_BREAKERS`, docs/evaluation/decisions.md, 2026-12-07 (e)) they are rare. What is put back
+//! here now is what a model changes on its own, an OpenAI-compatible server's included.
 
 use crate::answer::{pieces, Piece};
 use quarry_core::Passage;
