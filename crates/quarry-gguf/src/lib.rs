@@ -56,9 +56,10 @@ pub struct GgufConfig {
 /// repeat it would extend. It looks only at generated tokens (the prompt is never fed to it), so copying
 /// names and numbers from the passages is not penalised — a plain repetition penalty would also push the
 /// model away from the words of its sources. Sequences restart at [`DRY_SEQUENCE_BREAKERS`] (newline,
-/// `:`, `"`, `*` and the digits), so list markers repeat freely and numbers are never penalised. Applied to free text only: requests with a JSON schema are bounded by
-/// their grammar, and there DRY lowered DeepSearch's supporting-passage recall with SmolLM2 (HotpotQA,
-/// docs/evaluation/agents-qa.md, "Measuring answers").
+/// `:`, `"`, `*` and the digits), so list markers repeat freely and numbers are never penalised.
+/// Applied to free text only: requests with a JSON schema are bounded by their grammar, and there DRY
+/// lowered DeepSearch's supporting-passage recall with SmolLM2 (HotpotQA, docs/evaluation/agents-qa.md,
+/// "Measuring answers").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RepetitionControl {
     /// Penalty scale; 0 turns DRY off. Default 0.8 (the value DRY's author recommends).

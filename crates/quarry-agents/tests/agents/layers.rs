@@ -6,14 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Module name of a source file relative to `src/`: `genre/financial/key_quote.rs` → `genre::financial`.
+/// Module name of a source file relative to `src/`, read as an import of its path is ([`target_of`]):
+/// `genre/financial/key_quote.rs` → `genre::financial`, `genre/mod.rs` → `genre`.
 fn module_of(relative: &str) -> String {
-    let name = relative.trim_end_matches(".rs").trim_end_matches("/mod").replace('/', "::");
-    if name.starts_with("genre::financial") {
-        "genre::financial".to_string()
-    } else {
-        name
-    }
+    target_of(&relative.trim_end_matches(".rs").trim_end_matches("/mod").replace('/', "::"))
 }
 
 /// The module a `crate::` path names: its first segment, or `genre::financial` for that layer.
