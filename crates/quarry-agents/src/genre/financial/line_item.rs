@@ -10,6 +10,10 @@ use crate::text::stems;
 /// it a question on Amazon's AWS revenue shared one word with the row "AWS: Net sales: $23,059 million",
 /// and a question on Microsoft's "total net sales" none with its "Total revenue" row. A cost of revenue is
 /// one item of its own, matched as one word, so it answers no question on revenue (nor the other way).
+/// "Operating costs", "operational expenses" and "operating" or "operational expenditures" are what the
+/// filings print as operating expenses: a question on NVIDIA's operating costs shared one word
+/// ("operating") with its "Total operating expenses" row and got no quote of it
+/// (docs/evaluation/decisions.md, 2026-12-07 (g)).
 /// "Sales and marketing" reads "revenue and marketing" and still names an expense: a label must name only
 /// what is asked (`key_quote`'s label rule), and [`LINE_ITEMS`] reads "sales and marketing" as an
 /// item of its own.
@@ -17,6 +21,11 @@ pub(crate) const SAME_LINE_ITEM: &[(&str, &str)] = &[
     ("cost of sales", "costofrevenue"),
     ("cost of revenue", "costofrevenue"),
     ("cost of revenues", "costofrevenue"),
+    ("operating costs", "operating expenses"),
+    ("operational costs", "operating expenses"),
+    ("operational expenses", "operating expenses"),
+    ("operating expenditures", "operating expenses"),
+    ("operational expenditures", "operating expenses"),
     ("sales", "revenue"),
 ];
 
@@ -171,6 +180,9 @@ mod tests {
         assert_eq!(named("Selling, general and administrative expenses"), ["revenue general administrative"]);
         assert_eq!(named("Research and development expenses were $6,844 million"), ["research development"]);
         assert_eq!(named("Revenue rose while total operating expenses fell"), ["revenue", "operating expense"]);
+        assert_eq!(named("NVIDIA's operating costs rose"), ["operating expense"]);
+        assert_eq!(named("Microsoft's operational expenditures"), ["operating expense"]);
+        assert_eq!(named("operational expenses and revenue"), ["operating expense", "revenue"]);
         assert!(named("AWS").is_empty());
         assert!(named("Intelligent Cloud").is_empty());
     }
