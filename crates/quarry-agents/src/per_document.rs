@@ -139,10 +139,10 @@ pub async fn answer_per_document(
         // As under NaiveRAG's answer: a line that states no amount may quote the filing's row that its
         // label names only what is asked for ("Inventories", "Total inventories") from the rest of the
         // filing — the balance-sheet line no search for the question's wording ranks.
-        let rest = if crate::text::states_amount(&said) {
-            Vec::new()
-        } else {
+        let rest = if run.genre().quotes_from_rest_of_document(question, &said) {
             run.rest_of_document(&document[0], &document[..used], unread).await?
+        } else {
+            Vec::new()
         };
         let sources = QuoteSources {
             read: &document[..used],

@@ -538,9 +538,10 @@ impl Run {
                 }
                 None => {
                     // The model's words first, then the filing's own, quoted and cited. The rest of the
-                    // document is read only for an answer that states no amount: only then is it quoted from.
+                    // document is read only when the genre may quote from it (by default, under an answer
+                    // that states no amount).
                     let rest = match rest_of {
-                        Some(named) if !crate::text::states_amount(&text) => {
+                        Some(named) if self.genre().quotes_from_rest_of_document(question, &text) => {
                             self.rest_of_document(named, &passages, further).await?
                         }
                         _ => Vec::new(),

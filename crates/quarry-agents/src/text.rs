@@ -168,13 +168,16 @@ pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 
 /// The label of a table row as [`quarry_core::table_row::write_row`] writes it — `Inventories: 5,433
 /// million (June 25, 2022); …` gives `Inventories` — with one cell or more; `None` for any other text.
+/// A first cell that is an accounting negative without a currency sign (`Net cash used in financing:
+/// (10,883) million (three months …); …`, Microsoft's statements) is read too.
 pub(crate) fn row_label(piece: &str) -> Option<&str> {
     if let Some((label, _)) = quarry_core::table_row::parse_row(piece) {
         return Some(label);
     }
-    // One cell: `label: value (column)`, the value starting as an amount does.
+    // One cell, or a first cell that opens with "(": `label: value (column)…`, the value starting as an
+    // amount does; the column's " (" is the first one not right after the label's colon.
     let piece = piece.trim_end();
-    let open = piece.find(" (")?;
+    let open = piece.match_indices(" (").map(|(at, _)| at).find(|&at| !piece[..at].ends_with(':'))?;
     let value_start = piece[..open].rfind(": ")?;
     let amount = piece[value_start + 2..open]
         .chars()

@@ -91,6 +91,14 @@ pub trait Genre: Send + Sync + std::fmt::Debug {
         most: usize,
     ) -> Vec<KeyQuote>;
 
+    /// Whether the quote under `answer` to `question` may come from the rest of the answered document
+    /// too (its passages no search ranked: [`Genre::key_quotes`]' `rows_only`), so that rest is read
+    /// from the library. By default, only under an answer that states no amount of its own.
+    fn quotes_from_rest_of_document(&self, question: &str, answer: &str) -> bool {
+        let _ = question;
+        !crate::text::states_amount(answer)
+    }
+
     /// The line items `text` names, as indexes into the genre's vocabulary, in ascending order.
     fn line_items(&self, text: &str) -> Vec<usize>;
 

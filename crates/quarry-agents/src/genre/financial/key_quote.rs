@@ -63,6 +63,11 @@ pub const QUOTE_CHARS: usize = 400;
 /// takes its place. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
 /// Empty when `answer` declines ([`crate::text::is_decline`]) or `question` is mostly CJK text.
+///
+/// A question naming a statement ("cash flows", [`crate::genre::financial::line_item::statement_items`])
+/// asks for that statement's totals: a row measuring one of them is quotable for its label alone, from
+/// `rows_only` too whatever `answer` states, those items count as asked for, and `most` grows by one
+/// for each total past the first (docs/evaluation/decisions.md, 2026-12-07 (h)).
 pub fn key_quotes(
     question: &str,
     answer: &str,
@@ -76,14 +81,28 @@ pub fn key_quotes(
     let wanted = asked_words(question);
     let asked = asked_whole_words(question, &wanted);
     let modifiers = asked_modifiers(question, &asked);
-    let asked_items = crate::genre::financial::line_item::line_items(question);
+    let mut asked_items = crate::genre::financial::line_item::line_items(question);
+    // A question on a statement ("cash flows") asks for its totals' rows: each is quotable for its label
+    // alone, from the rest of the document too, and the quote may show one more piece for each.
+    let statement = crate::genre::financial::line_item::statement_items(question);
+    for item in &statement {
+        if !asked_items.contains(item) {
+            asked_items.push(*item);
+        }
+    }
+    let most = if statement.is_empty() { most } else { most + statement.len() - 1 };
+    let statement_row = |piece: &str| {
+        row_label(piece).is_some_and(|label| {
+            crate::genre::financial::line_item::line_items(own_label(label)).iter().any(|item| statement.contains(item))
+        })
+    };
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
     // elsewhere in the filing (the percentage-of-revenue table's "Revenue: 100.0%" under the quick
     // start's "$7,192 million") adds nothing.
     let answered_with_amount = states_amount(answer);
-    let rows_only = if answered_with_amount { &[] } else { rows_only };
+    let rows_only = if answered_with_amount && statement.is_empty() { &[] } else { rows_only };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
         let sections = crate::genre::financial::table_section::sections_of_rows(text);
@@ -94,7 +113,8 @@ pub fn key_quotes(
             }
             let words = one_vocabulary(piece);
             let shared = stems(&words).intersection(&wanted).count();
-            let named_by_label = !answered_with_amount && label_is_asked_for(&words, &asked, &modifiers);
+            let named_by_label =
+                (!answered_with_amount && label_is_asked_for(&words, &asked, &modifiers)) || statement_row(piece);
             let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
             if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
@@ -673,6 +693,41 @@ mod tests {
     }
 
     #[test]
+    fn a_question_on_cash_flows_gets_the_statements_three_totals() {
+        // 2022 Q3 MSFT.pdf, p. 6, as the passages hold it (the rest of the filing: no search ranked them).
+        let operations = "Other long-term liabilities: 188 million (three months ended September 30, 2022); 250 million (three months ended September 30, 2021)\n\
+            Net cash from operations: 23,198 million (three months ended September 30, 2022); 24,540 million (three months ended September 30, 2021)\n\
+            Financing\n\
+            Repayments of debt: (1,000) million (three months ended September 30, 2022); (4,826) million (three months ended September 30, 2021)";
+        let financing = "Other, net: (264) million (three months ended September 30, 2022); (172) million (three months ended September 30, 2021)\n\
+            Net cash used in financing: (10,883) million (three months ended September 30, 2022); (16,276) million (three months ended September 30, 2021)\n\
+            Investing\n\
+            Additions to property and equipment: (6,283) million (three months ended September 30, 2022); (5,810) million (three months ended September 30, 2021)";
+        let investing = "Other, net: (860) million (three months ended September 30, 2022); (417) million (three months ended September 30, 2021)\n\
+            Net cash used in investing: (3,132) million (three months ended September 30, 2022); (3,250) million (three months ended September 30, 2021)";
+        let read =
+            "Cash, cash equivalents, and short-term investments totaled $107.2 billion as of September 30, 2022.";
+        let question = "What significant movements have been observed in Microsoft's liquidity status or cash flow as per the quarterly reports?";
+        // The answer states an amount of its own, yet the statement's rows are looked for in the rest.
+        let answer = "Cash and short-term investments totaled $107.2 billion [1].";
+        let rest = [(2, operations), (3, financing), (4, investing)];
+        let quotes = key_quotes(question, answer, &[(1, read)], &rest, 2);
+        let labels: Vec<&str> = quotes.iter().filter_map(|q| row_label(&q.text)).collect();
+        assert_eq!(labels.len(), 3, "{quotes:?}");
+        for label in ["Net cash from operations", "Net cash used in financing", "Net cash used in investing"] {
+            assert!(labels.contains(&label), "{label}: {quotes:?}");
+        }
+        // A question on no statement: from the rest, nothing under an answer stating an amount.
+        let other = "What significant movements have been observed in Microsoft's liquidity status?";
+        assert!(key_quotes(other, answer, &[(1, read)], &rest, 2).iter().all(|q| q.number == 1));
+        // The financial layer reads the rest of the document for such a question, not for another.
+        use crate::genre::Genre;
+        assert!(crate::genre::financial::Financial.quotes_from_rest_of_document(question, answer));
+        assert!(!crate::genre::financial::Financial.quotes_from_rest_of_document(other, answer));
+        assert!(crate::genre::financial::Financial.quotes_from_rest_of_document(other, "Cash grew [1]."));
+    }
+
+    #[test]
     fn with_two_pieces_the_next_row_is_quoted_too_unless_the_answer_states_it() {
         let question = "What were Apple's research and development and total operating expenses?";
         let answer = "Apple's operating expenses grew because of higher headcount [2].";
@@ -860,6 +915,15 @@ mod tests {
             Some("Cost of sales: Products")
         );
         assert_eq!(row_label("Other income: $(7,139) million (nine months ended Oct 1, 2022)"), Some("Other income"));
+        // An accounting negative without a dollar sign first (Microsoft's cash-flow statement), one cell
+        // or more: the column's " (" is not the one the amount opens with.
+        assert_eq!(
+            row_label("Net cash used in financing: (10,883) million (three months ended September 30, 2022); (16,276) million (three months ended September 30, 2021)"),
+            Some("Net cash used in financing")
+        );
+        assert_eq!(row_label("Other, net: (264) million (three months ended September 30, 2022)"), Some("Other, net"));
+        assert_eq!(row_label("Change: (3)% (change, three months ended)"), Some("Change"));
+        assert_eq!(row_label("Per share: Diluted: (1.20) (three months)"), Some("Per share: Diluted"));
         assert_eq!(row_label("The Company: see Note 4 (below)"), None, "no amount");
         assert_eq!(row_label("Revenue grew 19% (quarter over quarter)."), None, "a sentence");
     }
