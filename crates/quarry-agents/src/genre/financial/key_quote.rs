@@ -61,7 +61,8 @@ pub const QUOTE_CHARS: usize = 400;
 /// the earlier piece; a piece whose text repeats one ranked above it, or a row whose label and amounts
 /// do, is passed over, and a row whose label and amounts repeat one ranked above with more columns
 /// takes its place. Of those `most`
-/// pieces, one is quoted when `answer` states fewer than half of its amounts, percentages and numbers.
+/// pieces, one is quoted when `answer` states fewer than half of the amounts, percentages and numbers
+/// of its quote as shown (a total with its parts, [`with_parts`]; a wrapped sentence whole).
 /// Empty when `answer` declines ([`crate::text::is_decline`]) or `question` is mostly CJK text.
 ///
 /// A question naming a statement ("cash flows", [`crate::genre::financial::line_item::statement_items`])
@@ -158,14 +159,6 @@ pub fn key_quotes(
     let stated = figures(answer);
     covering_asked_items(distinct, &asked_items, most)
         .into_iter()
-        .filter(|(_, _, piece)| {
-            // The answer left the piece's figures out when it states fewer than half of them: a row the
-            // model copied (and its answer cut short) is not written twice.
-            let shown: Vec<_> =
-                key_figures(piece).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
-            let kept = shown.iter().filter(|f| states(&stated, f)).count();
-            kept * 2 < shown.len()
-        })
         .map(|(_, number, piece)| {
             // Shown whole: the sentence a wrapped line of prose belongs to ([`whole_sentence`]), a
             // total row with the rows it adds up ([`with_parts`]).
@@ -176,6 +169,15 @@ pub fn key_quotes(
                 text.and_then(|text| with_parts(text, piece))
                     .unwrap_or_else(|| cut(&piece.replace('\n', " "), QUOTE_CHARS)),
             )
+        })
+        .filter(|(_, shown)| {
+            // The answer left the quote's figures out when it states fewer than half of them: a row the
+            // model copied (and its answer cut short) is not written twice, while a total it copied is
+            // still quoted with the parts it left out.
+            let shown: Vec<_> =
+                key_figures(shown).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
+            let kept = shown.iter().filter(|f| states(&stated, f)).count();
+            kept * 2 < shown.len()
         })
         .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, text)| {
             // Two lines of one sentence, quoted once; a row quoted among a total's parts, once.
@@ -682,6 +684,13 @@ mod tests {
         assert!(quotes[0].text.starts_with("Research and development: 7,709 million"), "{quotes:?}");
         assert!(quotes[0].text.contains(" · Selling, general and administrative: 6,607 million"), "{quotes:?}");
         assert!(quotes[0].text.ends_with("12,755 million (three months ended December 25, 2021)"), "{quotes:?}");
+        // An answer that copied the total still gets it with the parts it left out; one that states
+        // the parts too gets nothing again.
+        let copied = "Total operating expenses: $14,316 million (three months ended December 31, 2022) [1].";
+        let with_total = key_quotes(question, copied, &[(1, summary), (2, statement)], &[], 1);
+        assert!(with_total.len() == 1 && with_total[0].text.contains(" · Selling, general"), "{with_total:?}");
+        let all = "R&D was 7,709 million, SG&A 6,607 million, the total 14,316 million (6,306, 6,449 and 12,755 million a year before) [2].";
+        assert!(key_quotes(question, all, &[(1, summary), (2, statement)], &[], 1).is_empty());
         // Asked as "operating costs", the same rows (one vocabulary of line items).
         let costs = "Has there been a considerable shift in Apple's operating costs over the reported quarters?";
         assert_eq!(key_quotes(costs, answer, &[(1, summary), (2, statement)], &[], 1), quotes);
