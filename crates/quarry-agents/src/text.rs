@@ -168,22 +168,29 @@ pub(crate) const CJK_SENTENCE_ENDS: &[char] = &['。', '！', '？', '；'];
 
 /// The label of a table row as [`quarry_core::table_row::write_row`] writes it — `Inventories: 5,433
 /// million (June 25, 2022); …` gives `Inventories` — with one cell or more; `None` for any other text.
-/// A first cell that is an accounting negative without a currency sign (`Net cash used in financing:
-/// (10,883) million (three months …); …`, Microsoft's statements) is read too.
+/// Also read: a first cell that is an accounting negative without a currency sign (`Net cash used in
+/// financing: (10,883) million (three months …); …`, Microsoft's statements) and a label holding a
+/// parenthesis (`Net cash from (used in) investing: 503 million (…)`, `Net cash provided by (used in)
+/// operating activities: …`), which [`quarry_core::table_row::parse_row`] does not read.
 pub(crate) fn row_label(piece: &str) -> Option<&str> {
     if let Some((label, _)) = quarry_core::table_row::parse_row(piece) {
         return Some(label);
     }
-    // One cell, or a first cell that opens with "(": `label: value (column)…`, the value starting as an
-    // amount does; the column's " (" is the first one not right after the label's colon.
+    // `label: value (column)…`: the first cell's column opens at the first " (" (not the one a negative
+    // amount opens right after the colon) that has a ": " before it, the value between them starting
+    // as an amount does.
     let piece = piece.trim_end();
-    let open = piece.match_indices(" (").map(|(at, _)| at).find(|&at| !piece[..at].ends_with(':'))?;
-    let value_start = piece[..open].rfind(": ")?;
-    let amount = piece[value_start + 2..open]
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '$' | '(' | '-' | '€' | '£' | '¥'));
-    (piece.ends_with(')') && amount).then(|| &piece[..value_start])
+    if !piece.ends_with(')') {
+        return None;
+    }
+    piece.match_indices(" (").map(|(at, _)| at).filter(|&at| !piece[..at].ends_with(':')).find_map(|open| {
+        let value_start = piece[..open].rfind(": ")?;
+        let amount = piece[value_start + 2..open]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '$' | '(' | '-' | '€' | '£' | '¥'));
+        amount.then(|| &piece[..value_start])
+    })
 }
 
 /// The words [`crate::genre::render_quotes`] starts a quote with, English and Chinese. A quote under a per-document

@@ -138,8 +138,16 @@ pub fn key_quotes(
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
+        // The same row: the same label, or labels naming the same line items (the statement's "Net cash
+        // provided by (used in) financing activities" and the discussion's "Financing activities").
         let same_label = |above: &(usize, usize, &str)| {
-            row_label(piece.2).is_some_and(|label| row_label(above.2).map(own_label) == Some(own_label(label)))
+            row_label(piece.2).is_some_and(|label| {
+                row_label(above.2).map(own_label).is_some_and(|other| {
+                    let items = crate::genre::financial::line_item::line_items(own_label(label));
+                    other == own_label(label)
+                        || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items)
+                })
+            })
         };
         let repeats =
             |above: &(usize, usize, &str)| same_label(above) && own.iter().all(|f| states(&amounts(above.2), f));
@@ -726,6 +734,16 @@ mod tests {
         for label in ["Net cash from operations", "Net cash used in financing", "Net cash used in investing"] {
             assert!(labels.contains(&label), "{label}: {quotes:?}");
         }
+        // The discussion's summary row of the same amounts is the same row: quoted once.
+        let summary = "Financing activities: (10,883) million (three months ended September 30, 2022); (16,276) million (three months ended September 30, 2021)";
+        let again = key_quotes(
+            question,
+            answer,
+            &[(1, read)],
+            &[(2, operations), (3, financing), (4, investing), (5, summary)],
+            2,
+        );
+        assert_eq!(again, quotes);
         // A question on no statement: from the rest, nothing under an answer stating an amount.
         let other = "What significant movements have been observed in Microsoft's liquidity status?";
         assert!(key_quotes(other, answer, &[(1, read)], &rest, 2).iter().all(|q| q.number == 1));
@@ -933,6 +951,22 @@ mod tests {
         assert_eq!(row_label("Other, net: (264) million (three months ended September 30, 2022)"), Some("Other, net"));
         assert_eq!(row_label("Change: (3)% (change, three months ended)"), Some("Change"));
         assert_eq!(row_label("Per share: Diluted: (1.20) (three months)"), Some("Per share: Diluted"));
+        // A label holding a parenthesis (Microsoft's and Amazon's cash-flow totals).
+        assert_eq!(
+            row_label("Net cash from (used in) investing: 503 million (three months ended September 30, 2023); (3,132) million (three months ended September 30, 2022)"),
+            Some("Net cash from (used in) investing")
+        );
+        assert_eq!(
+            row_label("Net cash provided by (used in) operating activities: 11,404 million (three months ended September 30, 2022)"),
+            Some("Net cash provided by (used in) operating activities")
+        );
+        assert_eq!(
+            row_label(
+                "2009 issuance of $3.8 billion 2039 5.20% 5.24%: $520 (September 30, 2022); $520 (June 30, 2022)"
+            ),
+            Some("2009 issuance of $3.8 billion 2039 5.20% 5.24%")
+        );
+        assert_eq!(row_label("Revenue (in millions) grew by a third (see below)"), None, "no colon before an amount");
         assert_eq!(row_label("The Company: see Note 4 (below)"), None, "no amount");
         assert_eq!(row_label("Revenue grew 19% (quarter over quarter)."), None, "a sentence");
     }
