@@ -101,7 +101,8 @@ pub fn key_quotes(
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
     // answer that states no amount of its own: one that does has found its row, and a like-labelled row
     // elsewhere in the filing (the percentage-of-revenue table's "Revenue: 100.0%" under the quick
-    // start's "$7,192 million") adds nothing.
+    // start's "$7,192 million") adds nothing. A statement's totals are the exception (above): they are
+    // looked for under any answer.
     let answered_with_amount = states_amount(answer);
     let rows_only = if answered_with_amount && statement.is_empty() { &[] } else { rows_only };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
