@@ -93,9 +93,12 @@ pub fn key_quotes(
     }
     let most = if statement.is_empty() { most } else { most + statement.len() - 1 };
     let statement_row = |piece: &str| {
-        row_label(piece).is_some_and(|label| {
-            crate::genre::financial::line_item::line_items(own_label(label)).iter().any(|item| statement.contains(item))
-        })
+        !statement.is_empty()
+            && row_label(piece).is_some_and(|label| {
+                crate::genre::financial::line_item::line_items(own_label(label))
+                    .iter()
+                    .any(|item| statement.contains(item))
+            })
     };
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
@@ -104,7 +107,7 @@ pub fn key_quotes(
     // start's "$7,192 million") adds nothing. A statement's totals are the exception (above): they are
     // looked for under any answer.
     let answered_with_amount = states_amount(answer);
-    let rows_only = if answered_with_amount && statement.is_empty() { &[] } else { rows_only };
+    let rows_only = if quotes_from_rest_of_document(question, answer) { rows_only } else { &[] };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
         let sections = crate::genre::financial::table_section::sections_of_rows(text);
@@ -141,11 +144,12 @@ pub fn key_quotes(
         let own = amounts(piece.2);
         // The same row: the same label, or labels naming the same line items (the statement's "Net cash
         // provided by (used in) financing activities" and the discussion's "Financing activities").
+        let label = row_label(piece.2).map(own_label);
+        let items = label.map(crate::genre::financial::line_item::line_items).unwrap_or_default();
         let same_label = |above: &(usize, usize, &str)| {
-            row_label(piece.2).is_some_and(|label| {
+            label.is_some_and(|label| {
                 row_label(above.2).map(own_label).is_some_and(|other| {
-                    let items = crate::genre::financial::line_item::line_items(own_label(label));
-                    other == own_label(label)
+                    other == label
                         || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items)
                 })
             })
@@ -198,6 +202,15 @@ pub fn key_quotes(
             }
             quotes
         })
+}
+
+/// Whether the quote under `answer` to `question` may come from the rest of the answered document
+/// (`key_quotes`' `rows_only`): under an answer that states no amount of its own, or for a question
+/// naming a statement ([`crate::genre::financial::line_item::statement_items`]), whose totals' rows sit
+/// in the statement, which a search for the question's words seldom ranks. One rule for
+/// [`super::Financial`]'s reading of the rest and for `key_quotes`' use of it.
+pub fn quotes_from_rest_of_document(question: &str, answer: &str) -> bool {
+    !states_amount(answer) || !crate::genre::financial::line_item::statement_items(question).is_empty()
 }
 
 /// A row label without the table section [`crate::genre::financial::table_section`] names it under: "Operating expenses:

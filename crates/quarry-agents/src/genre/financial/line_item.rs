@@ -187,9 +187,14 @@ pub(crate) fn measured_items(section: &str, label: &str) -> (Vec<usize>, Measure
 mod tests {
     use super::*;
 
+    /// Line items by their first spelling.
+    fn names(items: Vec<usize>) -> Vec<String> {
+        items.into_iter().map(|i| LINE_ITEMS[i][0].join(" ")).collect()
+    }
+
     /// Each item `text` names, by its first spelling.
     fn named(text: &str) -> Vec<String> {
-        line_items(text).into_iter().map(|i| LINE_ITEMS[i][0].join(" ")).collect()
+        names(line_items(text))
     }
 
     #[test]
@@ -219,8 +224,7 @@ mod tests {
 
     #[test]
     fn cash_flows_name_the_statements_three_totals() {
-        let named =
-            |q: &str| -> Vec<String> { statement_items(q).into_iter().map(|i| LINE_ITEMS[i][0].join(" ")).collect() };
+        let named = |q: &str| names(statement_items(q));
         assert_eq!(
             named("Are there any notable changes in Amazon's liquidity position or cash flows as reported?"),
             ["operating activity", "investing activity", "financing activity"]

@@ -55,11 +55,10 @@ impl Genre for Financial {
         key_quote::key_quotes(question, answer, texts, rows_only, most)
     }
 
-    /// Also under an answer stating amounts when the question names a statement ("cash flows",
-    /// [`line_item::statement_items`]): its totals' rows sit in the statement, which a search for the
-    /// question's words seldom ranks.
+    /// Also under an answer stating amounts when the question names a statement ("cash flows"):
+    /// [`key_quote::quotes_from_rest_of_document`].
     fn quotes_from_rest_of_document(&self, question: &str, answer: &str) -> bool {
-        !crate::text::states_amount(answer) || !line_item::statement_items(question).is_empty()
+        key_quote::quotes_from_rest_of_document(question, answer)
     }
 
     fn line_items(&self, text: &str) -> Vec<usize> {
