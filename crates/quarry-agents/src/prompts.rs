@@ -4,7 +4,7 @@
 use quarry_core::ChatRequest;
 
 /// Version of the prompt set; reports record it. Bump it when a prompt's wording changes.
-pub const PROMPTS_VERSION: &str = "2026-12-05.1";
+pub const PROMPTS_VERSION: &str = "2026-12-07.1";
 
 /// One prompt file: a system part and a user part.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,8 @@
 //! The router: picks the agent for a question (and, with several libraries, which to search) with one
-//! model call; falls back to DeepSearch over every library when the model's choice cannot be read. A
+//! model call; falls back to DeepSearch over every library when the model's choice cannot be read. It
+//! chooses between NaiveRAG and DeepSearch only: ChainOfRAG, measured against both on MuSiQue, HotpotQA
+//! and the sec-10-q lookups, led on no kind of question (docs/evaluation/decisions.md, 2026-12-07 (m)),
+//! so it runs only when a person asks for it (`--agent chain`). A
 //! question whose form shows that it reaches its answer through another thing first
 //! ([`multi_hop_form`]) goes to DeepSearch whatever the model says: Qwen2.5-Coder-1.5B chose a lookup
 //! for every one of 30 HotpotQA and 30 MuSiQue questions, where DeepSearch answers better.
@@ -30,19 +33,19 @@ pub struct Route {
     pub reason: String,
 }
 
-/// The names the router prompt gives the agents, in [`AgentKind`] order (naive, deep, chain). NaiveRAG is
+/// The names the router prompt gives the agents it chooses between (NaiveRAG, DeepSearch). NaiveRAG is
 /// offered as "lookup": named "naive", Qwen2.5-Coder-1.5B chose it for 2 of the 98 shared 10-Q questions,
 /// almost all of them lookups in one filing (docs/evaluation/decisions.md, 2026-11-28 (c)).
-pub const ROUTE_LABELS: [&str; 3] = ["lookup", "deep", "chain"];
+pub const ROUTE_LABELS: [&str; 2] = ["lookup", "deep"];
 
 /// [`Route::reason`] when [`multi_hop_form`] chose DeepSearch.
 pub const MULTI_HOP_REASON: &str = "the question names what it asks about through another thing: deep search";
 
 /// The agents [`ROUTE_LABELS`] name, in the same order.
-const ROUTE_AGENTS: [AgentKind; 3] = [AgentKind::Naive, AgentKind::Deep, AgentKind::Chain];
+const ROUTE_AGENTS: [AgentKind; 2] = [AgentKind::Naive, AgentKind::Deep];
 
 /// The names a router reply may give: [`ROUTE_LABELS`], then the agents' own names ([`AgentKind::name`]);
-/// entry `i` names `ROUTE_AGENTS[i % 3]`.
+/// entry `i` names `ROUTE_AGENTS[i % 2]`. A reply naming another agent ("chain") is unreadable.
 fn route_names() -> Vec<&'static str> {
     ROUTE_LABELS.iter().copied().chain(ROUTE_AGENTS.iter().map(|a| a.name())).collect()
 }
@@ -142,7 +145,6 @@ pub async fn route(run: &Run, question: &str, libraries: &[LibraryInfo]) -> Resu
                         })
                         .unwrap_or_default();
                     let libraries = if chosen.is_empty() { all.clone() } else { chosen };
-                    // The model's lookup only: a choice of ChainOfRAG (also a multi-hop agent) stands.
                     if agent == AgentKind::Naive && multi_hop {
                         Route { agent: AgentKind::Deep, libraries, reason: MULTI_HOP_REASON.into() }
                     } else {
