@@ -279,30 +279,40 @@ pub const TOTAL_WITH_PARTS_CHARS: usize = 1000;
 /// What [`with_parts`] writes between two rows of one quote.
 const ROW_SEPARATOR: &str = " · ";
 
-/// A total row quoted with the rows it adds up: when `piece` is a table row of `text` whose label is a
-/// total ("Total inventories: $12,831 million (Oct 1, 2022); …"), the fewest rows right above it (two
-/// or more, blank lines skipped, up to the first line that is not a row) whose first column adds up to
-/// the total's first column (within the rounding of the printed figures, half a unit each), then
-/// `piece`, joined by `" · "` — "Raw materials: $1,635 million (…) · Work in process: … · Finished
-/// goods: … · Total inventories: …". A person asking about inventory levels, operating expenses or
-/// revenue by segment reads the breakdown the filing prints beside the total; the sum keeps rows that
-/// only stand above a total (another block of the statement) out of it. `None` when `piece` is no total
-/// row, no rows above it add up to it, or they and it pass [`TOTAL_WITH_PARTS_CHARS`] (the total is
-/// then quoted alone: a breakdown cut short would read as complete).
+/// A total row quoted with the rows it adds up: when `piece` is a table row of `text` that is a total
+/// ("Total inventories: $12,831 million (Oct 1, 2022); …"), the fewest rows right above it (two or
+/// more, blank lines skipped, up to the first line that is not a row) whose first column adds up to the
+/// total's first column (within the rounding of the printed figures: half the unit of each one's last
+/// printed digit), then `piece`, joined by `" · "` — "Raw materials: $1,635 million (…) · Work in
+/// process: … · Finished goods: … · Total inventories: …". A person asking about inventory levels,
+/// operating expenses or revenue by segment reads the breakdown the filing prints beside the total; the
+/// sum keeps rows that only stand above a total (another block of the statement) out of it. A row is a
+/// total when its label says so ("Total …") or, unlabelled, when rows right above it add up to it, none
+/// of them nor it zero: Intel prints its operating expenses as "Operating expenses: 5,476 million"
+/// under research, marketing and restructuring rows that add up to it (docs/evaluation/decisions.md,
+/// 2026-12-07 (l)). `None` when `piece` is no total row, no rows above it add up to it, or they and it
+/// pass [`TOTAL_WITH_PARTS_CHARS`] (the total is then quoted alone: a breakdown cut short would read as
+/// complete).
 fn with_parts(text: &str, piece: &str) -> Option<String> {
     let own = own_label(row_label(piece)?);
-    if !(own.len() > 6 && own.get(..6).is_some_and(|start| start.eq_ignore_ascii_case("total "))) {
+    let labelled = own.len() > 6 && own.get(..6).is_some_and(|start| start.eq_ignore_ascii_case("total "));
+    let (total, unit) = first_column_value(piece)?;
+    if !labelled && total == 0.0 {
         return None;
     }
-    let total = first_column_value(piece)?;
     let start = offset_in(text, piece)?;
     let mut parts: Vec<&str> = Vec::new();
     let mut sum = 0.0;
+    let mut rounding = 0.5 * unit;
     for line in text[..start].lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
-        let value = first_column_value(line)?;
+        let (value, unit) = first_column_value(line)?;
+        if !labelled && value == 0.0 {
+            return None;
+        }
         parts.push(line);
         sum += value;
-        if parts.len() >= 2 && (sum - total).abs() <= 0.5 * (parts.len() + 1) as f64 {
+        rounding += 0.5 * unit;
+        if parts.len() >= 2 && (sum - total).abs() <= rounding {
             parts.reverse();
             parts.push(piece.trim());
             let joined = parts.join(ROW_SEPARATOR);
@@ -316,9 +326,10 @@ fn with_parts(text: &str, piece: &str) -> Option<String> {
 }
 
 /// The first column's figure of the table row `line` as a signed number in the table's printed units
-/// ("$1,635 million" → 1635, "$(1,568) million" → −1568, "—" → 0); `None` for a line that is no row or
-/// a first column that is a percentage or no number.
-fn first_column_value(line: &str) -> Option<f64> {
+/// ("$1,635 million" → 1635, "$(1,568) million" → −1568, "—" → 0), with the unit of its last printed
+/// digit ("1,635" → 1, "12.8" → 0.1); `None` for a line that is no row or a first column that is a
+/// percentage or no number.
+fn first_column_value(line: &str) -> Option<(f64, f64)> {
     let label = row_label(line)?;
     let rest = line[label.len()..].trim_start_matches(':').trim_start();
     let value = rest[..rest.find(" (")?].trim();
@@ -327,10 +338,12 @@ fn first_column_value(line: &str) -> Option<f64> {
     }
     let digits: String = value.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
     if digits.is_empty() {
-        return matches!(value.trim_start_matches('$').trim(), "—" | "–" | "-").then_some(0.0);
+        return matches!(value.trim_start_matches('$').trim(), "—" | "–" | "-").then_some((0.0, 1.0));
     }
     let magnitude: f64 = digits.parse().ok()?;
-    Some(if value.contains('(') { -magnitude } else { magnitude })
+    let decimals = digits.split_once('.').map_or(0, |(_, after)| after.len());
+    let unit = 10f64.powi(-(decimals as i32));
+    Some((if value.contains('(') { -magnitude } else { magnitude }, unit))
 }
 
 /// `piece` without the white space and the `…` of a cut excerpt around it.
@@ -661,9 +674,10 @@ mod tests {
         assert_eq!(with_parts(note, &note[note.find("Finished").unwrap()..note.find("\nTotal").unwrap()]), None);
         let alone = "Total inventories: $12,831 million (Oct 1, 2022)";
         assert_eq!(with_parts(alone, alone), None);
-        // A label whose sixth byte falls inside a character is read, not sliced through.
+        // A label whose sixth byte falls inside a character is read, not sliced through (and, its rows
+        // adding up to it, it is a total).
         let euro = "A: 1 million (Q3)\nB: 1 million (Q3)\nTota€ sum: 2 million (Q3)";
-        assert_eq!(with_parts(euro, &euro[euro.find("Tota").unwrap()..]), None);
+        assert!(with_parts(euro, &euro[euro.find("Tota").unwrap()..]).is_some());
         assert_eq!(with_parts(ROWS, &ROWS[ROWS.find("Total").unwrap()..ROWS.find("\nThe").unwrap()]), None);
         // Signed parts: an accounting negative subtracts.
         let net = "Operating income: $4,770 million (Q3)\nOther expense, net: $(1,200) million (Q3)\n\
@@ -681,6 +695,43 @@ mod tests {
             Total operating expenses: 2,576 million (three months ended October 30, 2022); 1,960 million (three months ended October 31, 2021); 8,555 million (nine months ended October 30, 2022); 5,405 million (nine months ended October 31, 2021)";
         let quoted = with_parts(statement, &statement[statement.find("Total").unwrap()..]);
         assert!(quoted.as_deref().is_some_and(|q| q.starts_with("Research and development: 1,945")), "{quoted:?}");
+    }
+
+    #[test]
+    fn a_row_the_rows_above_add_up_to_is_a_total_without_the_word() {
+        // 2023 Q1 INTC.pdf, p. 6, as the passage holds it: Intel prints its operating expenses unlabelled.
+        let statement = "Net revenue: $11,715 million (three months ended Apr 1, 2023); $18,353 million (three months ended Apr 2, 2022)\n\
+            Cost of sales: 7,707 million (three months ended Apr 1, 2023); 9,109 million (three months ended Apr 2, 2022)\n\
+            Gross margin: 4,008 (three months ended Apr 1, 2023); 9,244 (three months ended Apr 2, 2022)\n\
+            Research and development: 4,109 million (three months ended Apr 1, 2023); 4,362 million (three months ended Apr 2, 2022)\n\
+            Marketing, general, and administrative: 1,303 million (three months ended Apr 1, 2023); 1,752 million (three months ended Apr 2, 2022)\n\
+            Restructuring and other charges: 64 million (three months ended Apr 1, 2023); (1,211) million (three months ended Apr 2, 2022)\n\
+            Operating expenses: 5,476 million (three months ended Apr 1, 2023); 4,903 million (three months ended Apr 2, 2022)\n";
+        let row = |label: &str| {
+            let at = statement.find(&format!("\n{label}:")).unwrap() + 1;
+            &statement[at..at + statement[at..].find('\n').unwrap()]
+        };
+        let quoted = with_parts(statement, row("Operating expenses"));
+        assert!(
+            quoted.as_deref().is_some_and(|q| q.starts_with("Research and development: 4,109")
+                && q.contains(" · Restructuring and other charges: 64 million")
+                && q.ends_with("Operating expenses: 5,476 million (three months ended Apr 1, 2023); 4,903 million (three months ended Apr 2, 2022)")),
+            "{quoted:?}"
+        );
+        let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
+        let quotes = key_quotes(question, "Operating expenses were $5,476 million [1].", &[(1, statement)], &[], 1);
+        assert!(quotes.len() == 1 && quotes[0].text.starts_with("Research and development"), "{quotes:?}");
+        // A row that is a difference of the rows above, not their sum, is no total.
+        assert_eq!(with_parts(statement, row("Gross margin")), None);
+        // Decimals are summed to their own rounding: $0.06 apart is no total of figures printed to $0.01
+        // (a whole unit's rounding took any three per-share figures for a total).
+        let per_share = "Basic: $0.30 (Q3)\nDiluted: $0.29 (Q3)\nEarnings: $0.65 (Q3)";
+        assert_eq!(with_parts(per_share, &per_share[per_share.find("Earn").unwrap()..]), None);
+        let billions = "Cloud: $8.1 billion (Q3)\nOther: $4.4 billion (Q3)\nSegment revenue: $12.5 billion (Q3)";
+        assert!(with_parts(billions, &billions[billions.find("Segment").unwrap()..]).is_some());
+        // Rows of "—" make no total of one.
+        let dashes = "A: — (Q3)\nB: — (Q3)\nC: — (Q3)";
+        assert_eq!(with_parts(dashes, &dashes[dashes.find("C:").unwrap()..]), None);
     }
 
     #[test]
