@@ -55,10 +55,12 @@ pub const QUOTE_CHARS: usize = 400;
 /// it by, best-ranked first. A piece is a sentence or table row ([`crate::text::sentence_pieces`]) that states
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
-/// or question words: [`asked_words`]), or — when `answer` states no amount or percentage of its own —
-/// is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
-/// rest of a document, numbered as `texts` are, after them) only such a row; more shared words rank first, then the better-ranked passage, then
-/// the earlier piece; a piece whose text repeats one ranked above it, or a row whose label and amounts
+/// or question words: [`asked_words`]), or — when `answer` has not found its row ([`found_its_row`]: no
+/// amount or number of its own, percentages aside) — is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
+/// rest of a document, numbered as `texts` are, after them) only such a row, and only one known to
+/// measure a line item the question names when it names one ([`measures_asked_item`]); more shared words rank first, then the better-ranked passage, then
+/// the earlier piece (under an answer stating percentages alone, a piece of percentages alone ranks after
+/// every other); a piece whose text repeats one ranked above it, or a row whose label and amounts
 /// do, is passed over, and a row whose label and amounts repeat one ranked above with more columns
 /// takes its place. Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of the amounts, percentages and numbers
@@ -102,11 +104,12 @@ pub fn key_quotes(
     };
     let mut ranked: Vec<(usize, usize, &str)> = Vec::new();
     // A row is quoted for its label alone — and the rest of a document looked through — only under an
-    // answer that states no amount of its own: one that does has found its row, and a like-labelled row
+    // answer that states no amount of its own (a percentage alone is a change or a ratio of the row, not
+    // the row): one that does has found its row, and a like-labelled row
     // elsewhere in the filing (the percentage-of-revenue table's "Revenue: 100.0%" under the quick
     // start's "$7,192 million") adds nothing. A statement's totals are the exception (above): they are
     // looked for under any answer.
-    let answered_with_amount = states_amount(answer);
+    let answered_with_amount = found_its_row(answer);
     let rows_only = if quotes_from_rest_of_document(question, answer) { rows_only } else { &[] };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
@@ -120,14 +123,25 @@ pub fn key_quotes(
             let shared = stems(&words).intersection(&wanted).count();
             let named_by_label =
                 (!answered_with_amount && label_is_asked_for(&words, &asked, &modifiers)) || statement_row(piece);
-            let quotable = if only_rows { named_by_label } else { shared >= MIN_SHARED_WORDS || named_by_label };
+            let quotable = if only_rows {
+                named_by_label && (statement_row(piece) || measures_asked_item(text, piece, &sections, &asked_items))
+            } else {
+                shared >= MIN_SHARED_WORDS || named_by_label
+            };
             if quotable && !ranked.iter().any(|(_, _, p)| *p == piece) {
                 ranked.push((shared, number, piece));
             }
         }
     }
-    // Stable: equal counts keep the passages' rank and the pieces' order.
-    ranked.sort_by_key(|piece| std::cmp::Reverse(piece.0));
+    // Stable: equal counts keep the passages' rank and the pieces' order. Under an answer of
+    // percentages alone, a piece of percentages alone ranks after the others: it says what the model
+    // said (a change, a ratio), and the row those are of is what is missing.
+    let of_percentages_only = |text: &str| {
+        let stated = amounts(text);
+        !stated.is_empty() && stated.iter().all(|f| matches!(f.kind, FigureKind::Percent))
+    };
+    let answered_in_percentages = of_percentages_only(answer);
+    ranked.sort_by_key(|piece| (answered_in_percentages && of_percentages_only(piece.2), std::cmp::Reverse(piece.0)));
     // A row whose label and amounts a row ranked above it has already (the same row read with and
     // without its change column, or with and without the section a table names it under: "Operating
     // expenses: Total operating expenses") is passed over.
@@ -164,6 +178,21 @@ pub fn key_quotes(
         }
         let widens =
             distinct.iter().position(|above| same_label(above) && amounts(above.2).iter().all(|f| states(&own, f)));
+        // A segment's row that says nothing of what it measures (neither its label nor the section it is
+        // labelled under names a line item) with the label of a row above and another value in a column
+        // both print is another measure of that segment — its operating loss under its revenue, the
+        // table's heading left in another passage — and is passed over (docs/evaluation/decisions.md,
+        // 2026-12-07 (o)).
+        let measure_unknown = row_label(piece.2).is_some_and(|full| {
+            let (section, own) = full.rsplit_once(": ").unwrap_or(("", full));
+            crate::genre::financial::line_item::measured_items(section, own).0.is_empty()
+        });
+        let another_measure = |above: &(usize, usize, &str)| {
+            measure_unknown && same_label(above) && differs_in_a_shared_column(above.2, piece.2)
+        };
+        if widens.is_none() && distinct.iter().any(another_measure) {
+            continue;
+        }
         match widens {
             Some(at) => distinct[at] = piece,
             None => distinct.push(piece),
@@ -205,12 +234,21 @@ pub fn key_quotes(
 }
 
 /// Whether the quote under `answer` to `question` may come from the rest of the answered document
-/// (`key_quotes`' `rows_only`): under an answer that states no amount of its own, or for a question
-/// naming a statement ([`crate::genre::financial::line_item::statement_items`]), whose totals' rows sit
-/// in the statement, which a search for the question's words seldom ranks. One rule for
-/// [`super::Financial`]'s reading of the rest and for `key_quotes`' use of it.
+/// (`key_quotes`' `rows_only`): under an answer that has not found its row ([`found_its_row`]: it states
+/// no amount or number of its own, percentages aside), or for a question naming a statement
+/// ([`crate::genre::financial::line_item::statement_items`]), whose totals' rows sit in the statement,
+/// which a search for the question's words seldom ranks. One rule for [`super::Financial`]'s reading of
+/// the rest and for `key_quotes`' use of it.
 pub fn quotes_from_rest_of_document(question: &str, answer: &str) -> bool {
-    !states_amount(answer) || !crate::genre::financial::line_item::statement_items(question).is_empty()
+    !found_its_row(answer) || !crate::genre::financial::line_item::statement_items(question).is_empty()
+}
+
+/// Whether `answer` states an amount or a number of its own: a row's figure. Percentages alone do not
+/// count — "Operating expenses decreased 28% from YTD 2022, with an operating margin of 18%" states a
+/// change and a ratio, not the row they are of, so the row is still looked for
+/// (docs/evaluation/decisions.md, 2026-12-07 (o)). Dates never count ([`crate::text::amounts`]).
+pub fn found_its_row(answer: &str) -> bool {
+    crate::text::amounts(answer).iter().any(|f| !matches!(f.kind, FigureKind::Percent))
 }
 
 /// A row label without the table section [`crate::genre::financial::table_section`] names it under: "Operating expenses:
@@ -346,6 +384,29 @@ fn first_column_value(line: &str) -> Option<(f64, f64)> {
     Some((if value.contains('(') { -magnitude } else { magnitude }, unit))
 }
 
+/// Whether table rows `a` and `b` ([`cells`]) print a column of the same name with different values
+/// ("(three months ended Jul 1, 2023)": 4,004 million against (161) million).
+fn differs_in_a_shared_column(a: &str, b: &str) -> bool {
+    let value = |v: &str| v.chars().filter(|c| !matches!(c, '$' | ' ')).collect::<String>();
+    let b = cells(b);
+    cells(a).iter().any(|(x, column)| b.iter().any(|(y, other)| column == other && value(x) != value(y)))
+}
+
+/// The cells of the table row `row` as (value, column) pairs: "Data Center and AI: (161) million (three
+/// months ended Jul 1, 2023); …" → ("(161) million", "three months ended Jul 1, 2023"), …. Read after
+/// [`row_label`], so a first value that is an accounting negative is read (which
+/// [`quarry_core::table_row::parse_row`] does not); empty for a line that is no row.
+fn cells(row: &str) -> Vec<(&str, &str)> {
+    let Some(label) = row_label(row) else { return Vec::new() };
+    let rest = row[label.len()..].trim_start_matches(':').trim_start();
+    rest.split(quarry_core::table_row::CELL_SEPARATOR)
+        .filter_map(|cell| {
+            let open = cell.strip_suffix(')')?.rfind(" (")?;
+            Some((&cell[..open], &cell[open + 2..cell.len() - 1]))
+        })
+        .collect()
+}
+
 /// `piece` without the white space and the `…` of a cut excerpt around it.
 fn bare(piece: &str) -> &str {
     piece.trim().trim_start_matches('…').trim_end_matches('…').trim()
@@ -475,6 +536,23 @@ fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, Str
     by == crate::genre::financial::line_item::MeasuredBy::Section
         && !items.is_empty()
         && !items.iter().any(|i| asked_items.contains(i))
+}
+
+/// Whether `piece`, a table row of `text`, is known to measure one of the question's `asked_items`
+/// ([`crate::genre::financial::line_item::measured_items`]: by its label, else by the section it sits
+/// under); true when the question names no line item. A row of the rest of a filing is quoted for its
+/// label alone only when it is: a segment's row whose section heading fell in another passage ("Data
+/// Center and AI: (161) million …", Intel's segment operating loss) is no answer on that segment's
+/// revenue (docs/evaluation/decisions.md, 2026-12-07 (o)).
+fn measures_asked_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
+    if asked_items.is_empty() {
+        return true;
+    }
+    let Some(label) = row_label(piece) else { return false };
+    let section = offset_in(text, piece)
+        .and_then(|at| sections.iter().find(|(start, end, _)| *start <= at && at < *end))
+        .map_or("", |(_, _, s)| s.as_str());
+    crate::genre::financial::line_item::measured_items(section, label).0.iter().any(|i| asked_items.contains(i))
 }
 
 /// For each of the question's `asked` words, the asked words written right before it (no stop word
@@ -732,6 +810,53 @@ mod tests {
         // Rows of "—" make no total of one.
         let dashes = "A: — (Q3)\nB: — (Q3)\nC: — (Q3)";
         assert_eq!(with_parts(dashes, &dashes[dashes.find("C:").unwrap()..]), None);
+    }
+
+    #[test]
+    fn a_line_stating_only_percentages_has_not_found_its_row() {
+        // 2023 Q1 INTC.pdf: the discussion's sentence of changes and ratios (p. 24), read; the statement's
+        // rows (p. 6), in the rest of the filing.
+        let read = "Operating expenses decreased 28% from YTD 2022, with an operating margin of 18%.";
+        let statement = "Research and development: 4,109 million (three months ended Apr 1, 2023); 4,362 million (three months ended Apr 2, 2022)\n\
+            Marketing, general, and administrative: 1,303 million (three months ended Apr 1, 2023); 1,752 million (three months ended Apr 2, 2022)\n\
+            Restructuring and other charges: 64 million (three months ended Apr 1, 2023); (1,211) million (three months ended Apr 2, 2022)\n\
+            Operating expenses: 5,476 million (three months ended Apr 1, 2023); 4,903 million (three months ended Apr 2, 2022)\n";
+        let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
+        let answer = "Operating expenses decreased 28% from YTD 2022, with an operating margin of 18% [1].";
+        assert!(!found_its_row(answer));
+        use crate::genre::Genre;
+        assert!(crate::genre::financial::Financial.quotes_from_rest_of_document(question, answer));
+        let quotes = key_quotes(question, answer, &[(1, read)], &[(2, statement)], 1);
+        assert!(
+            quotes.len() == 1
+                && quotes[0].number == 2
+                && quotes[0].text.starts_with("Research and development: 4,109")
+                && quotes[0].text.contains("Operating expenses: 5,476 million"),
+            "{quotes:?}"
+        );
+        // A segment's row of the rest whose section heading fell in another passage (2023 Q2 INTC.pdf's
+        // segment operating loss) is not known to measure the revenue asked for: not quoted.
+        let question = "Are there identifiable trends in Intel's Data Center and AI segment revenues?";
+        let loss = "Data Center and AI: (161) million (three months ended Jul 1, 2023); (80) million (three months ended Jul 2, 2022)";
+        let answer = "DCAI revenue decreased 15% [1].";
+        assert_eq!(
+            key_quotes(question, answer, &[(1, "DCAI revenue decreased 15% from Q2 2022.")], &[(2, loss)], 2),
+            []
+        );
+        // Read, below the segment's revenue row, it is another measure of the segment: passed over.
+        let revenue = "Data Center and AI: 4,004 million (three months ended Jul 1, 2023); 4,695 million (three months ended Jul 2, 2022)";
+        let quotes = key_quotes(question, answer, &[(1, revenue), (2, loss)], &[], 2);
+        assert!(quotes.len() == 1 && quotes[0].number == 1, "{quotes:?}");
+        // A row labelled under a section that says what it measures is no unknown measure: kept.
+        let income = "Operating income: Data Center and AI: (161) million (three months ended Jul 1, 2023); (80) million (three months ended Jul 2, 2022)";
+        let both = "What were Intel's Data Center and AI segment revenue and operating income?";
+        assert_eq!(key_quotes(both, answer, &[(1, revenue), (2, income)], &[], 2).len(), 2);
+        // An amount of its own (a dollar figure, a number) is a row found: the rest is not read.
+        let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
+        for found in ["Operating expenses were $5,476 million [1].", "Operating expenses: 5,476 (in millions) [1]."] {
+            assert!(found_its_row(found), "{found}");
+            assert!(!crate::genre::financial::Financial.quotes_from_rest_of_document(question, found), "{found}");
+        }
     }
 
     #[test]
