@@ -94,10 +94,12 @@ pub fn key_quotes(
         }
     }
     let most = if statement.is_empty() { most } else { most + statement.len() - 1 };
+    // A statement's row: its label names one of the statement's items and nothing else ("Net change in
+    // cash and cash equivalents" is no balance of cash).
     let statement_row = |piece: &str| {
         !statement.is_empty()
             && row_label(piece).is_some_and(|label| {
-                crate::genre::financial::line_item::line_items(own_label(label))
+                crate::genre::financial::line_item::items_named_only(own_label(label))
                     .iter()
                     .any(|item| statement.contains(item))
             })
@@ -935,7 +937,7 @@ mod tests {
         );
         assert_eq!(again, quotes);
         // A question on no statement: from the rest, nothing under an answer stating an amount.
-        let other = "What significant movements have been observed in Microsoft's liquidity status?";
+        let other = "What significant movements have been observed in Microsoft's cash position?";
         assert!(key_quotes(other, answer, &[(1, read)], &rest, 2).iter().all(|q| q.number == 1));
         // The financial layer reads the rest of the document for such a question, not for another.
         use crate::genre::Genre;

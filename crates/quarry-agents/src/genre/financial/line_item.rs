@@ -113,23 +113,54 @@ pub(crate) const LINE_ITEMS: &[&[&[&str]]] = &[
     &[&["operating", "activity"], &["cash", "operation"]],
     &[&["investing", "activity"], &["cash", "investing"], &["cash", "used", "investing"]],
     &[&["financing", "activity"], &["cash", "financing"], &["cash", "used", "financing"]],
+    // Cash and cash equivalents: the balance sheet's first row, and what the discussion's "Liquidity and
+    // capital resources" starts from ("Cash, cash equivalents, and short-term investments totaled …").
+    &[&["cash", "cash", "equivalent"]],
 ];
 
-/// The line items ([`LINE_ITEMS`], by index) a question names by the statement that reports them: "cash
-/// flow(s)" names the statement of cash flows, whose operating, investing and financing totals are what
-/// a person asking how a company's cash flows changed reads first. Empty when `question` names no
-/// statement. Read from the question only: a passage saying "cash flows" measures none of them.
+/// The line items ([`LINE_ITEMS`], by index) a question names by the statement or the topic that reports
+/// them: "cash flow(s)" names the statement of cash flows, whose operating, investing and financing
+/// totals are what a person asking how a company's cash flows changed reads first; "liquidity" names
+/// cash and cash equivalents, the row a filing's discussion of its liquidity starts from
+/// (docs/evaluation/decisions.md, 2026-12-07 (n), (p)); a row is that statement's when its label names
+/// the item and nothing else ([`items_named_only`]). Empty when `question` names neither. Read from the
+/// question only: a passage saying "cash flows" measures none of them.
 pub(crate) fn statement_items(question: &str) -> Vec<usize> {
     let words = whole_words(&one_vocabulary(question));
-    if !words.windows(2).any(|pair| pair[0] == "cash" && pair[1] == "flow") {
-        return Vec::new();
+    let mut spellings = Vec::new();
+    if words.windows(2).any(|pair| pair[0] == "cash" && pair[1] == "flow") {
+        spellings.extend(["operating activity", "investing activity", "financing activity"]);
     }
-    let mut items: Vec<usize> = ["operating activity", "investing activity", "financing activity"]
-        .iter()
-        .flat_map(|spelling| line_items(spelling))
-        .collect();
+    if words.iter().any(|w| w == "liquidity") {
+        spellings.push("cash and cash equivalents");
+    }
+    let mut items: Vec<usize> = spellings.iter().flat_map(|spelling| line_items(spelling)).collect();
     items.dedup();
     items
+}
+
+/// Words a statement's row label says beside the line item it measures without measuring anything
+/// else: "Net cash provided by (used in) operating activities", "Total cash and cash equivalents".
+const LABEL_FILLER: &[&str] = &["net", "total", "provided", "used", "generated", "cash"];
+
+/// The line items ([`line_items`]) a row `label` names when it names nothing else: each of its words
+/// is a word of one of those items' spellings or [`LABEL_FILLER`]. "Cash and cash equivalents" and
+/// "Net cash used in financing" name their items; "Net change in cash and cash equivalents", "Effect
+/// of foreign exchange rates on cash and cash equivalents" and "Cash, cash equivalents, and restricted
+/// cash, end of period" name more than the item (a change, an effect, another balance) and get none
+/// (docs/evaluation/decisions.md, 2026-12-07 (p)).
+pub(crate) fn items_named_only(label: &str) -> Vec<usize> {
+    let items = line_items(label);
+    let spelled: Vec<&str> =
+        items.iter().flat_map(|&item| LINE_ITEMS[item].iter().flat_map(|spelling| spelling.iter().copied())).collect();
+    let only = whole_words(&one_vocabulary(label))
+        .iter()
+        .all(|w| spelled.contains(&w.as_str()) || LABEL_FILLER.contains(&w.as_str()));
+    if only {
+        items
+    } else {
+        Vec::new()
+    }
 }
 
 /// The line items ([`LINE_ITEMS`], by index) that `text` names, in the order it first names them: its
@@ -218,6 +249,9 @@ mod tests {
         assert_eq!(named("Net cash from (used in) financing"), ["financing activity"]);
         assert_eq!(named("Net cash used for financing activities"), ["financing activity"]);
         assert!(named("Operating cash flows from operating leases").is_empty());
+        assert_eq!(named("Cash and cash equivalents"), ["cash cash equivalent"]);
+        assert_eq!(named("Cash, cash equivalents, and short-term investments totaled"), ["cash cash equivalent"]);
+        assert_eq!(named("Cash, cash equivalents and restricted cash, end of period"), ["cash cash equivalent"]);
         assert!(named("AWS").is_empty());
         assert!(named("Intelligent Cloud").is_empty());
     }
@@ -227,10 +261,20 @@ mod tests {
         let named = |q: &str| names(statement_items(q));
         assert_eq!(
             named("Are there any notable changes in Amazon's liquidity position or cash flows as reported?"),
-            ["operating activity", "investing activity", "financing activity"]
+            ["operating activity", "investing activity", "financing activity", "cash cash equivalent"]
         );
         assert_eq!(named("How did Microsoft's cash flow change?").len(), 3);
+        assert_eq!(named("How has Intel's liquidity changed?"), ["cash cash equivalent"]);
         assert!(named("How did Apple's cash and cash equivalents change?").is_empty());
+        let only = |label: &str| names(items_named_only(label));
+        assert_eq!(only("Cash and cash equivalents"), ["cash cash equivalent"]);
+        assert_eq!(only("Net cash provided by (used in) operating activities"), ["operating activity"]);
+        assert_eq!(only("Net cash used in financing"), ["financing activity"]);
+        assert_eq!(only("Cash generated by operating activities"), ["operating activity"]);
+        assert!(only("Net change in cash and cash equivalents").is_empty());
+        assert!(only("Effect of foreign exchange rates on cash and cash equivalents").is_empty());
+        assert!(only("Cash, cash equivalents, and restricted cash, end of period").is_empty());
+        assert!(only("Cash and cash equivalents, beginning of period").is_empty());
         assert!(named("What was NVIDIA's operating income?").is_empty());
     }
 
