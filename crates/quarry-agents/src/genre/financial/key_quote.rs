@@ -519,14 +519,16 @@ fn label_is_asked_for(
     })
 }
 
-/// Whether `piece`, a table row of `text` whose label names no line item ("AWS", "Services", "More
-/// Personal Computing": a segment's name), sits under a section that names line items none of which the
-/// question asks for (`asked_items`, [`crate::genre::financial::line_item::line_items`]): Amazon's "AWS: 4,883 million
-/// (…)" under "Operating income (loss)" is no answer on AWS revenue, nor Apple's "Services: 14,842
-/// million" under "Gross margin:" on Services revenue — the claim check's rule for a figure read from
-/// another line item's row ([`crate::claims`]; one rule, [`crate::genre::financial::line_item::measured_items`]), applied
-/// before quoting (docs/evaluation/decisions.md, 2026-12-03 (c)).
-/// False when the question names no line item, the label names one, or the section names none.
+/// Whether `piece`, a table row of `text`, measures line items none of which the question asks for
+/// (`asked_items`, [`crate::genre::financial::line_item::line_items`]): those its label names, or — a
+/// label naming none ("AWS", "Services", "More Personal Computing": a segment's name) — those of the
+/// section it sits under. Amazon's "AWS: 4,883 million (…)" under "Operating income (loss)" is no answer
+/// on AWS revenue, nor Apple's "Services: 14,842 million" under "Gross margin:" on Services revenue
+/// (docs/evaluation/decisions.md, 2026-12-03 (c)), nor Microsoft's "Operating Income: More Personal
+/// Computing: 3,320 million …" on its operating expenses (2026-12-07 (r)) — the claim check's rule for a
+/// figure read from another line item's row ([`crate::claims`]; one rule,
+/// [`crate::genre::financial::line_item::measured_items`]), applied before quoting.
+/// False when the question names no line item, or neither the label nor the section names one.
 fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
     if asked_items.is_empty() {
         return false;
@@ -534,10 +536,8 @@ fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, Str
     let Some(label) = row_label(piece) else { return false };
     let Some(at) = offset_in(text, piece) else { return false };
     let section = sections.iter().find(|(start, end, _)| *start <= at && at < *end).map_or("", |(_, _, s)| s);
-    let (items, by) = crate::genre::financial::line_item::measured_items(section, label);
-    by == crate::genre::financial::line_item::MeasuredBy::Section
-        && !items.is_empty()
-        && !items.iter().any(|i| asked_items.contains(i))
+    let (items, _) = crate::genre::financial::line_item::measured_items(section, label);
+    !items.is_empty() && !items.iter().any(|i| asked_items.contains(i))
 }
 
 /// Whether `piece`, a table row of `text`, is known to measure one of the question's `asked_items`
@@ -1012,6 +1012,13 @@ mod tests {
         let on_margin = "What was Apple's Services gross margin in Q2 2023?";
         let quote = key_quote(on_margin, "It rose.", &[(1, margin)]).expect("the margin row");
         assert!(quote.text.starts_with("Services: 14,842 million"), "{quote:?}");
+        // A label that names another line item itself (2023 Q1 MSFT.pdf's segment table, its section in
+        // the label) is no answer on operating expenses either; the operating-expenses sentence is.
+        let segments = "Operating Income: More Personal Computing: 3,320 million (three months ended December 31, 2022); 6,236 million (three months ended December 31, 2021); (47)% (change, three months ended)\n\
+                        Operating expenses increased $269 million or 4% driven by investment in Search and news advertising.";
+        let on_expenses = "Have there been notable fluctuations in Microsoft's operational expenditures? What were the principal factors behind these changes?";
+        let quote = key_quote(on_expenses, "They changed [1].", &[(1, segments)]).expect("the sentence");
+        assert!(quote.text.starts_with("Operating expenses increased $269 million"), "{quote:?}");
     }
 
     #[test]
