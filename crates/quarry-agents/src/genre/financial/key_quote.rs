@@ -162,11 +162,14 @@ pub fn key_quotes(
         // provided by (used in) financing activities" and the discussion's "Financing activities").
         let label = row_label(piece.2).map(own_label);
         let items = label.map(crate::genre::financial::line_item::line_items).unwrap_or_default();
+        // Labels that differ only by a qualifier ("Total inventories" in the note, "Inventories" on the
+        // balance sheet) are one label too (docs/evaluation/decisions.md, 2026-12-07 (s)).
         let same_label = |above: &(usize, usize, &str)| {
             label.is_some_and(|label| {
                 row_label(above.2).map(own_label).is_some_and(|other| {
                     other == label
                         || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items)
+                        || unqualified(other) == unqualified(label)
                 })
             })
         };
@@ -474,6 +477,12 @@ fn asked_words(question: &str) -> HashSet<String> {
 /// ("Total inventories", "Net sales").
 const LABEL_QUALIFIERS: &[&str] = &["total", "net"];
 
+/// The words of a row label ([`whole_words`]) less [`LABEL_QUALIFIERS`]: "Total inventories" and
+/// "Inventories" both read `["inventory"]`.
+fn unqualified(label: &str) -> Vec<String> {
+    whole_words(label).into_iter().filter(|w| !LABEL_QUALIFIERS.contains(&w.as_str())).collect()
+}
+
 /// Words of a balance sheet's sections ("Current assets", "Non-current liabilities"), as [`whole_words`]
 /// writes them: they say where a row stands on the sheet, not what it measures. Apple's balance sheet
 /// repeats "Marketable securities" under current and non-current assets, so each of its rows is read
@@ -749,6 +758,15 @@ mod tests {
             }],
             "the parts once, with their total"
         );
+        // The balance sheet's "Inventories" row, ranked first, is the note's "Total inventories" (one label
+        // but for its qualifier, the same amounts): the note's, printed with its parts, takes its place.
+        let sheet = "Inventories: 12,831 million (Oct 1, 2022); 10,776 million (Dec 25, 2021)";
+        let quotes = key_quotes(question, answer, &[(1, sheet), (2, note)], &[], 2);
+        assert!(
+            quotes.len() == 1 && quotes[0].number == 2 && quotes[0].text.starts_with("Raw materials"),
+            "{quotes:?}"
+        );
+        assert_eq!(unqualified("Total inventories"), unqualified("Inventories"));
         // A row that is no total, a total with no row above it, or rows that do not add up to it
         // (another block of the statement above the total): the row is quoted alone.
         assert_eq!(with_parts(note, &note[note.find("Finished").unwrap()..note.find("\nTotal").unwrap()]), None);
