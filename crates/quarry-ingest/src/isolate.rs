@@ -52,6 +52,43 @@ impl WorkerCommand {
     }
 }
 
+/// Least CPU time a worker must have used since the last look for [`starved_extension`] to count it as
+/// running (two clock ticks): a worker stuck waiting (a deadlock, a blocked read) uses none and meets its
+/// budget in wall-clock time as before.
+pub const MIN_RUNNING_CPU: Duration = Duration::from_millis(20);
+
+/// How much longer a worker past its document budget (`budget`, wall-clock) may run because the machine
+/// starved it, not because its file stalled it: the budget left in CPU time (`budget − cpu_since_line`)
+/// when the worker ran since the last look (`cpu_since_look ≥` [`MIN_RUNNING_CPU`]) and has used less
+/// CPU time than `budget` since its last reply line; `None` otherwise (stuck, or its CPU budget spent:
+/// the file is a `timeout`). A `quarry add` at nice 19 beside a build had legitimate PDFs fail with
+/// "timed out after 60.0 s" having run for a fraction of that; a parser spinning on a hostile file
+/// spends its CPU budget and is stopped.
+pub fn starved_extension(cpu_since_line: Duration, cpu_since_look: Duration, budget: Duration) -> Option<Duration> {
+    (cpu_since_look >= MIN_RUNNING_CPU && cpu_since_line < budget).then(|| budget - cpu_since_line)
+}
+
+/// The CPU time (user and system) process `pid` has used, from `/proc/<pid>/stat`; `None` where it
+/// cannot be read (another system than Linux, a process gone).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) is in parentheses and may hold spaces: count from after its ")".
+        // Field 3 (the state) is then the first; utime and stime, fields 14 and 15, the 12th and 13th.
+        let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().collect();
+        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf reads a system constant and has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// Settings for [`parse_isolated`].
 #[derive(Debug, Clone)]
 pub struct IsolationConfig {
@@ -59,7 +96,10 @@ pub struct IsolationConfig {
     pub worker: WorkerCommand,
     /// Worker processes run at once (default: available cores).
     pub workers: usize,
-    /// Longest wait for a single document (default 60 s): between two lines of a worker's reply.
+    /// Longest wait for a single document (default 60 s): between two lines of a worker's reply. Counted
+    /// in the worker's CPU time when the machine starves it: past it in wall-clock time, a worker that
+    /// ran but got less CPU time than this is given the rest ([`starved_extension`]), up to
+    /// `file_wall_timeout`.
     pub document_timeout: Duration,
     /// Longest one input file may take in all, every member of an archive together (default 10 min). A
     /// long reading that reports progress (OCR, page by page) is given one `document_timeout` more at each
@@ -599,6 +639,12 @@ impl Supervisor<'_> {
         let mut wall = started + self.config.file_wall_timeout.max(self.config.file_timeout);
         let mut deadline = (started + self.config.file_timeout).min(wall);
         let mut line_deadline = started + self.config.document_timeout;
+        // The worker's CPU time at its last reply line and at the last look: the document budget counts
+        // the CPU time a worker gets, so a machine too busy to run it does not fail its file
+        // ([`starved_extension`]).
+        let pid = self.worker.as_ref().map(|w| w.child.id());
+        let mut cpu_at_line = pid.and_then(cpu_time);
+        let mut cpu_at_look = cpu_at_line;
         loop {
             let Some(worker) = self.worker.as_mut() else { return };
             let whole_file_budget = deadline <= line_deadline;
@@ -609,6 +655,8 @@ impl Supervisor<'_> {
             let received = worker.lines.recv_timeout(wait);
             if received.is_ok() {
                 line_deadline = Instant::now() + self.config.document_timeout;
+                cpu_at_line = pid.and_then(cpu_time);
+                cpu_at_look = cpu_at_line;
             }
             match received {
                 Ok(WorkerLine::Overlong) => {
@@ -662,6 +710,23 @@ impl Supervisor<'_> {
                 }
                 Err(RecvTimeoutError::Timeout) if Instant::now() < until => {}
                 Err(RecvTimeoutError::Timeout) => {
+                    // Past the document budget in wall-clock time: a worker the machine starved (it ran,
+                    // but got less CPU time than its budget) is given the CPU time it has left.
+                    let now_cpu = pid.and_then(cpu_time);
+                    let extension = match (whole_file_budget, cpu_at_line, cpu_at_look, now_cpu) {
+                        (false, Some(at_line), Some(at_look), Some(now)) => starved_extension(
+                            now.saturating_sub(at_line),
+                            now.saturating_sub(at_look),
+                            self.config.document_timeout,
+                        ),
+                        _ => None,
+                    };
+                    if let Some(extra) = extension {
+                        cpu_at_look = now_cpu;
+                        line_deadline = Instant::now() + extra;
+                        deadline = deadline.max(line_deadline).min(wall);
+                        continue;
+                    }
                     self.kill();
                     let budget = if at_the_wall && whole_file_budget {
                         self.config.file_wall_timeout.max(self.config.file_timeout)

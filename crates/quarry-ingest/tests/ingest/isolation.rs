@@ -3,7 +3,8 @@
 //! tested through the `quarry` binary in quarry-cli's tests, including the memory cap).
 
 use quarry_ingest::isolate::{
-    parse_isolated, reply_cap, IsolationConfig, OcrPermits, PageReader, WorkerCommand, MIN_REPLY_BYTES,
+    cpu_time, parse_isolated, reply_cap, starved_extension, IsolationConfig, OcrPermits, PageReader, WorkerCommand,
+    MIN_REPLY_BYTES, MIN_RUNNING_CPU,
 };
 use quarry_ingest::{IngestError, InputFile, Status};
 use std::time::{Duration, Instant};
@@ -87,6 +88,50 @@ sleep 30"#;
         status,
         vec![("a.zip!/one.txt", Status::Ok), ("a.zip!/two.pdf", Status::Timeout), ("a.zip", Status::Timeout)]
     );
+}
+
+/// A worker the machine starves (it runs a fifth of the time, as a `quarry add` at nice 19 beside a build
+/// did) is given its budget in CPU time: its file is read, though it took three times its budget in
+/// wall-clock time. (Before, it was a `timeout` after 0.5 s, as a stuck worker is: above.)
+#[test]
+fn a_starved_worker_gets_its_budget_in_cpu_time() {
+    // 15 rounds of 20 ms of CPU time and 100 ms asleep: ≈ 0.3 s of CPU time in ≈ 1.8 s.
+    let script = r#"exec perl -e '$| = 1; <STDIN>;
+sub cpu { my @t = times; $t[0] + $t[1] }
+for (1 .. 15) { my $t = cpu(); 1 while cpu() - $t < 0.02; select(undef, undef, undef, 0.1) }
+print q({"Event":{"Finished":{"path":"file0.pdf","format":"pdf","status":"ok","pages":1,"chars":3,"cjk_chars":0,"ms":1,"error":null,"warnings":[],"document":null}}}), "
+", q("End"), "
+";
+<STDIN>'"#;
+    let config = shell_worker(script);
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    parse_isolated(&inputs(1), &config, |_, o| outcomes.push(o));
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].status, Status::Ok, "{outcomes:?}");
+    assert!(started.elapsed() > config.document_timeout, "the worker ran past its wall-clock budget");
+}
+
+#[test]
+fn a_worker_past_its_budget_is_given_the_cpu_time_it_has_left_only_if_it_ran() {
+    let budget = Duration::from_secs(60);
+    let ms = Duration::from_millis;
+    // Starved: 5 s of CPU time in a minute, running.
+    assert_eq!(starved_extension(ms(5_000), ms(5_000), budget), Some(ms(55_000)));
+    // Stuck: no CPU time since the last look, whatever it used before.
+    assert_eq!(starved_extension(ms(5_000), ms(0), budget), None);
+    assert_eq!(starved_extension(ms(5_000), MIN_RUNNING_CPU - ms(1), budget), None);
+    // Spinning on a hostile file: its CPU budget spent.
+    assert_eq!(starved_extension(budget, ms(1_000), budget), None);
+    // The CPU time of a process, read from the system: this one's grows as it spins.
+    let before = cpu_time(std::process::id()).expect("Linux reports CPU time");
+    let spin = Instant::now();
+    let mut x = 0u64;
+    while spin.elapsed() < ms(200) {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+    let after = cpu_time(std::process::id()).unwrap();
+    assert!(after >= before + ms(50), "{before:?} → {after:?}");
 }
 
 /// A parser exploited by a crafted file runs with a cleared environment: no API key variables, no D-Bus
