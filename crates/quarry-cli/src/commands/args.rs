@@ -234,7 +234,7 @@ pub struct WorkerArgs {
     /// Parser worker processes run at once (default: number of cores).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Longest time one document may take, in seconds, before it is reported as `timeout`.
+    /// Longest time one document may take, in seconds, before it is reported as `timeout` (counted in CPU time for a worker a busy machine starves).
     #[arg(long, default_value_t = 60)]
     pub timeout_secs: u64,
     /// Memory each parser worker may use beyond its start-up size, in MiB; a document that needs more is reported as `too_large`.
