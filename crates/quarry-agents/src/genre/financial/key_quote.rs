@@ -138,10 +138,7 @@ pub fn key_quotes(
     // Stable: equal counts keep the passages' rank and the pieces' order. Under an answer of
     // percentages alone, a piece of percentages alone ranks after the others: it says what the model
     // said (a change, a ratio), and the row those are of is what is missing.
-    let of_percentages_only = |text: &str| {
-        let stated = amounts(text);
-        !stated.is_empty() && stated.iter().all(|f| matches!(f.kind, FigureKind::Percent))
-    };
+    let of_percentages_only = |text: &str| states_amount(text) && !found_its_row(text);
     let answered_in_percentages = of_percentages_only(answer);
     ranked.sort_by_key(|piece| (answered_in_percentages && of_percentages_only(piece.2), std::cmp::Reverse(piece.0)));
     // A row whose label and amounts a row ranked above it has already (the same row read with and
@@ -253,7 +250,7 @@ pub fn quotes_from_rest_of_document(question: &str, answer: &str) -> bool {
 /// change and a ratio, not the row they are of, so the row is still looked for
 /// (docs/evaluation/decisions.md, 2026-12-07 (o)). Dates never count ([`crate::text::amounts`]).
 pub fn found_its_row(answer: &str) -> bool {
-    crate::text::amounts(answer).iter().any(|f| !matches!(f.kind, FigureKind::Percent))
+    amounts(answer).iter().any(|f| !matches!(f.kind, FigureKind::Percent))
 }
 
 /// A row label without the table section [`crate::genre::financial::table_section`] names it under: "Operating expenses:
@@ -542,11 +539,8 @@ fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, Str
     if asked_items.is_empty() {
         return false;
     }
-    let Some(label) = row_label(piece) else { return false };
-    let Some(at) = offset_in(text, piece) else { return false };
-    let section = sections.iter().find(|(start, end, _)| *start <= at && at < *end).map_or("", |(_, _, s)| s);
-    let (items, _) = crate::genre::financial::line_item::measured_items(section, label);
-    !items.is_empty() && !items.iter().any(|i| asked_items.contains(i))
+    row_items(text, piece, sections)
+        .is_some_and(|items| !items.is_empty() && !items.iter().any(|i| asked_items.contains(i)))
 }
 
 /// Whether `piece`, a table row of `text`, is known to measure one of the question's `asked_items`
@@ -556,14 +550,19 @@ fn measures_another_item(text: &str, piece: &str, sections: &[(usize, usize, Str
 /// Center and AI: (161) million …", Intel's segment operating loss) is no answer on that segment's
 /// revenue (docs/evaluation/decisions.md, 2026-12-07 (o)).
 fn measures_asked_item(text: &str, piece: &str, sections: &[(usize, usize, String)], asked_items: &[usize]) -> bool {
-    if asked_items.is_empty() {
-        return true;
-    }
-    let Some(label) = row_label(piece) else { return false };
+    asked_items.is_empty()
+        || row_items(text, piece, sections).is_some_and(|items| items.iter().any(|i| asked_items.contains(i)))
+}
+
+/// The line items `piece`, a table row of `text`, measures ([`crate::genre::financial::line_item::measured_items`]:
+/// its label's, else those of the section of `sections` it sits under); `None` when `piece` is no row.
+/// One reading for [`measures_another_item`] and [`measures_asked_item`].
+fn row_items(text: &str, piece: &str, sections: &[(usize, usize, String)]) -> Option<Vec<usize>> {
+    let label = row_label(piece)?;
     let section = offset_in(text, piece)
         .and_then(|at| sections.iter().find(|(start, end, _)| *start <= at && at < *end))
         .map_or("", |(_, _, s)| s.as_str());
-    crate::genre::financial::line_item::measured_items(section, label).0.iter().any(|i| asked_items.contains(i))
+    Some(crate::genre::financial::line_item::measured_items(section, label).0)
 }
 
 /// For each of the question's `asked` words, the asked words written right before it (no stop word
