@@ -1019,6 +1019,7 @@ mod tests {
     fn passage_headers_copied_into_an_answer_become_its_markers() {
         let passage = |id: u64, path: &str, page: u32, context: &str| Passage {
             chunk_id: id,
+            chunk_index: None,
             library: "l".into(),
             document_id: path.into(),
             path: format!("/docs/{path}"),
@@ -1077,6 +1078,7 @@ mod tests {
     fn a_shared_budget_keeps_every_passages_best_rows_and_cuts_the_filler() {
         let passage = |id: u64, text: String| Passage {
             chunk_id: id,
+            chunk_index: None,
             library: "l".into(),
             document_id: format!("d{id}"),
             path: format!("/docs/d{id}.pdf"),
@@ -1129,6 +1131,7 @@ mod tests {
     fn filing_passage(id: u64, document: &str, page: u32, context: &str) -> Passage {
         Passage {
             chunk_id: id,
+            chunk_index: None,
             library: "l".into(),
             document_id: document.into(),
             path: format!("/docs/{document}.pdf"),

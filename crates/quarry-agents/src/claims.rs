@@ -889,6 +889,7 @@ mod tests {
             number,
             passage: Passage {
                 chunk_id: number as u64,
+                chunk_index: None,
                 library: "l".into(),
                 document_id: "d".into(),
                 path: "/x/2023 Q1 NVDA.pdf".into(),

@@ -280,6 +280,7 @@ mod tests {
     fn passage(text: &str) -> Passage {
         Passage {
             chunk_id: 1,
+            chunk_index: None,
             library: "lib".into(),
             document_id: "d1".into(),
             path: "d1.pdf".into(),

@@ -398,6 +398,7 @@ mod tests {
     fn passage(id: u64) -> quarry_core::Passage {
         quarry_core::Passage {
             chunk_id: id,
+            chunk_index: None,
             library: "lib".into(),
             document_id: format!("d{id}"),
             path: format!("d{id}.pdf"),

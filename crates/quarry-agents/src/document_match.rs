@@ -509,6 +509,7 @@ mod tests {
     fn a_chinese_question_over_english_passages_is_declined_and_the_reverse_is_not() {
         let passage = |text: &str| Passage {
             chunk_id: 1,
+            chunk_index: None,
             library: "l".into(),
             document_id: "d".into(),
             path: "/docs/d.pdf".into(),
@@ -536,6 +537,7 @@ mod tests {
     fn passage(id: u64, context: &str) -> Passage {
         Passage {
             chunk_id: id,
+            chunk_index: None,
             library: "l".into(),
             document_id: format!("d{id}"),
             path: format!("/d{id}.pdf"),

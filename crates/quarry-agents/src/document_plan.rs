@@ -109,6 +109,7 @@ mod tests {
             library: "lib".into(),
             document_id: document.into(),
             chunk_id: chunk,
+            chunk_index: None,
             path: format!("/docs/{document}.pdf"),
             page_start: Some(1),
             page_end: Some(1),

@@ -4,10 +4,27 @@
 
 use quarry_core::{Passage, CONTEXT_SEPARATOR};
 
-/// Whether `question` asks for the most recent document ("latest", "most recent", "newest").
+/// Whether `question` asks for the most recent document ("latest", "most recent", "newest") alone. A
+/// question that sets it against earlier ones ("Comparing the most recent quarter to previous ones",
+/// "the latest report against prior years": [`names_earlier_periods`]) asks for every period, so it does not.
 pub fn asks_for_latest(question: &str) -> bool {
     let q = question.to_lowercase();
-    ["latest", "most recent", "newest", "most current"].iter().any(|w| q.contains(w))
+    ["latest", "most recent", "newest", "most current"].iter().any(|w| q.contains(w)) && !names_earlier_periods(&q)
+}
+
+/// Whether `question` names earlier periods or documents in the plural ("previous ones", "prior quarters",
+/// "earlier reports", "past years"): the several documents before the latest, not the prior-year
+/// column of the latest one ("the same quarter of the prior year", singular, stays in it).
+pub fn names_earlier_periods(question: &str) -> bool {
+    static EARLIER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    EARLIER
+        .get_or_init(|| {
+            regex::Regex::new(
+                r"(?i)\b(?:previous|prior|earlier|preceding|past|former)\s+(?:ones|quarters|periods|filings|reports|years|months|documents|versions|editions|releases|issues)\b",
+            )
+            .expect("the pattern is valid")
+        })
+        .is_match(question)
 }
 
 /// The period a context line names: its "… ended `<date>`" part ("quarterly period ended July 1, 2023"),
@@ -60,5 +77,18 @@ mod tests {
         assert_eq!(period_phrase(apple), Some("quarterly period ended July 1, 2023"));
         assert_eq!(period_end(apple), Some((2023, 7, 1)));
         assert_eq!(period_phrase("Annual report 2023"), None);
+    }
+
+    #[test]
+    fn the_latest_set_against_earlier_ones_is_not_the_latest_alone() {
+        assert!(asks_for_latest("What changed in NVIDIA's accounting in its most recent 10-Q?"));
+        assert!(asks_for_latest(
+            "How does revenue in the latest quarter compare to the same quarter of the prior year?"
+        ));
+        assert!(!asks_for_latest(
+            "Comparing the most recent quarter to previous ones, how has NVIDIA's investment in research changed?"
+        ));
+        assert!(!asks_for_latest("How do the latest minutes differ from earlier reports?"));
+        assert!(!asks_for_latest("How have inventories changed over these quarters?"));
     }
 }

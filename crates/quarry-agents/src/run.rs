@@ -602,16 +602,34 @@ impl Run {
             texts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
         candidates.extend(numbered(0, further.len()));
         let rows = numbered(further.len(), unread.len());
-        let mut quotes = genre.key_quotes(question, answer, &candidates, &rows, self.config.quoted_pieces);
+        // Which passage is the chunk right after which, in their document (by the library's chunk order).
+        let numbered_passages: Vec<(usize, &Passage)> = read
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (first + i, p))
+            .chain(unread.iter().enumerate().map(|(j, p)| (further_first + j, *p)))
+            .collect();
+        let follows: Vec<(usize, usize)> = numbered_passages
+            .iter()
+            .filter_map(|(next, p)| {
+                let index = p.chunk_index?.checked_sub(1)?;
+                let (previous, _) = numbered_passages.iter().find(|(_, q)| {
+                    q.chunk_index == Some(index) && q.document_id == p.document_id && q.library == p.library
+                })?;
+                Some((*next, *previous))
+            })
+            .collect();
+        let mut quotes = genre.key_quotes(question, answer, &candidates, &rows, &follows, self.config.quoted_pieces);
         if quotes.is_empty() {
             return None;
         }
         let mut further_quoted: Vec<(usize, Passage)> = Vec::new();
-        for quote in &mut quotes {
-            if quote.number < further_first || unread.is_empty() {
-                continue;
+        // A further passage's number as the answer will cite it: in the order quotes first cite them.
+        let mut renumber = |number: usize| -> usize {
+            if number < further_first || unread.is_empty() {
+                return number;
             }
-            let index = quote.number - further_first;
+            let index = number - further_first;
             let place = match further_quoted.iter().position(|(j, _)| *j == index) {
                 Some(place) => place,
                 None => {
@@ -619,7 +637,12 @@ impl Run {
                     further_quoted.len() - 1
                 }
             };
-            quote.number = further_first + place;
+            further_first + place
+        };
+        for quote in &mut quotes {
+            // A split table's first rows come first in the quote, so their passage is numbered first.
+            quote.parts_from = quote.parts_from.map(&mut renumber);
+            quote.number = renumber(quote.number);
         }
         let chinese = quarry_core::is_mostly_cjk(question);
         let text = format!("{separator}{}", crate::genre::render_quotes(&quotes, chinese));

@@ -13,6 +13,10 @@ pub const CONTEXT_SEPARATOR: &str = " · ";
 pub struct Passage {
     /// The chunk's id, unique within its library.
     pub chunk_id: u64,
+    /// The chunk's place in its document, from 0, when the library knows it (`None` for web pages and
+    /// passages made by hand): chunks `i` and `i + 1` of one document are neighbours in its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_index: Option<u32>,
     /// The library it came from.
     pub library: String,
     /// Its document's content hash ([`crate::ParsedDocument::content_hash`]).
@@ -144,6 +148,7 @@ mod tests {
     fn passage(page: Option<u32>, heading_path: Vec<String>, ocr: bool) -> Passage {
         Passage {
             chunk_id: 1,
+            chunk_index: None,
             library: "l".into(),
             document_id: "d".into(),
             path: "/docs/scan.pdf".into(),

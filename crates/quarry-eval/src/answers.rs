@@ -82,6 +82,7 @@ mod tests {
     fn passage(path: &str, text: &str) -> Passage {
         Passage {
             chunk_id: 0,
+            chunk_index: None,
             library: "l".into(),
             document_id: "d".into(),
             path: path.into(),

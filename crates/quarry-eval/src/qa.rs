@@ -91,6 +91,7 @@ impl Retriever for SetRetriever {
                 let (passage_id, text) = &self.passages[id as usize];
                 Passage {
                     chunk_id: id,
+                    chunk_index: None,
                     library: "eval".into(),
                     document_id: passage_id.clone(),
                     path: passage_id.clone(),

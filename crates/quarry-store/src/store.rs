@@ -181,6 +181,7 @@ impl ChunkRecord {
     pub fn passage(&self, library: &str, path: &str, context: Option<&str>, score: f32) -> quarry_core::Passage {
         quarry_core::Passage {
             chunk_id: self.chunk_id,
+            chunk_index: Some(self.chunk_index),
             library: library.to_string(),
             document_id: self.document_id.clone(),
             path: path.to_string(),

@@ -140,6 +140,7 @@ impl WebRetriever {
             .into_iter()
             .map(|chunk| Passage {
                 chunk_id: self.next_id.fetch_add(1, Ordering::Relaxed),
+                chunk_index: None,
                 library: WEB_LIBRARY.to_string(),
                 document_id: result.url.clone(),
                 path: result.url.clone(),

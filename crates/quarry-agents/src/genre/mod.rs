@@ -37,12 +37,22 @@ pub struct KeyQuote {
     pub number: usize,
     /// The piece as the passage writes it (a genre cuts it to its own limit).
     pub text: String,
+    /// The number of the passage its first lines come from when it goes on from there (a table the
+    /// chunker split between two passages, quoted whole), else `None`.
+    pub parts_from: Option<usize>,
 }
 
-/// `quotes` as the answer shows them: `From the passages: “…” [n]`, further quotes after `; `
-/// (Chinese: `段落原文：“…” [n]；“…” [m]`). Empty for no quote.
+/// `quotes` as the answer shows them: `From the passages: “…” [n]`, or `[m, n]` for a quote whose
+/// first lines are passage m's ([`KeyQuote::parts_from`]), further quotes after `; ` (Chinese:
+/// `段落原文：“…” [n]；“…” [m]`). Empty for no quote.
 pub fn render_quotes(quotes: &[KeyQuote], chinese: bool) -> String {
-    let each: Vec<String> = quotes.iter().map(|q| format!("“{}” [{}]", q.text, q.number)).collect();
+    let each: Vec<String> = quotes
+        .iter()
+        .map(|q| match q.parts_from {
+            Some(from) => format!("“{}” [{from}, {}]", q.text, q.number),
+            None => format!("“{}” [{}]", q.text, q.number),
+        })
+        .collect();
     match (each.is_empty(), chinese) {
         (true, _) => String::new(),
         (false, true) => format!("{}{}", crate::text::QUOTE_LEAD_INS[1], each.join("；")),
@@ -81,13 +91,16 @@ pub trait Genre: Send + Sync + std::fmt::Debug {
 
     /// At most `most` pieces of `texts` (the passages the answer was written from, each with the number
     /// the answer cites it by, best first) or of `rows_only` (further passages of the same documents,
-    /// numbered after them) to quote under `answer` to `question`, best first. Empty: no quote.
+    /// numbered after them) to quote under `answer` to `question`, best first. `follows` pairs (n, m)
+    /// say passage n is the chunk right after passage m in their document (a quote may run across
+    /// them: [`KeyQuote::parts_from`]). Empty: no quote.
     fn key_quotes(
         &self,
         question: &str,
         answer: &str,
         texts: &[(usize, &str)],
         rows_only: &[(usize, &str)],
+        follows: &[(usize, usize)],
         most: usize,
     ) -> Vec<KeyQuote>;
 
@@ -129,7 +142,15 @@ impl Genre for General {
         passage.text.clone()
     }
 
-    fn key_quotes(&self, _: &str, _: &str, _: &[(usize, &str)], _: &[(usize, &str)], _: usize) -> Vec<KeyQuote> {
+    fn key_quotes(
+        &self,
+        _: &str,
+        _: &str,
+        _: &[(usize, &str)],
+        _: &[(usize, &str)],
+        _: &[(usize, usize)],
+        _: usize,
+    ) -> Vec<KeyQuote> {
         Vec::new()
     }
 
@@ -245,6 +266,7 @@ mod tests {
     fn passage(text: &str) -> Passage {
         Passage {
             chunk_id: 1,
+            chunk_index: None,
             library: "l".into(),
             document_id: "d".into(),
             path: "/d.pdf".into(),

@@ -96,12 +96,14 @@ pub struct MemoryRetriever {
 }
 
 impl MemoryRetriever {
+    /// One passage a text, each file's in the order given (its chunk index: its place among them).
     pub fn new(library: &str, texts: &[(&str, u32, &str)]) -> Self {
         let passages = texts
             .iter()
             .enumerate()
             .map(|(i, (file, page, text))| Passage {
                 chunk_id: i as u64 + 1,
+                chunk_index: Some(texts[..i].iter().filter(|(other, _, _)| other == file).count() as u32),
                 library: library.to_string(),
                 document_id: format!("doc-{file}"),
                 path: format!("/docs/{file}"),

@@ -394,6 +394,38 @@ async fn the_row_that_answers_is_quoted_under_an_answer_that_leaves_its_figures_
 }
 
 #[tokio::test]
+async fn a_total_whose_table_the_chunker_split_is_quoted_with_its_parts_citing_both_passages() {
+    // The expense rows end one chunk of the filing, the total opens the next (a table split between
+    // chunks): the quote shows the rows the total adds up, from the chunk before, and cites both.
+    let retriever = Arc::new(acme_filings(&[
+        (
+            "q1.pdf",
+            20,
+            "Operating expenses were as follows:\n\
+             Research and development: $7,709 million (three months ended December 31, 2022)\n\
+             Selling, general and administrative: $6,607 million (three months ended December 31, 2022)",
+        ),
+        (
+            "q1.pdf",
+            21,
+            "Total operating expenses: $14,316 million (three months ended December 31, 2022)\n\
+             Operating expenses grew due to higher headcount-related expenses.",
+        ),
+    ]));
+    let question = "What were Acme's total operating expenses in the quarter ended December 31, 2022?";
+    let model = Arc::new(ScriptedModel::new().on("answer", text("Operating expenses grew with headcount [1].")));
+    let (answer, _) = run_agent(question, Some(AgentKind::Naive), &model, &[library(&retriever)], financial()).await;
+    let answer = answer.unwrap();
+    let rows = "“Research and development: $7,709 million (three months ended December 31, 2022) · \
+                Selling, general and administrative: $6,607 million (three months ended December 31, 2022) · \
+                Total operating expenses: $14,316 million (three months ended December 31, 2022)”";
+    assert!(answer.markdown.contains(&format!("From the passages: {rows} [1, 2]")), "{}", answer.markdown);
+    assert_eq!(answer.citations.len(), 2, "both chunks are cited");
+    let check = answer.claims.iter().find(|c| c.sentence.contains("7,709")).expect("the quote is checked");
+    assert!(check.supported, "its figures are in the passages it cites: {check:?}");
+}
+
+#[tokio::test]
 async fn a_row_named_by_the_question_is_quoted_from_the_named_filing_where_search_did_not_find_it() {
     // Search finds the supply-chain sentence only (the fake matches whole words: "Inventories" is not
     // "inventory", "end" is not "ended"). The quote comes from the rest of the filing the question names: its inventories row,

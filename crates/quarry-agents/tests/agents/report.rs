@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 fn passage(chunk_id: u64, path: &Path, page: Option<u32>, sheet: Option<&str>, text: &str) -> Passage {
     Passage {
         chunk_id,
+        chunk_index: None,
         library: "papers".into(),
         document_id: format!("doc-{chunk_id}"),
         path: path.to_string_lossy().into_owned(),

@@ -62,7 +62,9 @@ pub const QUOTE_CHARS: usize = 400;
 /// the earlier piece (under an answer stating percentages alone, a piece of percentages alone ranks after
 /// every other); a piece whose text repeats one ranked above it, or a row whose label and amounts
 /// do, is passed over, and a row whose label and amounts repeat one ranked above with more columns
-/// takes its place. Of those `most`
+/// takes its place. `follows` pairs (n, m) say that passage n is the chunk right after passage m in
+/// their document: a total opening passage n may be quoted with its first rows from the end of m
+/// ([`with_parts`]). Of those `most`
 /// pieces, one is quoted when `answer` states fewer than half of the amounts, percentages and numbers
 /// of its quote as shown (a total with its parts, [`with_parts`]; a wrapped sentence whole).
 /// Empty when `answer` declines ([`crate::text::is_decline`]) or `question` is mostly CJK text.
@@ -76,6 +78,7 @@ pub fn key_quotes(
     answer: &str,
     texts: &[(usize, &str)],
     rows_only: &[(usize, &str)],
+    follows: &[(usize, usize)],
     most: usize,
 ) -> Vec<KeyQuote> {
     if most == 0 || quarry_core::is_mostly_cjk(question) || crate::text::is_decline(answer) {
@@ -151,7 +154,14 @@ pub fn key_quotes(
     // rows, against the same total in a summary table of the discussion), takes that row's place: the
     // quote then shows the breakdown ([`with_parts`]).
     let text_of = |number: usize| texts.iter().chain(rows_only).find(|(n, _)| *n == number).map(|(_, t)| *t);
-    let shows_parts = |piece: &(usize, usize, &str)| text_of(piece.1).and_then(|t| with_parts(t, piece.2)).is_some();
+    // Where a split table's first rows may be: the passage right before a piece's own in its document,
+    // when it is quotable.
+    let before = |number: usize| -> Option<(usize, &str)> {
+        let (_, previous) = follows.iter().find(|(next, _)| *next == number)?;
+        Some((*previous, text_of(*previous)?))
+    };
+    let shows_parts =
+        |piece: &(usize, usize, &str)| text_of(piece.1).and_then(|t| with_parts(t, piece.2, before(piece.1))).is_some();
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
@@ -208,13 +218,12 @@ pub fn key_quotes(
             // total row with the rows it adds up ([`with_parts`]).
             let text = text_of(number);
             let piece = text.map_or(piece, |text| whole_sentence(text, piece));
-            (
-                number,
-                text.and_then(|text| with_parts(text, piece))
-                    .unwrap_or_else(|| cut(&piece.replace('\n', " "), QUOTE_CHARS)),
-            )
+            let (shown, parts_from) = text
+                .and_then(|text| with_parts(text, piece, before(number)))
+                .unwrap_or_else(|| (cut(&piece.replace('\n', " "), QUOTE_CHARS), None));
+            (number, shown, parts_from)
         })
-        .filter(|(_, shown)| {
+        .filter(|(_, shown, _)| {
             // The answer left the quote's figures out when it states fewer than half of them: a row the
             // model copied (and its answer cut short) is not written twice, while a total it copied is
             // still quoted with the parts it left out.
@@ -223,13 +232,14 @@ pub fn key_quotes(
             let kept = shown.iter().filter(|f| states(&stated, f)).count();
             kept * 2 < shown.len()
         })
-        .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, text)| {
+        .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, text, parts_from)| {
             // Two lines of one sentence, quoted once; a row quoted among a total's parts, once.
-            let same = |q: &KeyQuote| q.number == number;
+            let cites = |q: &KeyQuote, n: usize| q.number == n || q.parts_from == Some(n);
+            let same = |q: &KeyQuote| cites(q, number) || parts_from.is_some_and(|from| cites(q, from));
             if let Some(at) = quotes.iter().position(|q| same(q) && text.contains(q.text.as_str())) {
-                quotes[at] = KeyQuote { number, text };
+                quotes[at] = KeyQuote { number, text, parts_from };
             } else if !quotes.iter().any(|q| same(q) && q.text.contains(text.as_str())) {
-                quotes.push(KeyQuote { number, text });
+                quotes.push(KeyQuote { number, text, parts_from });
             }
             quotes
         })
@@ -321,7 +331,9 @@ const ROW_SEPARATOR: &str = " · ";
 
 /// A total row quoted with the rows it adds up: when `piece` is a table row of `text` that is a total
 /// ("Total inventories: $12,831 million (Oct 1, 2022); …"), the fewest rows right above it (two or
-/// more, blank lines skipped, up to the first line that is not a row) whose first column adds up to the
+/// more, blank lines and rows whose first column is a percentage skipped — Apple prints "Percentage of
+/// total net sales" under each expense row (docs/evaluation/decisions.md, 2026-12-07 (u)) — up to the
+/// first line that is not a row) whose first column adds up to the
 /// total's first column (within the rounding of the printed figures: half the unit of each one's last
 /// printed digit), then `piece`, joined by `" · "` — "Raw materials: $1,635 million (…) · Work in
 /// process: … · Finished goods: … · Total inventories: …". A person asking about inventory levels,
@@ -330,10 +342,18 @@ const ROW_SEPARATOR: &str = " · ";
 /// total when its label says so ("Total …") or, unlabelled, when rows right above it add up to it, none
 /// of them nor it zero: Intel prints its operating expenses as "Operating expenses: 5,476 million"
 /// under research, marketing and restructuring rows that add up to it (docs/evaluation/decisions.md,
-/// 2026-12-07 (l)). `None` when `piece` is no total row, no rows above it add up to it, or they and it
-/// pass [`TOTAL_WITH_PARTS_CHARS`] (the total is then quoted alone: a breakdown cut short would read as
-/// complete).
-fn with_parts(text: &str, piece: &str) -> Option<String> {
+/// 2026-12-07 (l)).
+///
+/// A table the chunker split between two passages (Apple's expense rows ending one passage, its "Total
+/// operating expenses" opening the next) is read across them: when the rows above `piece` reach the top
+/// of `text` before they add up, the walk goes on up from the last line of `before` (the passage right
+/// before `text`'s in its document, with its number, when it is quotable), and when its rows complete the
+/// sum they are the rest of the parts; its number comes back with the quote, which cites it too
+/// (docs/evaluation/decisions.md, 2026-12-07 (v)). Returns the quote and that number (`None` when the
+/// parts are all in `text`); `None` when `piece` is no total row, no rows above it add up to it, or they
+/// and it pass [`TOTAL_WITH_PARTS_CHARS`] (the total is then quoted alone: a breakdown cut short would
+/// read as complete).
+fn with_parts<'t>(text: &'t str, piece: &'t str, before: Option<(usize, &'t str)>) -> Option<(String, Option<usize>)> {
     let own = own_label(row_label(piece)?);
     let labelled = own.len() > 6 && own.get(..6).is_some_and(|start| start.eq_ignore_ascii_case("total "));
     let (total, unit) = first_column_value(piece)?;
@@ -341,28 +361,76 @@ fn with_parts(text: &str, piece: &str) -> Option<String> {
         return None;
     }
     let start = offset_in(text, piece)?;
-    let mut parts: Vec<&str> = Vec::new();
-    let mut sum = 0.0;
-    let mut rounding = 0.5 * unit;
-    for line in text[..start].lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
-        let (value, unit) = first_column_value(line)?;
-        if !labelled && value == 0.0 {
-            return None;
+    let mut sum =
+        PartsSum { label: unqualified(own), labelled, total, parts: Vec::new(), sum: 0.0, rounding: 0.5 * unit };
+    let from = match sum.read_up(&text[..start]) {
+        Some(true) => None,
+        Some(false) => return None,
+        // The rows above reach the top of the passage: the table may have begun in the passage before
+        // it, if that one's last rows complete the sum.
+        None => {
+            let (number, previous) = before?;
+            sum.read_up(previous)?.then_some(())?;
+            Some(number)
         }
-        parts.push(line);
-        sum += value;
-        rounding += 0.5 * unit;
-        if parts.len() >= 2 && (sum - total).abs() <= rounding {
-            parts.reverse();
-            parts.push(piece.trim());
-            let joined = parts.join(ROW_SEPARATOR);
-            return (joined.chars().count() <= TOTAL_WITH_PARTS_CHARS).then_some(joined);
+    };
+    let mut parts = sum.parts;
+    parts.reverse();
+    parts.push(piece.trim());
+    let joined = parts.join(ROW_SEPARATOR);
+    (joined.chars().count() <= TOTAL_WITH_PARTS_CHARS).then_some((joined, from))
+}
+
+/// The rows read so far above a total ([`with_parts`]), bottom up.
+#[derive(Debug, Clone)]
+struct PartsSum<'t> {
+    /// The total's own label without its qualifiers ([`unqualified`]).
+    label: Vec<String>,
+    /// The total's label says "Total": a zero part ("—") counts.
+    labelled: bool,
+    /// The total's first column.
+    total: f64,
+    /// The rows read, bottom up.
+    parts: Vec<&'t str>,
+    /// Their first columns' sum.
+    sum: f64,
+    /// How far the sum may be from the total: half the unit of each figure's last printed digit.
+    rounding: f64,
+}
+
+impl<'t> PartsSum<'t> {
+    /// Reads the lines of `text` bottom up (trimmed, blank ones skipped, a row whose first column is a
+    /// percentage passed over): `Some(true)` when two or more rows add up to the total, two of them not
+    /// zero; `Some(false)` at a line that is no row, a row of the total's own label (the same total
+    /// printed in another table, not a part of it), a zero under an unlabelled total, or rows past
+    /// [`TOTAL_WITH_PARTS_CHARS`]; `None` when `text`'s first line is read and the rows do not add up yet.
+    fn read_up(&mut self, text: &'t str) -> Option<bool> {
+        for line in text.lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
+            if first_column_is_percentage(line) {
+                // A ratio row between the parts ("Percentage of total net sales: 8% …" under each of
+                // Apple's expense rows) is no part: passed over, and left out of the quote.
+                continue;
+            }
+            let Some((value, unit)) = first_column_value(line) else {
+                return Some(false);
+            };
+            let same_total = row_label(line).is_some_and(|label| unqualified(own_label(label)) == self.label);
+            if same_total || (!self.labelled && value == 0.0) {
+                return Some(false);
+            }
+            self.parts.push(line);
+            self.sum += value;
+            self.rounding += 0.5 * unit;
+            let not_zero = self.parts.iter().filter(|part| first_column_value(part).is_some_and(|(v, _)| v != 0.0));
+            if not_zero.count() >= 2 && (self.sum - self.total).abs() <= self.rounding {
+                return Some(true);
+            }
+            if self.parts.join(ROW_SEPARATOR).chars().count() > TOTAL_WITH_PARTS_CHARS {
+                return Some(false);
+            }
         }
-        if parts.join(ROW_SEPARATOR).chars().count() > TOTAL_WITH_PARTS_CHARS {
-            return None;
-        }
+        None
     }
-    None
 }
 
 /// The first column's figure of the table row `line` as a signed number in the table's printed units
@@ -384,6 +452,16 @@ fn first_column_value(line: &str) -> Option<(f64, f64)> {
     let decimals = digits.split_once('.').map_or(0, |(_, after)| after.len());
     let unit = 10f64.powi(-(decimals as i32));
     Some((if value.contains('(') { -magnitude } else { magnitude }, unit))
+}
+
+/// Whether `line` is a table row whose first column is a percentage ("Percentage of total net sales: 8%
+/// (three months ended June 25, 2022); …").
+fn first_column_is_percentage(line: &str) -> bool {
+    let Some(label) = row_label(line) else {
+        return false;
+    };
+    let rest = line[label.len()..].trim_start_matches(':').trim_start();
+    rest.find(" (").is_some_and(|end| rest[..end].trim_end().ends_with('%'))
 }
 
 /// Whether table rows `a` and `b` ([`cells`]) print a column of the same name with different values
@@ -604,6 +682,22 @@ fn cut(piece: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`key_quotes`] of passages none of which goes on from another.
+    fn quotes_of(
+        question: &str,
+        answer: &str,
+        texts: &[(usize, &str)],
+        rows_only: &[(usize, &str)],
+        most: usize,
+    ) -> Vec<KeyQuote> {
+        key_quotes(question, answer, texts, rows_only, &[], most)
+    }
+
+    /// [`with_parts`] within `text` alone: the quote.
+    fn parts(text: &str, piece: &str) -> Option<String> {
+        with_parts(text, piece, None).map(|(quote, _)| quote)
+    }
     use crate::genre::render_quotes;
 
     const ROWS: &str = "Research and development: $7,709 million (three months ended December 31, 2022); \
@@ -614,7 +708,7 @@ mod tests {
 
     /// The one piece [`key_quotes`] quotes, if any.
     fn key_quote(question: &str, answer: &str, texts: &[(usize, &str)]) -> Option<KeyQuote> {
-        key_quotes(question, answer, texts, &[], 1).into_iter().next()
+        quotes_of(question, answer, texts, &[], 1).into_iter().next()
     }
 
     #[test]
@@ -710,14 +804,14 @@ mod tests {
         let section = "Operating expenses: Total operating expenses: 14,316 million (three months ended                        December 31, 2022); 12,755 million (three months ended December 25, 2021)";
         let net_sales = "Total net sales: $117,154 million (three months ended December 31, 2022); $123,945                          million (three months ended December 25, 2021)";
         let texts = [(1, sentence), (2, total), (3, section)];
-        let quotes = key_quotes(question, answer, &texts, &[(4, net_sales)], 2);
+        let quotes = quotes_of(question, answer, &texts, &[(4, net_sales)], 2);
         let quoted: Vec<(usize, &str)> = quotes.iter().map(|q| (q.number, q.text.as_str())).collect();
         assert_eq!(quoted, [(2, total), (4, net_sales)], "the second quote is revenue's row, not a second opex total");
         // "the same quarter" names the period, not what is asked: the sentence shares one asked word.
         assert!(!asked_words(question).contains("same"));
         // One line item asked: the two best pieces, as before.
         let one_item = "What were Apple's total operating expenses in the first quarter of 2023?";
-        let quotes = key_quotes(one_item, answer, &texts, &[], 2);
+        let quotes = quotes_of(one_item, answer, &texts, &[], 2);
         assert_eq!(quotes.iter().map(|q| q.number).collect::<Vec<_>>(), [2], "one total, its repeat passed over");
     }
 
@@ -729,6 +823,66 @@ mod tests {
                        years 2024 and 2023.\nTotal revenue: $7,192 million (three months ended April 30, 2023)";
         assert_eq!(key_quote(question, "NVIDIA's revenue was $7,192 million [1].", &[(1, passage)]), None);
         assert_eq!(asked_words(question), HashSet::from(["reven".to_string()]));
+    }
+
+    #[test]
+    fn a_table_split_between_two_passages_is_quoted_whole_citing_both() {
+        // 2022 Q3 AAPL.pdf, p. 21, as the library's two chunks hold it: the expense rows end one, the
+        // total opens the next (the chunker split the table).
+        let rows = "Operating Expenses\n\
+            Operating expenses for the three- and nine-month periods ended June 25, 2022 and June 26, 2021 were as follows (dollars in millions):\n\
+            Research and development: $6,797 million (three months ended June 25, 2022); $5,717 million (three months ended June 26, 2021)\n\
+            Percentage of total net sales: 8% (three months ended June 25, 2022); 7% (three months ended June 26, 2021)\n\
+            Selling, general and administrative: $6,012 million (three months ended June 25, 2022); $5,412 million (three months ended June 26, 2021)";
+        let total = "Percentage of total net sales: 7% (three months ended June 25, 2022); 7% (three months ended June 26, 2021)\n\
+            Total operating expenses: $12,809 million (three months ended June 25, 2022); $11,129 million (three months ended June 26, 2021)\n\
+            Percentage of total net sales: 15% (three months ended June 25, 2022); 14% (three months ended June 26, 2021)\n\
+            Research and Development\n\
+            The growth in research and development expense was driven primarily by increases in headcount-related expenses.";
+        // Another filing's expense rows, which do not add up to this total, ranked between them.
+        let other = "Research and development: $7,709 million (three months ended December 31, 2022)\n\
+            Selling, general and administrative: $6,607 million (three months ended December 31, 2022)";
+        let question =
+            "Has there been any significant change in Apple's operating expenses over the reported quarters?";
+        let answer = "Operating expenses grew with headcount [1].";
+        // Passage 1 is the chunk right after passage 3 in their document.
+        let quotes = key_quotes(question, answer, &[(1, total), (2, other), (3, rows)], &[], &[(1, 3)], 1);
+        assert_eq!(
+            quotes,
+            vec![KeyQuote {
+                number: 1,
+                text: "Research and development: $6,797 million (three months ended June 25, 2022); $5,717 million (three months ended June 26, 2021) · \
+                       Selling, general and administrative: $6,012 million (three months ended June 25, 2022); $5,412 million (three months ended June 26, 2021) · \
+                       Total operating expenses: $12,809 million (three months ended June 25, 2022); $11,129 million (three months ended June 26, 2021)"
+                    .into(),
+                parts_from: Some(3),
+            }]
+        );
+        assert_eq!(
+            crate::genre::render_quotes(&quotes, false),
+            format!("From the passages: “{}” [3, 1]", quotes[0].text)
+        );
+        // The same total at the end of another table (the statement's, above the discussion's total with
+        // its change columns) is no part of it: the statement's "—" row and its total do not make one.
+        let statement = "Acquisition termination cost: — (three months ended October 30, 2022)\n\
+            Total operating expenses: 12,809 million (three months ended October 30, 2022)";
+        let discussion = "Total operating expenses: $12,809 million (three months ended October 30, 2022); $616 (change, three months ended)";
+        assert_eq!(with_parts(discussion, discussion, Some((1, statement))), None);
+        // Without the passage before it, or when the passage before it is one whose rows do not add up
+        // to it, or with the rows that do in a passage not known to come right before it, the total is
+        // quoted alone.
+        for (texts, follows) in [
+            (&[(1, total), (2, other)][..], &[(1, 3)][..]),
+            (&[(1, total), (2, other)][..], &[(1, 2)][..]),
+            (&[(1, total), (2, other), (3, rows)][..], &[][..]),
+        ] {
+            let alone = key_quotes(question, answer, texts, &[], follows, 1);
+            assert_eq!(alone.len(), 1);
+            assert!(
+                alone[0].text.starts_with("Total operating expenses") && alone[0].parts_from.is_none(),
+                "{alone:?}"
+            );
+        }
     }
 
     #[test]
@@ -744,10 +898,11 @@ mod tests {
         let question =
             "What insights into inventory management could be gleaned from Intel's Q3 2022 inventory levels?";
         let answer = "Inventory levels were adjusted to manage liquidity [1].";
-        let quotes = key_quotes(question, answer, &[(1, note)], &[], 2);
+        let quotes = quotes_of(question, answer, &[(1, note)], &[], 2);
         assert_eq!(
             quotes,
             vec![KeyQuote {
+                parts_from: None,
                 number: 1,
                 text: "Raw materials: $1,635 million (Oct 1, 2022); $1,441 million (Dec 25, 2021) · \
                        Work in process: 7,030 million (Oct 1, 2022); 6,656 million (Dec 25, 2021) · \
@@ -760,7 +915,7 @@ mod tests {
         // The balance sheet's "Inventories" row, ranked first, is the note's "Total inventories" (one label
         // but for its qualifier, the same amounts): the note's, printed with its parts, takes its place.
         let sheet = "Inventories: 12,831 million (Oct 1, 2022); 10,776 million (Dec 25, 2021)";
-        let quotes = key_quotes(question, answer, &[(1, sheet), (2, note)], &[], 2);
+        let quotes = quotes_of(question, answer, &[(1, sheet), (2, note)], &[], 2);
         assert!(
             quotes.len() == 1 && quotes[0].number == 2 && quotes[0].text.starts_with("Raw materials"),
             "{quotes:?}"
@@ -768,30 +923,46 @@ mod tests {
         assert_eq!(unqualified("Total inventories"), unqualified("Inventories"));
         // A row that is no total, a total with no row above it, or rows that do not add up to it
         // (another block of the statement above the total): the row is quoted alone.
-        assert_eq!(with_parts(note, &note[note.find("Finished").unwrap()..note.find("\nTotal").unwrap()]), None);
+        assert_eq!(parts(note, &note[note.find("Finished").unwrap()..note.find("\nTotal").unwrap()]), None);
         let alone = "Total inventories: $12,831 million (Oct 1, 2022)";
-        assert_eq!(with_parts(alone, alone), None);
+        assert_eq!(parts(alone, alone), None);
         // A label whose sixth byte falls inside a character is read, not sliced through (and, its rows
         // adding up to it, it is a total).
         let euro = "A: 1 million (Q3)\nB: 1 million (Q3)\nTota€ sum: 2 million (Q3)";
-        assert!(with_parts(euro, &euro[euro.find("Tota").unwrap()..]).is_some());
-        assert_eq!(with_parts(ROWS, &ROWS[ROWS.find("Total").unwrap()..ROWS.find("\nThe").unwrap()]), None);
+        assert!(parts(euro, &euro[euro.find("Tota").unwrap()..]).is_some());
+        assert_eq!(parts(ROWS, &ROWS[ROWS.find("Total").unwrap()..ROWS.find("\nThe").unwrap()]), None);
         // Signed parts: an accounting negative subtracts.
         let net = "Operating income: $4,770 million (Q3)\nOther expense, net: $(1,200) million (Q3)\n\
                    Total income before taxes: $3,570 million (Q3)";
         let total = &net[net.find("Total").unwrap()..];
-        assert!(with_parts(net, total).is_some_and(|q| q.starts_with("Operating income")));
+        assert!(parts(net, total).is_some_and(|q| q.starts_with("Operating income")));
         // Parts that would pass the limit: the total alone, not a breakdown cut short.
         let long = format!("A: 1 million ({0})\nB: 1 million ({0})\nTotal costs: 2 million (Q3)", "x".repeat(500));
-        assert_eq!(with_parts(&long, &long[long.find("Total").unwrap()..]), None);
+        assert_eq!(parts(&long, &long[long.find("Total").unwrap()..]), None);
         // Four columns a row, three parts (one of them "—"): within the limit.
         let statement = "Operating expenses\n\
             Research and development: 1,945 million (three months ended October 30, 2022); 1,403 million (three months ended October 31, 2021); 5,387 million (nine months ended October 30, 2022); 3,802 million (nine months ended October 31, 2021)\n\
             Sales, general and administrative: 631 million (three months ended October 30, 2022); 557 million (three months ended October 31, 2021); 1,815 million (nine months ended October 30, 2022); 1,603 million (nine months ended October 31, 2021)\n\
             Acquisition termination cost: — (three months ended October 30, 2022); — (three months ended October 31, 2021); 1,353 million (nine months ended October 30, 2022); — (nine months ended October 31, 2021)\n\
             Total operating expenses: 2,576 million (three months ended October 30, 2022); 1,960 million (three months ended October 31, 2021); 8,555 million (nine months ended October 30, 2022); 5,405 million (nine months ended October 31, 2021)";
-        let quoted = with_parts(statement, &statement[statement.find("Total").unwrap()..]);
+        let quoted = parts(statement, &statement[statement.find("Total").unwrap()..]);
         assert!(quoted.as_deref().is_some_and(|q| q.starts_with("Research and development: 1,945")), "{quoted:?}");
+        // A ratio row under each part (2023 Q1 AAPL.pdf, p. 22, as the passage holds it): passed over and
+        // left out, the parts still add up.
+        let apple = "Operating expenses for the three months ended December 31, 2022 and December 25, 2021 were as follows (dollars in millions):\n\
+            Research and development: $7,709 million (three months ended December 31, 2022); $6,306 million (three months ended December 25, 2021)\n\
+            Percentage of total net sales: 7% (three months ended December 31, 2022); 5% (three months ended December 25, 2021)\n\
+            Selling, general and administrative: $6,607 million (three months ended December 31, 2022); $6,449 million (three months ended December 25, 2021)\n\
+            Percentage of total net sales: 6% (three months ended December 31, 2022); 5% (three months ended December 25, 2021)\n\
+            Total operating expenses: $14,316 million (three months ended December 31, 2022); $12,755 million (three months ended December 25, 2021)";
+        assert_eq!(
+            parts(apple, &apple[apple.find("Total").unwrap()..]).as_deref(),
+            Some(
+                "Research and development: $7,709 million (three months ended December 31, 2022); $6,306 million (three months ended December 25, 2021) · \
+                 Selling, general and administrative: $6,607 million (three months ended December 31, 2022); $6,449 million (three months ended December 25, 2021) · \
+                 Total operating expenses: $14,316 million (three months ended December 31, 2022); $12,755 million (three months ended December 25, 2021)"
+            )
+        );
     }
 
     #[test]
@@ -808,7 +979,7 @@ mod tests {
             let at = statement.find(&format!("\n{label}:")).unwrap() + 1;
             &statement[at..at + statement[at..].find('\n').unwrap()]
         };
-        let quoted = with_parts(statement, row("Operating expenses"));
+        let quoted = parts(statement, row("Operating expenses"));
         assert!(
             quoted.as_deref().is_some_and(|q| q.starts_with("Research and development: 4,109")
                 && q.contains(" · Restructuring and other charges: 64 million")
@@ -816,19 +987,19 @@ mod tests {
             "{quoted:?}"
         );
         let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
-        let quotes = key_quotes(question, "Operating expenses were $5,476 million [1].", &[(1, statement)], &[], 1);
+        let quotes = quotes_of(question, "Operating expenses were $5,476 million [1].", &[(1, statement)], &[], 1);
         assert!(quotes.len() == 1 && quotes[0].text.starts_with("Research and development"), "{quotes:?}");
         // A row that is a difference of the rows above, not their sum, is no total.
-        assert_eq!(with_parts(statement, row("Gross margin")), None);
+        assert_eq!(parts(statement, row("Gross margin")), None);
         // Decimals are summed to their own rounding: $0.06 apart is no total of figures printed to $0.01
         // (a whole unit's rounding took any three per-share figures for a total).
         let per_share = "Basic: $0.30 (Q3)\nDiluted: $0.29 (Q3)\nEarnings: $0.65 (Q3)";
-        assert_eq!(with_parts(per_share, &per_share[per_share.find("Earn").unwrap()..]), None);
+        assert_eq!(parts(per_share, &per_share[per_share.find("Earn").unwrap()..]), None);
         let billions = "Cloud: $8.1 billion (Q3)\nOther: $4.4 billion (Q3)\nSegment revenue: $12.5 billion (Q3)";
-        assert!(with_parts(billions, &billions[billions.find("Segment").unwrap()..]).is_some());
+        assert!(parts(billions, &billions[billions.find("Segment").unwrap()..]).is_some());
         // Rows of "—" make no total of one.
         let dashes = "A: — (Q3)\nB: — (Q3)\nC: — (Q3)";
-        assert_eq!(with_parts(dashes, &dashes[dashes.find("C:").unwrap()..]), None);
+        assert_eq!(parts(dashes, &dashes[dashes.find("C:").unwrap()..]), None);
     }
 
     #[test]
@@ -845,7 +1016,7 @@ mod tests {
         assert!(!found_its_row(answer));
         use crate::genre::Genre;
         assert!(crate::genre::financial::Financial.quotes_from_rest_of_document(question, answer));
-        let quotes = key_quotes(question, answer, &[(1, read)], &[(2, statement)], 1);
+        let quotes = quotes_of(question, answer, &[(1, read)], &[(2, statement)], 1);
         assert!(
             quotes.len() == 1
                 && quotes[0].number == 2
@@ -859,17 +1030,17 @@ mod tests {
         let loss = "Data Center and AI: (161) million (three months ended Jul 1, 2023); (80) million (three months ended Jul 2, 2022)";
         let answer = "DCAI revenue decreased 15% [1].";
         assert_eq!(
-            key_quotes(question, answer, &[(1, "DCAI revenue decreased 15% from Q2 2022.")], &[(2, loss)], 2),
+            quotes_of(question, answer, &[(1, "DCAI revenue decreased 15% from Q2 2022.")], &[(2, loss)], 2),
             []
         );
         // Read, below the segment's revenue row, it is another measure of the segment: passed over.
         let revenue = "Data Center and AI: 4,004 million (three months ended Jul 1, 2023); 4,695 million (three months ended Jul 2, 2022)";
-        let quotes = key_quotes(question, answer, &[(1, revenue), (2, loss)], &[], 2);
+        let quotes = quotes_of(question, answer, &[(1, revenue), (2, loss)], &[], 2);
         assert!(quotes.len() == 1 && quotes[0].number == 1, "{quotes:?}");
         // A row labelled under a section that says what it measures is no unknown measure: kept.
         let income = "Operating income: Data Center and AI: (161) million (three months ended Jul 1, 2023); (80) million (three months ended Jul 2, 2022)";
         let both = "What were Intel's Data Center and AI segment revenue and operating income?";
-        assert_eq!(key_quotes(both, answer, &[(1, revenue), (2, income)], &[], 2).len(), 2);
+        assert_eq!(quotes_of(both, answer, &[(1, revenue), (2, income)], &[], 2).len(), 2);
         // An amount of its own (a dollar figure, a number) is a row found: the rest is not read.
         let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
         for found in ["Operating expenses were $5,476 million [1].", "Operating expenses: 5,476 (in millions) [1]."] {
@@ -895,7 +1066,7 @@ mod tests {
         let question =
             "Has there been any significant change in Apple's operating expenses over the reported quarters?";
         let answer = "Operating expenses grew with headcount [1].";
-        let quotes = key_quotes(question, answer, &[(1, summary), (2, statement)], &[], 1);
+        let quotes = quotes_of(question, answer, &[(1, summary), (2, statement)], &[], 1);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].number, 2, "{quotes:?}");
         assert!(quotes[0].text.starts_with("Research and development: 7,709 million"), "{quotes:?}");
@@ -904,16 +1075,16 @@ mod tests {
         // An answer that copied the total still gets it with the parts it left out; one that states
         // the parts too gets nothing again.
         let copied = "Total operating expenses: $14,316 million (three months ended December 31, 2022) [1].";
-        let with_total = key_quotes(question, copied, &[(1, summary), (2, statement)], &[], 1);
+        let with_total = quotes_of(question, copied, &[(1, summary), (2, statement)], &[], 1);
         assert!(with_total.len() == 1 && with_total[0].text.contains(" · Selling, general"), "{with_total:?}");
         let all = "R&D was 7,709 million, SG&A 6,607 million, the total 14,316 million (6,306, 6,449 and 12,755 million a year before) [2].";
-        assert!(key_quotes(question, all, &[(1, summary), (2, statement)], &[], 1).is_empty());
+        assert!(quotes_of(question, all, &[(1, summary), (2, statement)], &[], 1).is_empty());
         // Asked as "operating costs", the same rows (one vocabulary of line items).
         let costs = "Has there been a considerable shift in Apple's operating costs over the reported quarters?";
-        assert_eq!(key_quotes(costs, answer, &[(1, summary), (2, statement)], &[], 1), quotes);
+        assert_eq!(quotes_of(costs, answer, &[(1, summary), (2, statement)], &[], 1), quotes);
         // Neither passage printing the parts: the better-ranked one is quoted, as before.
         let alone = "Total operating expenses: 14,316 million (three months ended December 31, 2022)\n";
-        let quotes = key_quotes(question, answer, &[(1, summary), (2, alone)], &[], 1);
+        let quotes = quotes_of(question, answer, &[(1, summary), (2, alone)], &[], 1);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].number, 1, "{quotes:?}");
     }
@@ -937,7 +1108,7 @@ mod tests {
         // The answer states an amount of its own, yet the statement's rows are looked for in the rest.
         let answer = "Cash and short-term investments totaled $107.2 billion [1].";
         let rest = [(2, operations), (3, financing), (4, investing)];
-        let quotes = key_quotes(question, answer, &[(1, read)], &rest, 2);
+        let quotes = quotes_of(question, answer, &[(1, read)], &rest, 2);
         let labels: Vec<&str> = quotes.iter().filter_map(|q| row_label(&q.text)).collect();
         assert_eq!(labels.len(), 3, "{quotes:?}");
         for label in ["Net cash from operations", "Net cash used in financing", "Net cash used in investing"] {
@@ -945,7 +1116,7 @@ mod tests {
         }
         // The discussion's summary row of the same amounts is the same row: quoted once.
         let summary = "Financing activities: (10,883) million (three months ended September 30, 2022); (16,276) million (three months ended September 30, 2021)";
-        let again = key_quotes(
+        let again = quotes_of(
             question,
             answer,
             &[(1, read)],
@@ -955,7 +1126,7 @@ mod tests {
         assert_eq!(again, quotes);
         // A question on no statement: from the rest, nothing under an answer stating an amount.
         let other = "What significant movements have been observed in Microsoft's cash position?";
-        assert!(key_quotes(other, answer, &[(1, read)], &rest, 2).iter().all(|q| q.number == 1));
+        assert!(quotes_of(other, answer, &[(1, read)], &rest, 2).iter().all(|q| q.number == 1));
         // The financial layer reads the rest of the document for such a question, not for another.
         use crate::genre::Genre;
         assert!(crate::genre::financial::Financial.quotes_from_rest_of_document(question, answer));
@@ -967,7 +1138,7 @@ mod tests {
     fn with_two_pieces_the_next_row_is_quoted_too_unless_the_answer_states_it() {
         let question = "What were Apple's research and development and total operating expenses?";
         let answer = "Apple's operating expenses grew because of higher headcount [2].";
-        let quotes = key_quotes(question, answer, &[(2, ROWS)], &[], 2);
+        let quotes = quotes_of(question, answer, &[(2, ROWS)], &[], 2);
         assert_eq!(quotes.len(), 2, "{quotes:?}");
         // Three asked-for words shared ("total", "operating", "expenses") before two.
         assert!(quotes[0].text.starts_with("Total operating expenses: $14,316 million"), "{quotes:?}");
@@ -976,12 +1147,12 @@ mod tests {
             render_quotes(&quotes, false),
             format!("From the passages: “{}” [2]; “{}” [2]", quotes[0].text, quotes[1].text)
         );
-        assert_eq!(key_quotes(question, answer, &[(2, ROWS)], &[], 1), quotes[..1].to_vec(), "one piece: the best");
+        assert_eq!(quotes_of(question, answer, &[(2, ROWS)], &[], 1), quotes[..1].to_vec(), "one piece: the best");
         let stated = "Research and development was $7.7 billion and $6.3 billion a year earlier [2].";
-        let rest = key_quotes(question, stated, &[(2, ROWS)], &[], 2);
+        let rest = quotes_of(question, stated, &[(2, ROWS)], &[], 2);
         assert_eq!(rest.len(), 1, "the stated row is not written twice: {rest:?}");
         assert!(rest[0].text.starts_with("Total operating expenses"), "{rest:?}");
-        assert!(key_quotes(question, answer, &[(2, ROWS)], &[], 0).is_empty(), "0 quotes nothing");
+        assert!(quotes_of(question, answer, &[(2, ROWS)], &[], 0).is_empty(), "0 quotes nothing");
     }
 
     #[test]
@@ -1022,7 +1193,7 @@ mod tests {
                      Products: $73,929 million (three months ended April 1, 2023); $77,457 million (three months ended March 26, 2022)\n\
                      Services: 20,907 million (three months ended April 1, 2023); 19,821 million (three months ended March 26, 2022)";
         let question = "Can any trends be identified in Apple's Services segment revenue over the reported periods?";
-        let quotes = key_quotes(question, "Services grew.", &[(1, margin), (2, sales)], &[], 2);
+        let quotes = quotes_of(question, "Services grew.", &[(1, margin), (2, sales)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert!(quotes[0].text.starts_with("Services: 20,907 million"), "{quotes:?}");
         // A question on gross margin quotes the gross-margin row; one naming no line item, either.
@@ -1071,24 +1242,24 @@ mod tests {
             (2, "Product demand schedule 31.2 of the 2022 exhibits, 13a-14(a)."),
             (3, "Inventories: 4,268 million (September 30, 2022); 3,742 million (June 30, 2022)"),
         ];
-        let quotes = key_quotes(question, answer, &read, &rest, 2);
+        let quotes = quotes_of(question, answer, &read, &rest, 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].number, 3);
         assert!(quotes[0].text.starts_with("Inventories: 4,268 million"), "{quotes:?}");
         // The same sentence among the passages read or the search's candidates is quotable, as before.
-        let quotes = key_quotes(question, answer, &[read[0], rest[0]], &[], 2);
+        let quotes = quotes_of(question, answer, &[read[0], rest[0]], &[], 2);
         assert_eq!(quotes.iter().map(|q| q.number).collect::<Vec<_>>(), [2], "{quotes:?}");
         // An answer that states an amount has found its row: the rest of the document is not looked through.
         let stated = "Inventories rose to $4.3 billion as demand was strong [1].";
-        assert!(key_quotes(question, stated, &read, &rest, 2).is_empty());
+        assert!(quotes_of(question, stated, &read, &rest, 2).is_empty());
         let quick_start = "NVIDIA's revenue in the first quarter of fiscal 2024 was $7,192 million [1].";
         let percent_of_revenue =
             [(9, "Revenue: 100.0% (three months ended April 30, 2023); 100.0% (three months ended May 1, 2022)")];
         let read = [(1, "Revenue: $7,192 million (three months ended April 30, 2023); $8,288 million (three months ended May 1, 2022)")];
         let revenue = "What was NVIDIA's revenue in the first quarter of fiscal 2024?";
-        assert!(key_quotes(revenue, quick_start, &read, &percent_of_revenue, 2).is_empty());
+        assert!(quotes_of(revenue, quick_start, &read, &percent_of_revenue, 2).is_empty());
         // Nor a row named by one asked-for word among the passages read or the candidates.
-        assert!(key_quotes(revenue, quick_start, &[read[0], percent_of_revenue[0]], &[], 2).is_empty());
+        assert!(quotes_of(revenue, quick_start, &[read[0], percent_of_revenue[0]], &[], 2).is_empty());
     }
 
     #[test]
@@ -1099,7 +1270,7 @@ mod tests {
                    related to shortfalls from stock-based compensation and approximately $600 million of tax benefit.\n\
                    Total net sales: $143,083 million (three months ended September 30, 2023)";
         let question = "What did Amazon report about its income tax and discrete tax expense?";
-        let quotes = key_quotes(question, "It is favourable [1].", &[(1, tax)], &[], 2);
+        let quotes = quotes_of(question, "It is favourable [1].", &[(1, tax)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert!(quotes[0].text.starts_with("Our income tax provision for the nine months"), "{quotes:?}");
         assert!(quotes[0].text.ends_with("approximately $600 million of tax benefit."), "{quotes:?}");
@@ -1109,7 +1280,7 @@ mod tests {
             "In March 2022, the Board of Directors authorized a program to repurchase up to $10.0 billion of our\n\
                        common stock, which replaced the previous $5.0 billion stock repurchase authorization.";
         let quotes =
-            key_quotes("What stock repurchase program did Amazon authorize?", "One [1].", &[(1, buyback)], &[], 2);
+            quotes_of("What stock repurchase program did Amazon authorize?", "One [1].", &[(1, buyback)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].text, buyback.replace('\n', " "));
         // NVIDIA's repurchase sentence (2023 Q3 NVDA.pdf, p. 45): the line that shares the question's
@@ -1118,7 +1289,7 @@ mod tests {
                           During the third quarter and first nine months of fiscal year 2024, we repurchased 8.3 million and 15.9 million shares of our common stock for\n\
                           $3.72 billion and $7.01 billion, respectively. On August 21, 2023, our Board of Directors approved an increase.";
         let question = "Has NVIDIA reported any significant stock repurchase activities in its Q3 2023 10-Q, and what scale did these take?";
-        let quotes = key_quotes(question, "It did [1].", &[(1, repurchase)], &[], 1);
+        let quotes = quotes_of(question, "It did [1].", &[(1, repurchase)], &[], 1);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert!(
             quotes[0].text.ends_with("common stock for $3.72 billion and $7.01 billion, respectively."),
@@ -1138,11 +1309,11 @@ mod tests {
                            (three months ended December 25, 2021); 6% (change, three months ended)";
         let plain = "Services: 20,766 million (three months ended December 31, 2022); 19,516 million (three \
                      months ended December 25, 2021)";
-        let quotes = key_quotes(question, "Services grew [1].", &[(1, with_change), (2, plain)], &[], 2);
+        let quotes = quotes_of(question, "Services grew [1].", &[(1, with_change), (2, plain)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].number, 1);
         // Read the other way round, the row with its change column is the one quoted, in the first's place.
-        let quotes = key_quotes(question, "Services grew [1].", &[(1, plain), (2, with_change)], &[], 2);
+        let quotes = quotes_of(question, "Services grew [1].", &[(1, plain), (2, with_change)], &[], 2);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!((quotes[0].number, quotes[0].text.as_str()), (2, with_change));
     }

@@ -50,9 +50,10 @@ impl Genre for Financial {
         answer: &str,
         texts: &[(usize, &str)],
         rows_only: &[(usize, &str)],
+        follows: &[(usize, usize)],
         most: usize,
     ) -> Vec<KeyQuote> {
-        key_quote::key_quotes(question, answer, texts, rows_only, most)
+        key_quote::key_quotes(question, answer, texts, rows_only, follows, most)
     }
 
     /// Also under an answer stating amounts when the question names a statement ("cash flows"):

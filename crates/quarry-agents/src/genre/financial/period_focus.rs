@@ -233,6 +233,7 @@ mod tests {
     fn filing(context: &str) -> Passage {
         Passage {
             chunk_id: 1,
+            chunk_index: None,
             library: "sec".into(),
             document_id: "nvda".into(),
             path: "/filings/2023 Q1 NVDA.pdf".into(),

@@ -139,6 +139,7 @@ mod tests {
         Passage {
             library: "l".into(),
             chunk_id: 1,
+            chunk_index: None,
             document_id: "d".into(),
             path: "/docs/2023 Q3 MSFT.pdf".into(),
             page_start: page,
