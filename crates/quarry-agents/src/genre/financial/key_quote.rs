@@ -331,9 +331,10 @@ const ROW_SEPARATOR: &str = " · ";
 
 /// A total row quoted with the rows it adds up: when `piece` is a table row of `text` that is a total
 /// ("Total inventories: $12,831 million (Oct 1, 2022); …"), the fewest rows right above it (two or
-/// more, blank lines and rows whose first column is a percentage skipped — Apple prints "Percentage of
-/// total net sales" under each expense row (docs/evaluation/decisions.md, 2026-12-07 (u)) — up to the
-/// first line that is not a row) whose first column adds up to the
+/// more, two of them not zero; blank lines and rows whose first column is a percentage skipped — Apple
+/// prints "Percentage of total net sales" under each expense row (docs/evaluation/decisions.md,
+/// 2026-12-07 (u)) — up to the first line that is not a row or a row of the total's own label) whose
+/// first column adds up to the
 /// total's first column (within the rounding of the printed figures: half the unit of each one's last
 /// printed digit), then `piece`, joined by `" · "` — "Raw materials: $1,635 million (…) · Work in
 /// process: … · Finished goods: … · Total inventories: …". A person asking about inventory levels,
@@ -348,8 +349,9 @@ const ROW_SEPARATOR: &str = " · ";
 /// operating expenses" opening the next) is read across them: when the rows above `piece` reach the top
 /// of `text` before they add up, the walk goes on up from the last line of `before` (the passage right
 /// before `text`'s in its document, with its number, when it is quotable), and when its rows complete the
-/// sum they are the rest of the parts; its number comes back with the quote, which cites it too
-/// (docs/evaluation/decisions.md, 2026-12-07 (v)). Returns the quote and that number (`None` when the
+/// sum they are the rest of the parts (chunks that overlap repeat rows, which then add up to too much:
+/// no join); its number comes back with the quote, which cites it too (docs/evaluation/decisions.md,
+/// 2026-12-07 (v)). Returns the quote and that number (`None` when the
 /// parts are all in `text`); `None` when `piece` is no total row, no rows above it add up to it, or they
 /// and it pass [`TOTAL_WITH_PARTS_CHARS`] (the total is then quoted alone: a breakdown cut short would
 /// read as complete).
@@ -370,7 +372,9 @@ fn with_parts<'t>(text: &'t str, piece: &'t str, before: Option<(usize, &'t str)
         // it, if that one's last rows complete the sum.
         None => {
             let (number, previous) = before?;
-            sum.read_up(previous)?.then_some(())?;
+            if sum.read_up(previous) != Some(true) {
+                return None;
+            }
             Some(number)
         }
     };
@@ -382,7 +386,7 @@ fn with_parts<'t>(text: &'t str, piece: &'t str, before: Option<(usize, &'t str)
 }
 
 /// The rows read so far above a total ([`with_parts`]), bottom up.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct PartsSum<'t> {
     /// The total's own label without its qualifiers ([`unqualified`]).
     label: Vec<String>,
