@@ -613,9 +613,8 @@ impl Run {
             .iter()
             .filter_map(|(next, p)| {
                 let index = p.chunk_index?.checked_sub(1)?;
-                let (previous, _) = numbered_passages.iter().find(|(_, q)| {
-                    q.chunk_index == Some(index) && q.document_id == p.document_id && q.library == p.library
-                })?;
+                let (previous, _) =
+                    numbered_passages.iter().find(|(_, q)| q.chunk_index == Some(index) && q.same_document(p))?;
                 Some((*next, *previous))
             })
             .collect();

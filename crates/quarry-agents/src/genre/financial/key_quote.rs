@@ -442,9 +442,7 @@ impl<'t> PartsSum<'t> {
 /// digit ("1,635" → 1, "12.8" → 0.1); `None` for a line that is no row or a first column that is a
 /// percentage or no number.
 fn first_column_value(line: &str) -> Option<(f64, f64)> {
-    let label = row_label(line)?;
-    let rest = line[label.len()..].trim_start_matches(':').trim_start();
-    let value = rest[..rest.find(" (")?].trim();
+    let value = first_cell(line)?;
     if value.contains('%') {
         return None;
     }
@@ -461,11 +459,16 @@ fn first_column_value(line: &str) -> Option<(f64, f64)> {
 /// Whether `line` is a table row whose first column is a percentage ("Percentage of total net sales: 8%
 /// (three months ended June 25, 2022); …").
 fn first_column_is_percentage(line: &str) -> bool {
-    let Some(label) = row_label(line) else {
-        return false;
-    };
+    first_cell(line).is_some_and(|value| value.ends_with('%'))
+}
+
+/// The first cell of the table row `line`, trimmed: what stands between its label and the first
+/// column's name ("$1,635 million" of "Raw materials: $1,635 million (Oct 1, 2022); …"); `None` for a
+/// line that is no row.
+fn first_cell(line: &str) -> Option<&str> {
+    let label = row_label(line)?;
     let rest = line[label.len()..].trim_start_matches(':').trim_start();
-    rest.find(" (").is_some_and(|end| rest[..end].trim_end().ends_with('%'))
+    Some(rest[..rest.find(" (")?].trim())
 }
 
 /// Whether table rows `a` and `b` ([`cells`]) print a column of the same name with different values
