@@ -1,4 +1,5 @@
-//! Figures the model changed in words it copied from a passage, given back the passage's figures.
+//! Figures the model changed in words it copied from a passage, given back the passage's figures; row
+//! labels it left out, given back.
 //!
 //! A small model often answers by copying a passage's sentence or table row, and changes a number as it
 //! copies: "As of September 30, 2022, our long-term unsecured debt rating was AAA …" comes out "As of
@@ -15,6 +16,9 @@
 //! penalised a digit that continued a repeat, and since digits break its repeats (quarry-gguf's
 //! `DRY_SEQUENCE_BREAKERS`, docs/evaluation/decisions.md, 2026-12-07 (e)) they are rare. What is put back
 //! here now is what a model changes on its own, an OpenAI-compatible server's included.
+//!
+//! The same goes for what it leaves out of a table row it copies: a row's cells opening a sentence
+//! without the row's label get the label back ([`restore_row_labels`]).
 
 use crate::answer::{pieces, Piece};
 use quarry_core::Passage;
@@ -273,6 +277,93 @@ pub fn restore_copied_figures(markdown: &str, passages: &[Passage]) -> (String, 
     (out, restored)
 }
 
+/// The labels of table rows whose cells a sentence of `markdown` opens with, given back where the model
+/// copied a row's cells and left its label out: "7% (three months ended April 1, 2023); 6% (three months
+/// ended March 26, 2022) [7]" as a filing's whole line says nothing of what the 7% is, and becomes
+/// "Percentage of total net sales: 7% (…); 6% (…) [7]". A row is a line of a passage in Quarry's written
+/// form of a table row (`label: value (column); …`, [`quarry_core::table_row`]); a sentence opens with its
+/// cells when, after its list marker or a per-document line's head ([`crate::text::split_line_head`]),
+/// it starts with one of the row's cells, value and column, word for word (the answer prompt may have
+/// shown only some periods' columns). Of the rows it opens with, those
+/// matching the most cells in a row decide; when they carry different labels (two ratio rows both
+/// "7% (…)") the sentence is left as written. Sentences starting anywhere else — "R&D was 7% (…)", a label
+/// of the model's own — are the model's words and left as they are, as are sentences mostly in CJK text.
+/// Returns the text and the labels given back, in order. No model call; no genre knowledge.
+pub fn restore_row_labels(markdown: &str, passages: &[Passage]) -> (String, Vec<String>) {
+    // Each row of the passages, as its label and its cells, once.
+    let mut rows: Vec<(&str, Vec<String>)> = Vec::new();
+    for passage in passages {
+        for line in passage.text.lines() {
+            let Some((label, cells)) = quarry_core::table_row::parse_row(line.trim()) else { continue };
+            let cells: Vec<String> = cells.iter().map(|c| format!("{} ({})", c.value, c.column)).collect();
+            if !rows.iter().any(|(l, c)| *l == label && *c == cells) {
+                rows.push((label, cells));
+            }
+        }
+    }
+    let mut out = String::with_capacity(markdown.len());
+    let mut given = Vec::new();
+    if rows.is_empty() {
+        return (markdown.to_string(), given);
+    }
+    for sentence in crate::text::sentence_pieces(markdown) {
+        let body_at = sentence_body_start(sentence);
+        let body = &sentence[body_at..];
+        if quarry_core::is_mostly_cjk(sentence) || body.is_empty() {
+            out.push_str(sentence);
+            continue;
+        }
+        // How many of a row's cells, in order, the sentence's body opens with, from any of its cells (the
+        // prompt may have shown only some periods' columns).
+        let opens_with = |cells: &[String]| -> usize {
+            let from = |start: usize| {
+                let mut rest = body;
+                let mut matched = 0;
+                for cell in &cells[start..] {
+                    let Some(after) = rest.strip_prefix(cell.as_str()) else { break };
+                    matched += 1;
+                    match after.strip_prefix(quarry_core::table_row::CELL_SEPARATOR) {
+                        Some(next) => rest = next,
+                        None => break,
+                    }
+                }
+                matched
+            };
+            (0..cells.len()).map(from).max().unwrap_or(0)
+        };
+        let matched: Vec<(&str, usize)> = rows.iter().map(|(label, cells)| (*label, opens_with(cells))).collect();
+        let most = matched.iter().map(|(_, m)| *m).max().unwrap_or(0);
+        let mut labels: Vec<&str> = matched.iter().filter(|(_, m)| *m == most).map(|(label, _)| *label).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        match labels.as_slice() {
+            [label] if most > 0 => {
+                out.push_str(&sentence[..body_at]);
+                out.push_str(label);
+                out.push_str(": ");
+                out.push_str(body);
+                given.push(label.to_string());
+            }
+            _ => out.push_str(sentence),
+        }
+    }
+    (out, given)
+}
+
+/// Where a sentence piece's own words start: after its leading white space, then a per-document line's
+/// head (`- **file** (period): `, [`crate::text::split_line_head`]) or a list marker (`- `, `* `).
+fn sentence_body_start(sentence: &str) -> usize {
+    let trimmed = sentence.trim_start();
+    let lead = sentence.len() - trimmed.len();
+    if let Some((_, rest)) = crate::text::split_line_head(trimmed) {
+        return sentence.len() - rest.len();
+    }
+    match trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
+        Some(rest) => sentence.len() - rest.trim_start().len(),
+        None => lead,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,5 +567,73 @@ mod tests {
              ended) [1]"
         );
         assert_eq!(restored.len(), 1);
+    }
+
+    /// Apple's 2023 Q2 expense table as the PDF reader writes it (2023 Q2 AAPL.pdf p. 22).
+    const APPLE_EXPENSES: &str = "Operating expenses for the three- and six-month periods ended April 1, 2023 were as follows:\n\
+        Research and development: $7,457 million (three months ended April 1, 2023); $6,387 million (three months ended March 26, 2022)\n\
+        Percentage of total net sales: 8% (three months ended April 1, 2023); 7% (three months ended March 26, 2022)\n\
+        Selling, general and administrative: $6,201 million (three months ended April 1, 2023); $6,193 million (three months ended March 26, 2022)\n\
+        Percentage of total net sales: 7% (three months ended April 1, 2023); 6% (three months ended March 26, 2022)\n\
+        Total operating expenses: $13,658 million (three months ended April 1, 2023); $12,580 million (three months ended March 26, 2022)\n\
+        Percentage of total net sales: 14% (three months ended April 1, 2023); 13% (three months ended March 26, 2022)";
+
+    #[test]
+    fn a_rows_cells_copied_without_its_label_get_the_label_back() {
+        let passages = [passage("Other text."), passage(APPLE_EXPENSES)];
+        let line = "- **2023 Q2 AAPL.pdf** (quarterly period ended April 1, 2023): 7% (three months ended April 1, \
+                    2023); 6% (three months ended March 26, 2022) The growth in R&D was driven by headcount [2].";
+        let (fixed, given) = restore_row_labels(line, &passages);
+        assert_eq!(
+            fixed,
+            "- **2023 Q2 AAPL.pdf** (quarterly period ended April 1, 2023): Percentage of total net sales: 7% (three \
+             months ended April 1, 2023); 6% (three months ended March 26, 2022) The growth in R&D was driven by \
+             headcount [2]."
+        );
+        assert_eq!(given, vec!["Percentage of total net sales".to_string()]);
+        // A sentence of an answer, a list item, and a sentence after another: the same.
+        let answer = "Revenue rose [1]. $13,658 million (three months ended April 1, 2023) [2].\n- $6,201 million \
+                      (three months ended April 1, 2023) [2]";
+        let (fixed, given) = restore_row_labels(answer, &passages);
+        assert_eq!(
+            fixed,
+            "Revenue rose [1]. Total operating expenses: $13,658 million (three months ended April 1, 2023) [2].\n- \
+             Selling, general and administrative: $6,201 million (three months ended April 1, 2023) [2]"
+        );
+        assert_eq!(given.len(), 2);
+        // The cells of a later column (the prompt showed only the prior year's).
+        let (fixed, _) = restore_row_labels("$12,580 million (three months ended March 26, 2022) [1]", &passages);
+        assert_eq!(fixed, "Total operating expenses: $12,580 million (three months ended March 26, 2022) [1]");
+    }
+
+    #[test]
+    fn cells_the_model_labelled_or_wrote_inside_a_sentence_or_that_two_rows_share_are_left_as_written() {
+        let passages = [passage(APPLE_EXPENSES)];
+        for answer in [
+            // Its label already there, or one of the model's own.
+            "Total operating expenses: $13,658 million (three months ended April 1, 2023) [1]",
+            "Operating costs: $13,658 million (three months ended April 1, 2023) [1]",
+            // Inside a sentence: the model's words say what it is.
+            "R&D was 8% (three months ended April 1, 2023) of net sales [1]",
+            // No row's cells at all.
+            "Net sales were up [1].",
+        ] {
+            let (fixed, given) = restore_row_labels(answer, &passages);
+            assert_eq!(fixed, answer);
+            assert!(given.is_empty(), "{answer}");
+        }
+        // Two rows of different labels open with the same cell: which one the model copied is unknown.
+        let two = passage(
+            "Gross margin percentage: 44% (three months ended April 1, 2023); 43% (three months ended March 26, 2022)\n\
+             Services gross margin percentage: 44% (three months ended April 1, 2023); 72% (three months ended March 26, 2022)",
+        );
+        let answer = "44% (three months ended April 1, 2023) [1]";
+        assert_eq!(restore_row_labels(answer, &[two.clone()]).0, answer);
+        // The second cell tells them apart.
+        let (fixed, _) = restore_row_labels(
+            "44% (three months ended April 1, 2023); 72% (three months ended March 26, 2022) [1]",
+            &[two],
+        );
+        assert!(fixed.starts_with("Services gross margin percentage: 44%"), "{fixed}");
     }
 }

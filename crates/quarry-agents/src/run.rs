@@ -653,7 +653,8 @@ impl Run {
     /// read: the passage headers it copied made markers ([`crate::answer::replace_copied_headers`]), a
     /// loop of lines alike cut ([`crate::answer::cut_repeated_lines`], reported as a degraded step), the
     /// numbers it changed in words copied from a passage put back ([`crate::copied::restore_copied_figures`],
-    /// reported likewise), its citation markers in one form ([`crate::answer::canonical_markers`]), and a
+    /// reported likewise), a table row's label given back where it copied the row's cells without it
+    /// ([`crate::copied::restore_row_labels`]), its citation markers in one form ([`crate::answer::canonical_markers`]), and a
     /// citation whose figures are in another passage moved there ([`crate::claims::repair_citations`]).
     /// Returns the text and the repairs. Every answer ([`Run::finish_answer`]) and every section of a
     /// report goes through it.
@@ -679,6 +680,9 @@ impl Run {
                 "the passages' figures put back",
             );
         }
+        // A row's cells copied without its label get the label back: "7% (…); 6% (…)" alone says nothing
+        // of what the 7% is.
+        let (markdown, _) = crate::copied::restore_row_labels(&markdown, passages);
         let markdown = crate::answer::canonical_markers(&markdown, passages.len());
         let (_, sources) = citations_for(&markdown, passages);
         // A figure cited to a passage that does not hold it is re-cited to the one that does. A repair can
