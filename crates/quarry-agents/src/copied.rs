@@ -628,7 +628,7 @@ mod tests {
              Services gross margin percentage: 44% (three months ended April 1, 2023); 72% (three months ended March 26, 2022)",
         );
         let answer = "44% (three months ended April 1, 2023) [1]";
-        assert_eq!(restore_row_labels(answer, &[two.clone()]).0, answer);
+        assert_eq!(restore_row_labels(answer, std::slice::from_ref(&two)).0, answer);
         // The second cell tells them apart.
         let (fixed, _) = restore_row_labels(
             "44% (three months ended April 1, 2023); 72% (three months ended March 26, 2022) [1]",
