@@ -279,8 +279,8 @@ pub fn restore_copied_figures(markdown: &str, passages: &[Passage]) -> (String, 
 
 /// The labels of table rows whose cells a sentence of `markdown` opens with, given back where the model
 /// copied a row's cells and left its label out: "7% (three months ended April 1, 2023); 6% (three months
-/// ended March 26, 2022) [7]" as a filing's whole line says nothing of what the 7% is, and becomes
-/// "Percentage of total net sales: 7% (…); 6% (…) [7]". A row is a line of a passage in Quarry's written
+/// ended March 26, 2022) \[7\]" as a filing's whole line says nothing of what the 7% is, and becomes
+/// "Percentage of total net sales: 7% (…); 6% (…) \[7\]". A row is a line of a passage in Quarry's written
 /// form of a table row (`label: value (column); …`, [`quarry_core::table_row`]); a sentence opens with its
 /// cells when, after its list marker or a per-document line's head ([`crate::text::split_line_head`]),
 /// it starts with one of the row's cells, value and column, word for word (the answer prompt may have
