@@ -569,7 +569,7 @@ mod tests {
         assert_eq!(restored.len(), 1);
     }
 
-    /// Apple's 2023 Q2 expense table as the PDF reader writes it (2023 Q2 AAPL.pdf p. 22).
+    /// Apple's 2023 Q2 expense table as the PDF reader writes it, its three-month columns (2023 Q2 AAPL.pdf p. 21).
     const APPLE_EXPENSES: &str = "Operating expenses for the three- and six-month periods ended April 1, 2023 were as follows:\n\
         Research and development: $7,457 million (three months ended April 1, 2023); $6,387 million (three months ended March 26, 2022)\n\
         Percentage of total net sales: 8% (three months ended April 1, 2023); 7% (three months ended March 26, 2022)\n\
