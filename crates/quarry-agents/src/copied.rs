@@ -295,7 +295,7 @@ pub fn restore_row_labels(markdown: &str, passages: &[Passage]) -> (String, Vec<
     for passage in passages {
         for line in passage.text.lines() {
             let Some((label, cells)) = quarry_core::table_row::parse_row(line.trim()) else { continue };
-            let cells: Vec<String> = cells.iter().map(|c| format!("{} ({})", c.value, c.column)).collect();
+            let cells: Vec<String> = cells.iter().map(quarry_core::table_row::TableCell::written).collect();
             if !rows.iter().any(|(l, c)| *l == label && *c == cells) {
                 rows.push((label, cells));
             }

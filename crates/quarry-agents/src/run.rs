@@ -584,31 +584,23 @@ impl Run {
     ) -> Option<QuoteLine> {
         let QuoteSources { read, first, further, further_first, rows_only } = sources;
         let genre = self.genre();
-        let texts: Vec<String> = read.iter().map(|p| genre.quotable_text(p)).collect();
         // Borrowed, not copied: `rows_only` may be the rest of a whole filing; only a passage quoted is cloned.
         let unread: Vec<&Passage> = further.iter().chain(rows_only).collect();
-        let further_texts: Vec<String> = unread.iter().map(|p| genre.quotable_text(p)).collect();
         // A further passage is numbered `further_first + its index` (the rest of the document after the
         // candidates) while the quotes are chosen, then renumbered in the order the quotes cite them, so
         // the numbers the answer gains have no gaps.
-        let numbered = |from: usize, to: usize| -> Vec<(usize, &str)> {
-            further_texts[from..to]
-                .iter()
-                .enumerate()
-                .map(|(j, text)| (further_first + from + j, text.as_str()))
-                .collect()
-        };
-        let mut candidates: Vec<(usize, &str)> =
-            texts.iter().enumerate().map(|(i, text)| (first + i, text.as_str())).collect();
-        candidates.extend(numbered(0, further.len()));
-        let rows = numbered(further.len(), unread.len());
-        // Which passage is the chunk right after which, in their document (by the library's chunk order).
         let numbered_passages: Vec<(usize, &Passage)> = read
             .iter()
             .enumerate()
             .map(|(i, p)| (first + i, p))
             .chain(unread.iter().enumerate().map(|(j, p)| (further_first + j, *p)))
             .collect();
+        let texts: Vec<String> = numbered_passages.iter().map(|(_, p)| genre.quotable_text(p)).collect();
+        let numbered_texts: Vec<(usize, &str)> =
+            numbered_passages.iter().zip(&texts).map(|((number, _), text)| (*number, text.as_str())).collect();
+        // Passages read and further ones are candidates; the rest of the document (`rows_only`) gives rows.
+        let (candidates, rows) = numbered_texts.split_at(read.len() + further.len());
+        // Which passage is the chunk right after which, in their document (by the library's chunk order).
         let follows: Vec<(usize, usize)> = numbered_passages
             .iter()
             .filter_map(|(next, p)| {
@@ -618,7 +610,7 @@ impl Run {
                 Some((*next, *previous))
             })
             .collect();
-        let mut quotes = genre.key_quotes(question, answer, &candidates, &rows, &follows, self.config.quoted_pieces);
+        let mut quotes = genre.key_quotes(question, answer, candidates, rows, &follows, self.config.quoted_pieces);
         if quotes.is_empty() {
             return None;
         }

@@ -15,9 +15,16 @@ pub struct TableCell {
     pub column: String,
 }
 
+impl TableCell {
+    /// The cell as a row writes it: `value (column)`, e.g. `$7,192 million (three months ended April 30, 2023)`.
+    pub fn written(&self) -> String {
+        format!("{} ({})", self.value, self.column)
+    }
+}
+
 /// The row `label: value (column); …`; `label`'s trailing colon is not doubled.
 pub fn write_row(label: &str, cells: &[TableCell]) -> String {
-    let cells: Vec<String> = cells.iter().map(|c| format!("{} ({})", c.value, c.column)).collect();
+    let cells: Vec<String> = cells.iter().map(TableCell::written).collect();
     format!("{}: {}", label.trim_end_matches(':'), cells.join(CELL_SEPARATOR))
 }
 
