@@ -73,6 +73,11 @@ pub const QUOTE_CHARS: usize = 400;
 /// asks for that statement's totals: a row measuring one of them is quotable for its label alone, from
 /// `rows_only` too whatever `answer` states, those items count as asked for, and `most` grows by one
 /// for each total past the first (docs/evaluation/decisions.md, 2026-12-07 (h)).
+///
+/// A total row chosen that its own passage prints alone (a summary table's) and `answer` left out is
+/// quoted instead where `texts` or `rows_only` print the same total with its parts
+/// ([`printed_with_parts`]), whatever else `answer` states: the income statement's rows under it
+/// (docs/evaluation/decisions.md, 2026-12-08 (c)).
 pub fn key_quotes(
     question: &str,
     answer: &str,
@@ -115,7 +120,10 @@ pub fn key_quotes(
     // start's "$7,192 million") adds nothing. A statement's totals are the exception (above): they are
     // looked for under any answer.
     let answered_with_amount = found_its_row(answer);
-    let rows_only = if quotes_from_rest_of_document(question, answer) { rows_only } else { &[] };
+    // The whole rest, where a total quoted alone may be printed with its parts; of it, rows are quoted
+    // for their label only under an answer that has not found its row, or for a statement's totals.
+    let rest = rows_only;
+    let rows_only = if rows_from_rest_of_document(question, answer) { rows_only } else { &[] };
     let all = texts.iter().map(|t| (t, false)).chain(rows_only.iter().map(|t| (t, true)));
     for (&(number, text), only_rows) in all {
         let sections = crate::genre::financial::table_section::sections_of_rows(text);
@@ -153,7 +161,7 @@ pub fn key_quotes(
     // above is not (the income statement's "Total operating expenses" under its research and selling
     // rows, against the same total in a summary table of the discussion), takes that row's place: the
     // quote then shows the breakdown ([`with_parts`]).
-    let text_of = |number: usize| texts.iter().chain(rows_only).find(|(n, _)| *n == number).map(|(_, t)| *t);
+    let text_of = |number: usize| texts.iter().chain(rest).find(|(n, _)| *n == number).map(|(_, t)| *t);
     // Where a split table's first rows may be: the passage right before a piece's own in its document,
     // when it is quotable.
     let before = |number: usize| -> Option<(usize, &str)> {
@@ -211,9 +219,25 @@ pub fn key_quotes(
         }
     }
     let stated = figures(answer);
+    // Whether the answer states fewer than half of `shown`'s figures (dates aside): it left them out.
+    let left_out = |shown: &str| {
+        let shown: Vec<_> =
+            key_figures(shown).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
+        let kept = shown.iter().filter(|f| states(&stated, f)).count();
+        kept * 2 < shown.len()
+    };
     covering_asked_items(distinct, &asked_items, most)
         .into_iter()
         .map(|(_, number, piece)| {
+            // A total quoted alone (a summary table's) that the answer left out is shown where the filing
+            // prints it with its parts; one the model copied is not widened from elsewhere.
+            let alone = text_of(number).is_some_and(|text| with_parts(text, piece, before(number)).is_none());
+            match alone && left_out(piece) {
+                true => printed_with_parts(piece, texts.iter().chain(rest), &before).unwrap_or((number, piece)),
+                false => (number, piece),
+            }
+        })
+        .map(|(number, piece)| {
             // Shown whole: the sentence a wrapped line of prose belongs to ([`whole_sentence`]), a
             // total row with the rows it adds up ([`with_parts`]).
             let text = text_of(number);
@@ -223,15 +247,10 @@ pub fn key_quotes(
                 .unwrap_or_else(|| (cut(&piece.replace('\n', " "), QUOTE_CHARS), None));
             (number, shown, parts_from)
         })
-        .filter(|(_, shown, _)| {
-            // The answer left the quote's figures out when it states fewer than half of them: a row the
-            // model copied (and its answer cut short) is not written twice, while a total it copied is
-            // still quoted with the parts it left out.
-            let shown: Vec<_> =
-                key_figures(shown).into_iter().filter(|f| !matches!(f.kind, FigureKind::Date { .. })).collect();
-            let kept = shown.iter().filter(|f| states(&stated, f)).count();
-            kept * 2 < shown.len()
-        })
+        // The answer left the quote's figures out when it states fewer than half of them: a row the model
+        // copied (and its answer cut short) is not written twice, while a total it copied is still quoted
+        // with the parts its passage prints and it left out.
+        .filter(|(_, shown, _)| left_out(shown))
         .fold(Vec::new(), |mut quotes: Vec<KeyQuote>, (number, text, parts_from)| {
             // Two lines of one sentence, quoted once; a row quoted among a total's parts, once.
             let cites = |q: &KeyQuote, n: usize| q.number == n || q.parts_from == Some(n);
@@ -249,9 +268,18 @@ pub fn key_quotes(
 /// (`key_quotes`' `rows_only`): under an answer that has not found its row ([`found_its_row`]: it states
 /// no amount or number of its own, percentages aside), or for a question naming a statement
 /// ([`crate::genre::financial::line_item::statement_items`]), whose totals' rows sit in the statement,
-/// which a search for the question's words seldom ranks. One rule for [`super::Financial`]'s reading of
-/// the rest and for `key_quotes`' use of it.
+/// which a search for the question's words seldom ranks ([`rows_from_rest_of_document`]); and for a
+/// question naming a line item, where a total quoted alone may be printed with its parts
+/// ([`printed_with_parts`]). [`super::Financial`] reads the rest when this holds.
 pub fn quotes_from_rest_of_document(question: &str, answer: &str) -> bool {
+    rows_from_rest_of_document(question, answer) || !crate::genre::financial::line_item::line_items(question).is_empty()
+}
+
+/// Whether a row of the rest of the document may be quoted for its label ([`key_quotes`]' `rows_only`):
+/// under an answer that has not found its row ([`found_its_row`]), or for a question naming a statement.
+/// Under any other answer to a question naming a line item the rest is read only for a total quoted
+/// alone, to show it where the filing prints it with its parts ([`printed_with_parts`]).
+fn rows_from_rest_of_document(question: &str, answer: &str) -> bool {
     !found_its_row(answer) || !crate::genre::financial::line_item::statement_items(question).is_empty()
 }
 
@@ -267,6 +295,41 @@ pub fn found_its_row(answer: &str) -> bool {
 /// Total operating expenses" → "Total operating expenses".
 fn own_label(label: &str) -> &str {
     label.rsplit(": ").next().unwrap_or(label).trim_start()
+}
+
+/// The same total as the table row `total`, printed with the rows it adds up ([`with_parts`]) in one of
+/// `texts` (numbered passages, best first; `before` gives the passage right before one, as in
+/// [`key_quotes`]): a row whose label is the total's, up to qualifiers ([`unqualified`]: "Total operating
+/// expenses" and a summary table's "Operating expenses"), or names the same line items, and whose first
+/// cell is the total's, value and column. NVIDIA's discussion prints "Operating expenses: $2,983 million
+/// (three months ended October 29, 2023); …" alone, its income statement the same total under its research,
+/// selling and acquisition-cost rows. `None` when no passage prints it so.
+fn printed_with_parts<'t>(
+    total: &str,
+    texts: impl Iterator<Item = &'t (usize, &'t str)>,
+    before: &dyn Fn(usize) -> Option<(usize, &'t str)>,
+) -> Option<(usize, &'t str)> {
+    let label = own_label(row_label(total)?);
+    let items = crate::genre::financial::line_item::line_items(label);
+    let first = |row: &str| {
+        cells(row).first().map(|(value, column)| {
+            (value.chars().filter(|c| !matches!(c, '$' | ' ')).collect::<String>(), column.to_string())
+        })
+    };
+    let wanted = first(total)?;
+    for &(number, text) in texts {
+        for piece in sentence_pieces(text) {
+            let piece = bare(piece);
+            let Some(other) = row_label(piece).map(own_label) else { continue };
+            let same_label = unqualified(other) == unqualified(label)
+                || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items);
+            if same_label && first(piece).as_ref() == Some(&wanted) && with_parts(text, piece, before(number)).is_some()
+            {
+                return Some((number, piece));
+            }
+        }
+    }
+    None
 }
 
 /// The first `most` of `ranked` (best first), except that when the question names two or more line items
@@ -349,8 +412,8 @@ const ROW_SEPARATOR: &str = " · ";
 /// operating expenses" opening the next) is read across them: when the rows above `piece` reach the top
 /// of `text` before they add up, the walk goes on up from the last line of `before` (the passage right
 /// before `text`'s in its document, with its number, when it is quotable), and when its rows complete the
-/// sum they are the rest of the parts (chunks that overlap repeat rows, which then add up to too much:
-/// no join); its number comes back with the quote, which cites it too (docs/evaluation/decisions.md,
+/// sum they are the rest of the parts (chunks overlap: a row read already, by its own label and cells, is
+/// not read again, 2026-12-08 (c)); its number comes back with the quote, which cites it too (docs/evaluation/decisions.md,
 /// 2026-12-07 (v)). Returns the quote and that number (`None` when the
 /// parts are all in `text`); `None` when `piece` is no total row, no rows above it add up to it, or they
 /// and it pass [`TOTAL_WITH_PARTS_CHARS`] (the total is then quoted alone: a breakdown cut short would
@@ -363,8 +426,15 @@ fn with_parts<'t>(text: &'t str, piece: &'t str, before: Option<(usize, &'t str)
         return None;
     }
     let start = offset_in(text, piece)?;
-    let mut sum =
-        PartsSum { label: unqualified(own), labelled, total, parts: Vec::new(), sum: 0.0, rounding: 0.5 * unit };
+    let mut sum = PartsSum {
+        label: unqualified(own),
+        labelled,
+        total,
+        parts: Vec::new(),
+        not_zero: 0,
+        sum: 0.0,
+        rounding: 0.5 * unit,
+    };
     let from = match sum.read_up(&text[..start]) {
         Some(true) => None,
         Some(false) => return None,
@@ -396,6 +466,8 @@ struct PartsSum<'t> {
     total: f64,
     /// The rows read, bottom up.
     parts: Vec<&'t str>,
+    /// How many of them are not zero.
+    not_zero: usize,
     /// Their first columns' sum.
     sum: f64,
     /// How far the sum may be from the total: half the unit of each figure's last printed digit.
@@ -418,15 +490,24 @@ impl<'t> PartsSum<'t> {
             let Some((value, unit)) = first_column_value(line) else {
                 return Some(false);
             };
+            // Chunks overlap: the passage before may end with rows the next one opens with (NVIDIA's
+            // "Acquisition termination cost: — …" twice, once under its section's name). A row read
+            // already, by its own label and cells, is the same row again.
+            let same_row = |part: &&str| {
+                row_label(part).map(own_label) == row_label(line).map(own_label) && cells(part) == cells(line)
+            };
+            if self.parts.iter().any(same_row) {
+                continue;
+            }
             let same_total = row_label(line).is_some_and(|label| unqualified(own_label(label)) == self.label);
             if same_total || (!self.labelled && value == 0.0) {
                 return Some(false);
             }
             self.parts.push(line);
+            self.not_zero += usize::from(value != 0.0);
             self.sum += value;
             self.rounding += 0.5 * unit;
-            let not_zero = self.parts.iter().filter(|part| first_column_value(part).is_some_and(|(v, _)| v != 0.0));
-            if not_zero.count() >= 2 && (self.sum - self.total).abs() <= self.rounding {
+            if self.not_zero >= 2 && (self.sum - self.total).abs() <= self.rounding {
                 return Some(true);
             }
             if self.parts.join(ROW_SEPARATOR).chars().count() > TOTAL_WITH_PARTS_CHARS {
@@ -869,6 +950,18 @@ mod tests {
             crate::genre::render_quotes(&quotes, false),
             format!("From the passages: “{}” [3, 1]", quotes[0].text)
         );
+        // Chunks overlap: 2023 Q1 NVDA.pdf's statement ends one chunk with its acquisition-cost row and
+        // opens the next with it again, under its section's name; the row is read once.
+        let before = "Research and development: 1,875 million (three months ended April 30, 2023); 1,618 million (three months ended May 1, 2022)\n\
+            Sales, general and administrative: 633 million (three months ended April 30, 2023); 592 million (three months ended May 1, 2022)\n\
+            Acquisition termination cost: — (three months ended April 30, 2023); 1,353 million (three months ended May 1, 2022)";
+        let opening = "Operating expenses: Acquisition termination cost: — (three months ended April 30, 2023); 1,353 million (three months ended May 1, 2022)\n\
+            Operating expenses: Total operating expenses: 2,508 million (three months ended April 30, 2023); 3,563 million (three months ended May 1, 2022)";
+        let total_row = opening.lines().nth(1).expect("two lines");
+        let (quote, from) = with_parts(opening, total_row, Some((4, before))).expect("joined");
+        assert_eq!(from, Some(4));
+        assert_eq!(quote.matches("Acquisition termination cost").count(), 1, "{quote}");
+        assert!(quote.starts_with("Research and development: 1,875 million") && quote.ends_with(total_row), "{quote}");
         // The same total at the end of another table (the statement's, above the discussion's total with
         // its change columns) is no part of it: the statement's "—" row and its total do not make one.
         let statement = "Acquisition termination cost: — (three months ended October 30, 2022)\n\
@@ -1048,11 +1141,14 @@ mod tests {
         let income = "Operating income: Data Center and AI: (161) million (three months ended Jul 1, 2023); (80) million (three months ended Jul 2, 2022)";
         let both = "What were Intel's Data Center and AI segment revenue and operating income?";
         assert_eq!(quotes_of(both, answer, &[(1, revenue), (2, income)], &[], 2).len(), 2);
-        // An amount of its own (a dollar figure, a number) is a row found: the rest is not read.
+        // An amount of its own (a dollar figure, a number) is a row found: no row of the rest is quoted for
+        // its label (the rest is read, for a total quoted alone: `printed_with_parts`).
         let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
         for found in ["Operating expenses were $5,476 million [1].", "Operating expenses: 5,476 (in millions) [1]."] {
             assert!(found_its_row(found), "{found}");
-            assert!(!crate::genre::financial::Financial.quotes_from_rest_of_document(question, found), "{found}");
+            assert!(!rows_from_rest_of_document(question, found), "{found}");
+            let quotes = quotes_of(question, found, &[(1, read)], &[(2, statement)], 1);
+            assert!(quotes.iter().all(|q| q.number == 1 && q.parts_from.is_none()), "{quotes:?}");
         }
     }
 
@@ -1094,6 +1190,46 @@ mod tests {
         let quotes = quotes_of(question, answer, &[(1, summary), (2, alone)], &[], 1);
         assert_eq!(quotes.len(), 1, "{quotes:?}");
         assert_eq!(quotes[0].number, 1, "{quotes:?}");
+    }
+
+    #[test]
+    fn a_total_quoted_alone_is_shown_where_the_rest_of_the_filing_prints_its_parts() {
+        // 2023 Q3 NVDA.pdf: the discussion's summary (p. 27), which a search ranked, prints the total alone;
+        // the income statement (p. 3), which none did, prints it under the rows it adds up.
+        let summary = "Operating expenses: $2,983 million (three months ended October 29, 2023); $2,662 million \
+                       (three months ended July 30, 2023); $2,576 million (three months ended October 30, 2022); \
+                       12% (quarter-over-quarter change); 16% (year-over-year change)";
+        let statement = "Operating expenses\n\
+                         Research and development: 2,294 million (three months ended October 29, 2023); \
+                         1,945 million (three months ended October 30, 2022)\n\
+                         Sales, general and administrative: 689 million (three months ended October 29, 2023); \
+                         631 million (three months ended October 30, 2022)\n\
+                         Acquisition termination cost: — (three months ended October 29, 2023); \
+                         — (three months ended October 30, 2022)\n\
+                         Total operating expenses: 2,983 million (three months ended October 29, 2023); \
+                         2,576 million (three months ended October 30, 2022)";
+        let question = "Has there been a considerable shift in NVIDIA's operating costs over the reported quarters?";
+        // The model's line states amounts of something else: it has "found its row" by that count.
+        let answer = "A change in estimate increased operating income by $41 million [8].";
+        let quotes = quotes_of(question, answer, &[(1, summary)], &[(9, statement)], 1);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert_eq!(quotes[0].number, 9, "cited to the statement: {quotes:?}");
+        assert!(quotes[0].text.starts_with("Research and development: 2,294 million"), "{quotes:?}");
+        assert!(quotes[0].text.contains(" · Sales, general and administrative: 689 million"), "{quotes:?}");
+        assert!(quotes[0].text.ends_with("2,576 million (three months ended October 30, 2022)"), "{quotes:?}");
+        // Another period's total (another first cell) is not the same total: the summary row stays.
+        let other = statement.replace(
+            "2,983 million (three months ended October 29, 2023)",
+            "2,508 million (three months ended April 30, 2023)",
+        );
+        let quotes = quotes_of(question, answer, &[(1, summary)], &[(9, other.as_str())], 1);
+        assert_eq!(quotes.len(), 1, "{quotes:?}");
+        assert_eq!(quotes[0].number, 1, "{quotes:?}");
+        // Nor is a row of the rest quoted for its label under this answer.
+        assert!(quotes_of(question, answer, &[(1, "NVIDIA designs GPUs.")], &[(9, statement)], 1).is_empty());
+        // A question naming a line item reads the rest under any answer; one naming none, only as before.
+        assert!(quotes_from_rest_of_document(question, answer));
+        assert!(!quotes_from_rest_of_document("Who audits NVIDIA?", answer));
     }
 
     #[test]

@@ -56,7 +56,8 @@ impl Genre for Financial {
         key_quote::key_quotes(question, answer, texts, rows_only, follows, most)
     }
 
-    /// Also under an answer stating amounts when the question names a statement ("cash flows"):
+    /// Also under an answer stating amounts when the question names a statement ("cash flows") or a
+    /// line item (a total quoted alone may be printed with its parts there):
     /// [`key_quote::quotes_from_rest_of_document`].
     fn quotes_from_rest_of_document(&self, question: &str, answer: &str) -> bool {
         key_quote::quotes_from_rest_of_document(question, answer)
