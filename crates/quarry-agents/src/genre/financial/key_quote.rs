@@ -56,7 +56,7 @@ pub const QUOTE_CHARS: usize = 400;
 /// an amount, a percentage or a number ([`crate::figures`]; a date alone does not count) and shares at
 /// least [`MIN_SHARED_WORDS`] of the words that say what the question asks for (not its subject, period
 /// or question words: [`asked_words`]), or — when `answer` has not found its row ([`found_its_row`]: no
-/// amount or number of its own, percentages aside) — is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
+/// amount or number of its own in a sentence about what was asked, percentages aside) — is a table row whose label names only what is asked for ([`label_is_asked_for`]); of `rows_only` (the
 /// rest of a document, numbered as `texts` are, after them) only such a row, and only one known to
 /// measure a line item the question names when it names one ([`measures_asked_item`]); more shared words rank first, then the better-ranked passage, then
 /// the earlier piece (under an answer stating percentages alone, a piece of percentages alone ranks after
@@ -119,7 +119,7 @@ pub fn key_quotes(
     // elsewhere in the filing (the percentage-of-revenue table's "Revenue: 100.0%" under the quick
     // start's "$7,192 million") adds nothing. A statement's totals are the exception (above): they are
     // looked for under any answer.
-    let answered_with_amount = found_its_row(answer);
+    let answered_with_amount = found_its_row(question, answer);
     // The whole rest, where a total quoted alone may be printed with its parts; of it, rows are quoted
     // for their label only under an answer that has not found its row, or for a statement's totals.
     let rest = rows_only;
@@ -149,7 +149,7 @@ pub fn key_quotes(
     // Stable: equal counts keep the passages' rank and the pieces' order. Under an answer of
     // percentages alone, a piece of percentages alone ranks after the others: it says what the model
     // said (a change, a ratio), and the row those are of is what is missing.
-    let of_percentages_only = |text: &str| states_amount(text) && !found_its_row(text);
+    let of_percentages_only = |text: &str| states_amount(text) && !states_own_amount(text);
     let answered_in_percentages = of_percentages_only(answer);
     ranked.sort_by_key(|piece| (answered_in_percentages && of_percentages_only(piece.2), std::cmp::Reverse(piece.0)));
     // A row whose label and amounts a row ranked above it has already (the same row read with and
@@ -266,7 +266,7 @@ pub fn key_quotes(
 
 /// Whether the quote under `answer` to `question` may come from the rest of the answered document
 /// (`key_quotes`' `rows_only`): under an answer that has not found its row ([`found_its_row`]: it states
-/// no amount or number of its own, percentages aside), or for a question naming a statement
+/// no amount or number of its own about what was asked, percentages aside), or for a question naming a statement
 /// ([`crate::genre::financial::line_item::statement_items`]), whose totals' rows sit in the statement,
 /// which a search for the question's words seldom ranks ([`rows_from_rest_of_document`]); and for a
 /// question naming a line item, where a total quoted alone may be printed with its parts
@@ -280,15 +280,27 @@ pub fn quotes_from_rest_of_document(question: &str, answer: &str) -> bool {
 /// Under any other answer to a question naming a line item the rest is read only for a total quoted
 /// alone, to show it where the filing prints it with its parts ([`printed_with_parts`]).
 fn rows_from_rest_of_document(question: &str, answer: &str) -> bool {
-    !found_its_row(answer) || !crate::genre::financial::line_item::statement_items(question).is_empty()
+    !found_its_row(question, answer) || !crate::genre::financial::line_item::statement_items(question).is_empty()
 }
 
-/// Whether `answer` states an amount or a number of its own: a row's figure. Percentages alone do not
-/// count — "Operating expenses decreased 28% from YTD 2022, with an operating margin of 18%" states a
-/// change and a ratio, not the row they are of, so the row is still looked for
-/// (docs/evaluation/decisions.md, 2026-12-07 (o)). Dates never count ([`crate::text::amounts`]).
-pub fn found_its_row(answer: &str) -> bool {
-    amounts(answer).iter().any(|f| !matches!(f.kind, FigureKind::Percent))
+/// Whether `answer` has found the row `question` asks for: one of its sentences states an amount or a
+/// number of its own ([`states_own_amount`]) and shares a word the question asks for ([`asked_words`];
+/// any sentence stating an amount when the question asks for no word). Percentages alone do not count —
+/// "Operating expenses decreased 28% from YTD 2022, with an operating margin of 18%" states a change and
+/// a ratio, not the row they are of, so the row is still looked for (docs/evaluation/decisions.md,
+/// 2026-12-07 (o)) — nor do amounts about something else: "Our Q3 2023 revenue was $14.2 billion" under
+/// "How have inventory levels at Intel changed …?" (2026-12-08 (e)).
+pub fn found_its_row(question: &str, answer: &str) -> bool {
+    let wanted = asked_words(question);
+    sentence_pieces(answer).into_iter().any(|sentence| {
+        states_own_amount(sentence)
+            && (wanted.is_empty() || stems(&one_vocabulary(sentence)).intersection(&wanted).next().is_some())
+    })
+}
+
+/// Whether `text` states an amount or a number, percentages and dates aside ([`crate::text::amounts`]).
+fn states_own_amount(text: &str) -> bool {
+    amounts(text).iter().any(|f| !matches!(f.kind, FigureKind::Percent))
 }
 
 /// A row label without the table section [`crate::genre::financial::table_section`] names it under: "Operating expenses:
@@ -1103,6 +1115,27 @@ mod tests {
     }
 
     #[test]
+    fn an_amount_about_something_else_has_not_found_its_row() {
+        // 2023 Q3 INTC.pdf: the model's line on inventories states the quarter's revenue; the inventories
+        // note (p. 13), in the rest of the filing, prints the total with its parts.
+        let question = "How have inventory levels at Intel changed over these quarters?";
+        let answer = "Our Q3 2023 revenue was $14.2 billion, down $1.2 billion or 8% from Q3 2022 [7].";
+        assert!(!found_its_row(question, answer));
+        assert!(found_its_row(question, "Inventories were $11,466 million [7]."));
+        assert!(found_its_row("What did Intel report?", answer), "a question asking for no word: any amount");
+        let note = "Raw materials: $1,278 million (Sep 30, 2023); $1,517 million (Dec 31, 2022)\n\
+            Work in process: 6,266 million (Sep 30, 2023); 7,565 million (Dec 31, 2022)\n\
+            Finished goods: 3,922 million (Sep 30, 2023); 4,142 million (Dec 31, 2022)\n\
+            Total inventories: $11,466 million (Sep 30, 2023); $13,224 million (Dec 31, 2022)";
+        let quotes = quotes_of(question, answer, &[(7, "Our Q3 2023 revenue was $14.2 billion.")], &[(12, note)], 1);
+        assert!(
+            quotes.len() == 1 && quotes[0].number == 12 && quotes[0].text.ends_with("$13,224 million (Dec 31, 2022)"),
+            "{quotes:?}"
+        );
+        assert!(quotes[0].text.starts_with("Raw materials: $1,278 million"), "{quotes:?}");
+    }
+
+    #[test]
     fn a_line_stating_only_percentages_has_not_found_its_row() {
         // 2023 Q1 INTC.pdf: the discussion's sentence of changes and ratios (p. 24), read; the statement's
         // rows (p. 6), in the rest of the filing.
@@ -1113,7 +1146,7 @@ mod tests {
             Operating expenses: 5,476 million (three months ended Apr 1, 2023); 4,903 million (three months ended Apr 2, 2022)\n";
         let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
         let answer = "Operating expenses decreased 28% from YTD 2022, with an operating margin of 18% [1].";
-        assert!(!found_its_row(answer));
+        assert!(!found_its_row(question, answer));
         use crate::genre::Genre;
         assert!(crate::genre::financial::Financial.quotes_from_rest_of_document(question, answer));
         let quotes = quotes_of(question, answer, &[(1, read)], &[(2, statement)], 1);
@@ -1145,7 +1178,7 @@ mod tests {
         // its label (the rest is read, for a total quoted alone: `printed_with_parts`).
         let question = "Has there been a substantial shift in Intel's operating expenses over the reported quarters?";
         for found in ["Operating expenses were $5,476 million [1].", "Operating expenses: 5,476 (in millions) [1]."] {
-            assert!(found_its_row(found), "{found}");
+            assert!(found_its_row(question, found), "{found}");
             assert!(!rows_from_rest_of_document(question, found), "{found}");
             let quotes = quotes_of(question, found, &[(1, read)], &[(2, statement)], 1);
             assert!(quotes.iter().all(|q| q.number == 1 && q.parts_from.is_none()), "{quotes:?}");
@@ -1229,7 +1262,7 @@ mod tests {
         assert!(quotes_of(question, answer, &[(1, "NVIDIA designs GPUs.")], &[(9, statement)], 1).is_empty());
         // A question naming a line item reads the rest under any answer; one naming none, only as before.
         assert!(quotes_from_rest_of_document(question, answer));
-        assert!(!quotes_from_rest_of_document("Who audits NVIDIA?", answer));
+        assert!(!quotes_from_rest_of_document("Who audits NVIDIA?", "Audit fees were $41 million [8]."));
     }
 
     #[test]
