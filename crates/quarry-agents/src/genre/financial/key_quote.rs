@@ -173,19 +173,12 @@ pub fn key_quotes(
     let mut distinct: Vec<(usize, usize, &str)> = Vec::new();
     for piece in ranked {
         let own = amounts(piece.2);
-        // The same row: the same label, or labels naming the same line items (the statement's "Net cash
-        // provided by (used in) financing activities" and the discussion's "Financing activities").
+        // The same row: one label ([`one_label`]).
         let label = row_label(piece.2).map(own_label);
         let items = label.map(crate::genre::financial::line_item::line_items).unwrap_or_default();
-        // Labels that differ only by a qualifier ("Total inventories" in the note, "Inventories" on the
-        // balance sheet) are one label too (docs/evaluation/decisions.md, 2026-12-07 (s)).
         let same_label = |above: &(usize, usize, &str)| {
             label.is_some_and(|label| {
-                row_label(above.2).map(own_label).is_some_and(|other| {
-                    other == label
-                        || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items)
-                        || unqualified(other) == unqualified(label)
-                })
+                row_label(above.2).map(own_label).is_some_and(|other| one_label(label, &items, other))
             })
         };
         let repeats =
@@ -312,7 +305,7 @@ fn own_label(label: &str) -> &str {
 /// The same total as the table row `total`, printed with the rows it adds up ([`with_parts`]) in one of
 /// `texts` (numbered passages, best first; `before` gives the passage right before one, as in
 /// [`key_quotes`]): a row whose label is the total's, up to qualifiers ([`unqualified`]: "Total operating
-/// expenses" and a summary table's "Operating expenses"), or names the same line items, and whose first
+/// expenses" and a summary table's "Operating expenses"), or names the same line items ([`one_label`]), and whose first
 /// cell is the total's, value and column. NVIDIA's discussion prints "Operating expenses: $2,983 million
 /// (three months ended October 29, 2023); …" alone, its income statement the same total under its research,
 /// selling and acquisition-cost rows. `None` when no passage prints it so.
@@ -323,19 +316,15 @@ fn printed_with_parts<'t>(
 ) -> Option<(usize, &'t str)> {
     let label = own_label(row_label(total)?);
     let items = crate::genre::financial::line_item::line_items(label);
-    let first = |row: &str| {
-        cells(row).first().map(|(value, column)| {
-            (value.chars().filter(|c| !matches!(c, '$' | ' ')).collect::<String>(), column.to_string())
-        })
-    };
+    let first = |row: &str| cells(row).first().map(|(value, column)| (printed_value(value), column.to_string()));
     let wanted = first(total)?;
     for &(number, text) in texts {
         for piece in sentence_pieces(text) {
             let piece = bare(piece);
             let Some(other) = row_label(piece).map(own_label) else { continue };
-            let same_label = unqualified(other) == unqualified(label)
-                || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items);
-            if same_label && first(piece).as_ref() == Some(&wanted) && with_parts(text, piece, before(number)).is_some()
+            if one_label(label, &items, other)
+                && first(piece).as_ref() == Some(&wanted)
+                && with_parts(text, piece, before(number)).is_some()
             {
                 return Some((number, piece));
             }
@@ -567,9 +556,27 @@ fn first_cell(line: &str) -> Option<&str> {
 /// Whether table rows `a` and `b` ([`cells`]) print a column of the same name with different values
 /// ("(three months ended Jul 1, 2023)": 4,004 million against (161) million).
 fn differs_in_a_shared_column(a: &str, b: &str) -> bool {
-    let value = |v: &str| v.chars().filter(|c| !matches!(c, '$' | ' ')).collect::<String>();
     let b = cells(b);
-    cells(a).iter().any(|(x, column)| b.iter().any(|(y, other)| column == other && value(x) != value(y)))
+    cells(a)
+        .iter()
+        .any(|(x, column)| b.iter().any(|(y, other)| column == other && printed_value(x) != printed_value(y)))
+}
+
+/// A cell's value without its currency sign and spaces, to compare cells of two tables: "$2,983 million"
+/// and "2,983 million" are one value.
+fn printed_value(value: &str) -> String {
+    value.chars().filter(|c| !matches!(c, '$' | ' ')).collect()
+}
+
+/// Whether the row labels `label` (whose line items are `items`) and `other`, each without its table
+/// section ([`own_label`]), name the same row: equal, naming the same line items (the statement's "Net
+/// cash provided by (used in) financing activities" and the discussion's "Financing activities"), or
+/// equal but for a qualifier ([`unqualified`]: "Total inventories" and "Inventories",
+/// docs/evaluation/decisions.md, 2026-12-07 (s)).
+fn one_label(label: &str, items: &[usize], other: &str) -> bool {
+    other == label
+        || (!items.is_empty() && crate::genre::financial::line_item::line_items(other) == items)
+        || unqualified(other) == unqualified(label)
 }
 
 /// The cells of the table row `row` as (value, column) pairs: "Data Center and AI: (161) million (three
